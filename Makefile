@@ -1,0 +1,132 @@
+# Makefile - the one non-recursive build of PIO.
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Each component adds its sources and targets in its own module.mk; this file
+# owns flags, build folders, dependencies (-MMD), sanitizer builds and the
+# user-facing targets. Objects go under build/<variant>/ mirroring the source
+# tree, so `make SANITIZER=address` never mixes objects with the plain build.
+#
+#   make [-j2] [V=1] [SANITIZER=address|undefined|thread]
+#   make test | demo | bench | deps | install PREFIX=... | format-check | clean
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+V       ?= 0
+SANITIZER ?=
+
+ifeq ($(SANITIZER),)
+  VARIANT := default
+  SANFLAGS :=
+else ifeq ($(SANITIZER),address)
+  VARIANT := asan
+  SANFLAGS := -fsanitize=address -fno-omit-frame-pointer
+else ifeq ($(SANITIZER),undefined)
+  VARIANT := ubsan
+  SANFLAGS := -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else ifeq ($(SANITIZER),thread)
+  VARIANT := tsan
+  SANFLAGS := -fsanitize=thread
+else
+  $(error unknown SANITIZER '$(SANITIZER)': use address, undefined or thread)
+endif
+
+B := build/$(VARIANT)
+
+CC  ?= cc
+ifeq ($(origin CC),default)
+  CC := gcc
+endif
+CXX := g++
+FC  := gfortran
+OPT ?= -O2
+
+# External libraries, through pkg-config only.
+PKG_DEPS := libzmq libsodium libxxhash
+pkg = $(shell pkg-config $(1) $(2) 2>/dev/null)
+
+WARN     := -Wall -Wextra -Werror
+CPPFLAGS := -D_GNU_SOURCE -Ilibpio -I. -MMD -MP
+CFLAGS   := -std=c11 $(WARN) $(OPT) -g -fPIC -pthread $(SANFLAGS) $(call pkg,--cflags,$(PKG_DEPS)) $(EXTRA_CFLAGS)
+LDFLAGS  := -pthread $(SANFLAGS) $(EXTRA_LDFLAGS)
+LDLIBS   := $(call pkg,--libs,$(PKG_DEPS)) -lrt
+
+ifeq ($(V),1)
+  Q :=
+  msg :=
+else
+  Q := @
+  msg = @printf '  %-6s %s\n' $(1) $(2);
+endif
+
+# Rebuild everything when the flags change (Redis' .make-settings).
+SETTINGS := $(B)/.make-settings
+SETTINGS_NOW := CC=$(CC) CFLAGS=$(CFLAGS) LDFLAGS=$(LDFLAGS) CPPFLAGS=$(CPPFLAGS)
+$(shell mkdir -p $(B); [ -f $(SETTINGS) ] && [ "$$(cat $(SETTINGS))" = "$(SETTINGS_NOW)" ] || echo "$(SETTINGS_NOW)" > $(SETTINGS))
+
+# Filled in by the module.mk fragments.
+OBJS :=
+BINS :=          # commands, installed under bin/
+SBINS :=         # daemons, installed under sbin/
+UNIT_TESTS :=    # cmocka binaries run by tests/run
+TEST_BINS :=     # helper programs the tests use
+MANS :=          # Markdown man pages (docs/man/NAME.SECTION.md)
+
+include libpio/module.mk
+include tests/module.mk
+include docs/module.mk
+
+$(B)/%.o: %.c $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+.PHONY: all deps test demo bench install uninstall clean format format-check check-root
+all: $(LIBPIO_A) $(LIBPIO_SO) $(BINS) $(SBINS) $(UNIT_TESTS) $(TEST_BINS) $(MAN_ROFF)
+
+deps:
+	@mk/deps.sh
+
+# test and demo install what is missing, build, then run.
+test:
+	@mk/deps.sh
+	@$(MAKE) --no-print-directory -j2 all
+	@BUILD=$(B) tests/run
+
+demo:
+	@mk/deps.sh
+	@$(MAKE) --no-print-directory -j2 all
+	@BUILD=$(B) examples/demo.sh
+
+bench:
+	@mk/deps.sh
+	@$(MAKE) --no-print-directory -j2 all OPT=-O3
+	@BUILD=$(B) bench/run-all.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
+	install -m 644 $(LIBPIO_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBPIO_SO) $(DESTDIR)$(PREFIX)/lib/libpio.so.$(PIO_VERSION)
+	ln -sf libpio.so.$(PIO_VERSION) $(DESTDIR)$(PREFIX)/lib/libpio.so.$(PIO_SOVERSION)
+	ln -sf libpio.so.$(PIO_SOVERSION) $(DESTDIR)$(PREFIX)/lib/libpio.so
+	install -m 644 libpio/pio.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(PIO_VERSION)|; s|@REQUIRES@|$(PKG_DEPS)|' \
+	  libpio/pio.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pio.pc
+	$(if $(strip $(BINS)),install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)
+	$(if $(strip $(SBINS)),install -m 755 $(SBINS) $(DESTDIR)$(PREFIX)/sbin/)
+	@for m in $(MAN_ROFF); do s=$${m##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
+	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
+
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' '*.cc' '*.cpp' 2>/dev/null)
+format:
+	clang-format -i $(FORMAT_SRCS)
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_SRCS) && echo "format-check: $(words $(FORMAT_SRCS)) files clean"
+
+clean:
+	rm -rf build
+
+.SECONDARY:
+-include $(OBJS:.o=.d)

@@ -1,0 +1,17 @@
+# libpio/module.mk - the client library (static and shared).
+PIO_VERSION   := 0.1.0
+PIO_SOVERSION := 0
+
+LIBPIO_SRCS := libpio/error.c
+LIBPIO_OBJS := $(LIBPIO_SRCS:%.c=$(B)/%.o)
+LIBPIO_A    := $(B)/lib/libpio.a
+LIBPIO_SO   := $(B)/lib/libpio.so
+OBJS += $(LIBPIO_OBJS)
+
+$(LIBPIO_A): $(LIBPIO_OBJS)
+	@mkdir -p $(@D)
+	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
+
+$(LIBPIO_SO): $(LIBPIO_OBJS)
+	@mkdir -p $(@D)
+	$(call msg,LD,$@)$(CC) -shared -Wl,-soname,libpio.so.$(PIO_SOVERSION) $(LDFLAGS) -o $@ $^ $(LDLIBS)

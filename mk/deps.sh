@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# deps.sh - install the Debian 12 packages PIO needs (make deps).
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Idempotent and quiet when everything is present. As root it installs what
+# is missing with apt-get (running `apt-get update` once if a package cannot
+# be found); otherwise it prints the exact apt-get line and fails. The list
+# below is the single source of truth for the project's system packages;
+# docs/design-notes.md says why each one is there.
+set -u
+
+PKGS=(
+  # toolchain
+  gcc g++ gfortran make pkg-config clang libclang-rt-14-dev clang-format
+  # runtime libraries (see DESIGN.md "Dependencies")
+  libzmq3-dev libsodium-dev libxxhash-dev
+  libucx-dev ucx-utils libibverbs-dev
+  openmpi-bin libopenmpi-dev
+  libhdf5-openmpi-dev hdf5-tools
+  libvtk9-dev xvfb xauth
+  libmicrohttpd-dev libsqlite3-dev
+  # tests
+  libcmocka-dev bats bats-assert bats-support bats-file
+  # test bed and baselines
+  iproute2 iperf3 procps psmisc openssh-client openssh-server
+  # docs and plots
+  go-md2man python3 python3-matplotlib
+)
+
+[ -n "${PIO_DEPS_EXTRA:-}" ] && PKGS+=($PIO_DEPS_EXTRA)  # for tests of this script
+missing=()
+for p in "${PKGS[@]}"; do
+  st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$st" = "install ok installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+line="apt-get install -y ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "make deps: missing Debian packages: ${missing[*]}" >&2
+  echo "make deps: run as root:  $line" >&2
+  exit 1
+fi
+
+echo "make deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+install() { apt-get install -y -q "${missing[@]}" >"$log" 2>&1; }
+log=$(mktemp /tmp/pio-deps.XXXXXX)
+if ! install; then
+  echo "make deps: a package was not found; running apt-get update once"
+  if ! apt-get update -q >>"$log" 2>&1 || ! install; then
+    tail -n 20 "$log" >&2
+    echo "make deps: failed: $line (log: $log)" >&2
+    exit 1
+  fi
+fi
+rm -f "$log"
+echo "make deps: done"

@@ -1,0 +1,62 @@
+#!/usr/bin/env bats
+# build.bats - the build system: sanitizer choice, verbose mode, install, pkg-config, deps.
+# SPDX-License-Identifier: BSD-3-Clause
+
+load "$BATS_TEST_DIRNAME/../lib/helpers"
+
+setup() { cd "$PIO_SRC"; }
+
+@test "an unknown SANITIZER stops the build with a clear message" {
+  run make SANITIZER=bogus
+  assert_failure
+  assert_output --partial "unknown SANITIZER 'bogus'"
+}
+
+@test "make V=1 shows full compiler commands, quiet mode does not" {
+  run make V=1 "$BATS_TEST_TMPDIR/b1/lib/libpio.a" B="$BATS_TEST_TMPDIR/b1"
+  assert_success
+  assert_output --regexp "gcc .*-std=c11 .*-Werror.*-c -o"
+  run make "$BATS_TEST_TMPDIR/b2/lib/libpio.a" B="$BATS_TEST_TMPDIR/b2"
+  assert_success
+  assert_output --partial "  CC     libpio/error.c"
+  refute_output --partial "-std=c11"
+}
+
+@test "make install puts the library, pio.h and pio.pc under PREFIX and a program builds with pkg-config" {
+  prefix=$BATS_TEST_TMPDIR/prefix
+  run make install PREFIX="$prefix"
+  assert_success
+  [ -f "$prefix/include/pio.h" ]
+  [ -f "$prefix/lib/libpio.a" ]
+  [ -L "$prefix/lib/libpio.so" ]
+  [ -f "$prefix/lib/pkgconfig/pio.pc" ]
+  # only pio.h is installed
+  [ "$(ls "$prefix/include")" = "pio.h" ]
+  cat >"$BATS_TEST_TMPDIR/p.c" <<'C'
+#include <pio.h>
+#include <stdio.h>
+int main(void) { printf("%s\n", PIO_Strerror(PIO_ETIMEDOUT)); return 0; }
+C
+  export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+  run bash -c "cc -o '$BATS_TEST_TMPDIR/p' '$BATS_TEST_TMPDIR/p.c' \$(pkg-config --cflags --libs pio) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/p'"
+  assert_success
+  assert_output "timed out"
+}
+
+@test "make deps is quiet when everything is installed" {
+  run mk/deps.sh
+  assert_success
+  assert_output ""
+}
+
+@test "make deps as non-root with a missing package prints the exact apt-get line and fails" {
+  run env PIO_DEPS_EXTRA="pio-no-such-package" setpriv --reuid=65534 --regid=65534 --clear-groups mk/deps.sh
+  assert_failure
+  assert_output --partial "missing Debian packages: pio-no-such-package"
+  assert_output --partial "apt-get install -y pio-no-such-package"
+}
+
+@test "make format-check passes on the committed sources" {
+  run make format-check
+  assert_success
+}

@@ -1,0 +1,99 @@
+# helpers.bash - shared helpers for Bats tests that start daemons or test beds.
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# load "$BATS_TEST_DIRNAME/../lib/helpers"
+#
+# Every process started with pio_spawn and every bed made with pio_bed_up is
+# recorded in a file under $BATS_FILE_TMPDIR; pio_cleanup (call it from
+# teardown / teardown_file) stops them all, also after a failed or timed-out
+# test. Waiting is by polling a condition (pio_wait_until), never a bare sleep.
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+PIO_SRC=${PIO_SRC:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
+PIO_BUILD=${PIO_BUILD:-$PIO_SRC/build/default}
+PIO_TESTBED=$PIO_SRC/tests/testbed/pio-testbed
+export PATH="$PIO_BUILD/bin:$PIO_BUILD/sbin:$PATH"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+_pio_registry() { echo "${BATS_FILE_TMPDIR:-/tmp}/pio-cleanup"; }
+
+# pio_tmpdir: a fresh directory private to the current test (removed by Bats).
+pio_tmpdir() {
+  mktemp -d "${BATS_TEST_TMPDIR:-/tmp}/pio.XXXXXX"
+}
+
+# pio_free_port: a TCP port nobody listens on now (the kernel's choice).
+pio_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# pio_wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds.
+# Fails (status 1, with a message on stderr) when SECONDS pass first.
+pio_wait_until() {
+  local limit=$1; shift
+  local end=$(( $(date +%s%N) + limit * 1000000000 ))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$(date +%s%N)" -ge "$end" ]; then
+      echo "pio_wait_until: '$*' still false after ${limit}s" >&2
+      return 1
+    fi
+    sleep 0.05
+  done
+}
+
+# pio_spawn LOGFILE CMD...: start CMD in the background with its output in
+# LOGFILE; prints its pid and records it for pio_cleanup.
+pio_spawn() {
+  local log=$1; shift
+  "$@" >"$log" 2>&1 </dev/null &
+  local pid=$!
+  echo "pid $pid" >>"$(_pio_registry)"
+  echo "$pid"
+}
+
+# pio_stop PID [SECONDS]: SIGTERM, wait up to SECONDS (default 5), then SIGKILL.
+# Returns the process' exit status when it exited on its own.
+pio_stop() {
+  local pid=$1 limit=${2:-5} i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < limit * 20; i++)); do
+    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return $?; }
+    sleep 0.05
+  done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 137
+}
+
+# pio_bed_up NAME ARGS...: make a test bed and record it for pio_cleanup.
+pio_bed_up() {
+  local name=$1; shift
+  echo "bed $name" >>"$(_pio_registry)"
+  "$PIO_TESTBED" up "$name" "$@"
+}
+
+# pio_unique_name PREFIX: a short name (≤ 8 chars) unlikely to collide.
+pio_unique_name() {
+  printf '%s%04d' "${1:0:4}" $(( (RANDOM + $$) % 10000 ))
+}
+
+# pio_cleanup: stop every recorded process and remove every recorded bed.
+pio_cleanup() {
+  local reg kind what
+  reg=$(_pio_registry)
+  [ -f "$reg" ] || return 0
+  while read -r kind what; do
+    case "$kind" in
+      pid) pio_stop "$what" 3 || true ;;
+      bed) "$PIO_TESTBED" down "$what" >/dev/null 2>&1 || true ;;
+    esac
+  done < <(tac "$reg")
+  rm -f "$reg"
+}
+
+# pio_need_root: skip (saying why) when not root; namespaces need it.
+pio_need_root() {
+  [ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces (CI runs as root)"
+}
