@@ -75,6 +75,8 @@ TEST_BINS :=     # helper programs the tests use
 MANS :=          # Markdown man pages (docs/man/NAME.SECTION.md)
 
 include libpio/module.mk
+include libpio/wire/module.mk
+include piod/module.mk
 include tests/module.mk
 include docs/module.mk
 

@@ -67,6 +67,174 @@ const char *PIO_Strerror(int status);
 /* PIO_Errname - the code's name, e.g. "PIO_ETIMEDOUT" (static, never NULL). */
 const char *PIO_Errname(int status);
 
+
+/* ---- Datatypes -------------------------------------------------------------
+ * X(name, code, bytes). The wire carries the code and the sender's byte order;
+ * the receiver converts. Fortran types are those of gfortran's defaults. */
+#define PIO_DATATYPES(X)                                                                           \
+    X(PIO_BYTE, 1, 1)              /* raw bytes: never converted, receives anything */             \
+    X(PIO_CHAR, 2, 1)                                                                              \
+    X(PIO_INT8, 3, 1)                                                                              \
+    X(PIO_UINT8, 4, 1)                                                                             \
+    X(PIO_INT16, 5, 2)                                                                             \
+    X(PIO_UINT16, 6, 2)                                                                            \
+    X(PIO_INT32, 7, 4)                                                                             \
+    X(PIO_UINT32, 8, 4)                                                                            \
+    X(PIO_INT64, 9, 8)                                                                             \
+    X(PIO_UINT64, 10, 8)                                                                           \
+    X(PIO_FLOAT, 11, 4)                                                                            \
+    X(PIO_DOUBLE, 12, 8)                                                                           \
+    X(PIO_INTEGER, 13, 4)          /* Fortran INTEGER */                                           \
+    X(PIO_REAL, 14, 4)             /* Fortran REAL */                                              \
+    X(PIO_DOUBLE_PRECISION, 15, 8) /* Fortran DOUBLE PRECISION */                                  \
+    X(PIO_COMPLEX, 16, 8)          /* Fortran COMPLEX: two REALs */                                \
+    X(PIO_DOUBLE_COMPLEX, 17, 16)  /* Fortran DOUBLE COMPLEX */                                    \
+    X(PIO_LOGICAL, 18, 4)          /* Fortran LOGICAL */                                           \
+    X(PIO_CHARACTER, 19, 1)        /* Fortran CHARACTER */
+
+#define PIO_DATATYPE_ENUM_(name, code, bytes) name = code,
+enum pio_datatype { PIO_DATATYPES(PIO_DATATYPE_ENUM_) };
+#undef PIO_DATATYPE_ENUM_
+
+/* ---- Wildcards, connections, modes ----------------------------------------- */
+#define PIO_ANY_PROCESS (-1) /* PIO_Recv: from any process of the partner */
+#define PIO_ANY_TAG     (-1) /* PIO_Recv: any tag */
+#define PIO_ANY_PARTNER (-1) /* PIO_Recv: from any partner application */
+#define PIO_SELF        (-2) /* PIO_Getappinfo: this application */
+
+/* connection argument of PIO_Send (load balancing over the bundle). */
+#define PIO_USER(i)  (i)  /* the caller names channel i (0 <= i < channels) */
+#define PIO_STATIC   (-1) /* fixed map from (source, destination) process to a channel */
+#define PIO_DYNAMIC  (-2) /* per chunk, the channel whose queue drains first */
+
+/* mode argument. */
+#define PIO_BLOCKING 0 /* send returns when addr may be reused (data in piod's pool) */
+#define PIO_SYNC     1 /* send returns when the receiving process has the data */
+
+#define PIO_WAIT_FOREVER (-1) /* timeout argument: no limit */
+
+#define PIO_NAME_MAX 64 /* names, with their NUL */
+
+/* What a completed receive (or send) reports. */
+typedef struct PIO_Status {
+    int partner;    /* partner handle of the source (receives) */
+    int source;     /* process_ID of the sender */
+    int tag;        /* tag it was sent with */
+    int datatype;   /* datatype it was sent as */
+    size_t count;   /* elements received */
+    size_t bytes;   /* bytes received */
+    int error;      /* PIO_OK or the request's error */
+} PIO_Status;
+
+typedef struct pio_request *PIO_Request; /* a non-blocking operation */
+
+typedef struct PIO_Appinfo {
+    char name[PIO_NAME_MAX];
+    char system[PIO_NAME_MAX]; /* where it runs */
+    int nprocs;                /* processes in the application */
+    int joined;                /* processes currently joined */
+    int process_ID;            /* for PIO_SELF: this process; else -1 */
+} PIO_Appinfo;
+
+typedef struct PIO_Hostinfo {
+    char host[PIO_NAME_MAX];
+    char system[PIO_NAME_MAX];
+    int version;          /* piod's protocol version */
+    size_t pool_size;     /* this process' shared-memory pool, bytes */
+    size_t eager_limit;   /* bytes: at or below, data rides with the request */
+    size_t chunk_size;    /* bytes: large messages are cut into chunks of this size */
+} PIO_Hostinfo;
+
+typedef struct PIO_Coninfo {
+    int index;                   /* channel index (PIO_USER(index)) */
+    int up;                      /* 1 if the channel carries data now */
+    char local[64], remote[64];  /* addresses "a.b.c.d:port" */
+    uint64_t tx_bytes, rx_bytes; /* data bytes carried so far */
+    uint64_t queued;             /* bytes queued or in flight */
+    uint64_t rate;               /* recent throughput, bytes/s */
+} PIO_Coninfo;
+
+/* PIO_Init - join this process to its local piod.
+ * app_name [in]: this application's name (NULL: $PIO_APP).
+ * process_ID [in]: this process' number, 0..nprocs-1 (< 0: $PIO_PROCESS, else
+ *   the MPI launcher's rank variable, else 0).
+ * nprocs [in]: processes in the application (<= 0: $PIO_NPROCS, else the
+ *   launcher's size variable, else 1).
+ * The piod is found through $PIO_SOCKET, else /run/pio/piod.sock.
+ * Returns PIO_OK; PIO_EINITED if already joined; PIO_ENOPIOD if no piod
+ * answers; PIO_EINVAL for bad arguments; PIO_EEXIST if that process_ID of
+ * that application is already joined. Call once per process. */
+int PIO_Init(const char *app_name, int process_ID, int nprocs);
+
+/* PIO_Exit - leave: waits for this process' outstanding sends to reach the
+ * piod's pool, then releases the pool. Requests not completed fail with
+ * PIO_ECANCELED. Returns PIO_OK or PIO_ENOTINIT. */
+int PIO_Exit(void);
+
+/* PIO_Setpartner / PIO_Addpartner - name the application(s) to talk to.
+ * name [in]: application name, copied. partner [out]: handle for the other
+ * calls. Setpartner forgets earlier partners first; Addpartner adds one
+ * (three or more applications). Waits up to $PIO_PARTNER_TIMEOUT seconds
+ * (default 30) for the application to appear anywhere in the bundle.
+ * Returns PIO_OK, PIO_EPARTNER (unknown after the wait), PIO_ENOTINIT,
+ * PIO_EINVAL. */
+int PIO_Setpartner(const char *name, int *partner);
+int PIO_Addpartner(const char *name, int *partner);
+
+/* PIO_Send - send count items of datatype at addr to process process_ID of
+ * partner with tag (>= 0).
+ * connection [in]: PIO_USER(i), PIO_STATIC or PIO_DYNAMIC.
+ * addr [in]: caller's memory, read and never kept; reusable on return.
+ * mode [in]: PIO_BLOCKING (returns when the data is in the piod's pool) or
+ *   PIO_SYNC (returns when the receiving process has it).
+ * Returns PIO_OK; PIO_EINVAL (bad tag, type, channel, NULL addr with
+ * count > 0), PIO_EPARTNER (bad handle), PIO_EGONE (destination process
+ * left), PIO_ENOTINIT, PIO_ECLOSED (piod went away). */
+int PIO_Send(int partner, int process_ID, int tag, int connection, const void *addr, int datatype,
+             size_t count, int mode);
+
+/* PIO_Recv - receive into addr up to count items of datatype from process
+ * process_ID (or PIO_ANY_PROCESS) of partner (or PIO_ANY_PARTNER) with tag
+ * (or PIO_ANY_TAG). Messages between two processes with one tag arrive in
+ * send order.
+ * timeout [in]: milliseconds, PIO_WAIT_FOREVER for none.
+ * status [out, may be NULL]: source, tag, count actually received.
+ * Returns PIO_OK; PIO_ETIMEDOUT; PIO_ETYPE (the message was sent as another
+ * datatype) or PIO_ETRUNC (it holds more than count items): in both cases the
+ * message stays queued and a later receive can take it; PIO_EGONE (the named
+ * source process left and nothing from it is queued); PIO_EINVAL;
+ * PIO_ENOTINIT. */
+int PIO_Recv(int partner, int process_ID, int tag, void *addr, int datatype, size_t count,
+             int timeout, int mode, PIO_Status *status);
+
+/* PIO_Isend / PIO_Irecv - non-blocking forms; arguments as above.
+ * req [out]: completed by PIO_Wait or PIO_Test, which free it. addr must stay
+ * valid and untouched until then. */
+int PIO_Isend(int partner, int process_ID, int tag, int connection, const void *addr,
+              int datatype, size_t count, int mode, PIO_Request *req);
+int PIO_Irecv(int partner, int process_ID, int tag, void *addr, int datatype, size_t count,
+              int mode, PIO_Request *req);
+
+/* PIO_Wait - wait up to timeout ms for *req. On completion (whatever its
+ * outcome) frees it, sets *req to NULL and returns the operation's status;
+ * on PIO_ETIMEDOUT *req stays valid. */
+int PIO_Wait(PIO_Request *req, int timeout, PIO_Status *status);
+
+/* PIO_Test - *done [out] = 1 and as PIO_Wait when complete; else *done = 0
+ * and PIO_OK. */
+int PIO_Test(PIO_Request *req, int *done, PIO_Status *status);
+
+/* PIO_Getappinfo - facts about a partner (or PIO_SELF). info [out]. */
+int PIO_Getappinfo(int partner, PIO_Appinfo *info);
+
+/* PIO_Gethostinfo - facts about this host's piod. info [out]. */
+int PIO_Gethostinfo(PIO_Hostinfo *info);
+
+/* PIO_Getconinfo - the channels of the bundle to partner's system.
+ * info [out]: up to max records; *n [out]: records written. Partner on the
+ * same host: *n = 0. */
+int PIO_Getconinfo(int partner, PIO_Coninfo *info, int max, int *n);
+
 #ifdef __cplusplus
 }
 #endif

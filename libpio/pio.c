@@ -1,0 +1,1305 @@
+/* pio.c - libpio: the PIO API of an application process.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * A process talks to its local piod through one ZeroMQ DEALER (ipc) and one
+ * shared-memory pool. The pool's send region is ours to allocate: a large
+ * send copies chunk after chunk into it (P_SEND_DATA) as fast as the piod
+ * releases ranges (P_RELEASE); a blocking send returns when its last byte is
+ * in the pool. The receive region is the piod's: incoming chunks land there
+ * (P_MSG_DATA), we copy them into the user's buffer, converting byte order,
+ * and free them (P_FREE). Small messages travel inline in the frames.
+ *
+ * One progress thread owns the ZeroMQ socket: it sends what API threads
+ * queue, reads every frame, matches incoming messages to posted receives and
+ * does the copies out of the pool. All shared state is guarded by g.mtx;
+ * copies run without it (a matched message is owned by its request until the
+ * request completes). Waiters sleep on g.cv, broadcast on every change.
+ * Thread-safety: every public function is thread-safe; PIO_Init and
+ * PIO_Exit must not race each other.
+ */
+#include "pio.h"
+#include "err.h"
+#include "pool.h"
+#include "types.h"
+#include "wire/wire.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define DEFAULT_SOCKET "/run/pio/piod.sock"
+#define WELCOME_TIMEOUT_MS 5000
+#define MAX_PARTNERS 64
+
+enum { REQ_SEND = 1, REQ_RECV = 2 };
+
+struct chunk_note { /* an arrived chunk not copied yet */
+    struct chunk_note *next;
+    uint64_t msg_off, pool_off, len;
+};
+
+struct inmsg {
+    struct inmsg *next;
+    uint64_t key;
+    int partner; /* handle, or -1 */
+    char src_app[PIO_WIRE_NAME];
+    uint32_t src_proc;
+    int32_t tag;
+    uint32_t datatype, flags;
+    uint64_t size, count;
+    uint8_t *eager;
+    struct chunk_note *chunks;
+    uint64_t copied;
+    struct pio_request *req; /* the receive it matched */
+    int canceled;
+};
+
+struct pio_request {
+    struct pio_request *next; /* in g.sends or g.recvs */
+    int kind;
+    int done, status;
+    PIO_Status st;
+    /* send */
+    uint64_t sid, size, next_off;
+    const uint8_t *sbuf;
+    int sync, copied_all, done_recv, pumping;
+    /* recv */
+    int partner, src, tag, datatype;
+    uint8_t *rbuf;
+    size_t count;
+    struct inmsg *msg;
+};
+
+struct copy_job {
+    struct copy_job *next;
+    struct inmsg *m;
+    uint64_t msg_off, pool_off, len;
+};
+
+struct out_frame {
+    struct out_frame *next;
+    size_t len;
+    uint8_t data[];
+};
+
+struct partner {
+    char name[PIO_WIRE_NAME];
+    char system[PIO_WIRE_NAME];
+    uint32_t nprocs, channels;
+    uint8_t *left;
+};
+
+struct lookup { /* a pending P_PARTNER or P_INFO_REQ */
+    struct lookup *next;
+    uint64_t req;
+    int done;
+    struct pio_frame *f;
+};
+
+static struct {
+    pthread_mutex_t mtx;
+    pthread_cond_t cv;
+    int inited, closed;
+    void *zctx, *sock, *mon;
+    int evfd;
+    pthread_t thr;
+    volatile int stop;
+    struct out_frame *out_head, *out_tail;
+    char app[PIO_WIRE_NAME];
+    int proc, nprocs;
+    struct pio_p_welcome w;
+    int have_welcome;
+    uint8_t *base;
+    size_t size;
+    struct pio_ralloc send;
+    struct partner partners[MAX_PARTNERS];
+    int npartners;
+    struct inmsg *msgs, *msgs_tail;
+    struct pio_request *recvs, *sends;
+    struct copy_job *jobs, *jobs_tail;
+    struct lookup *lookups;
+    uint64_t next_sid, next_req;
+} g = {.mtx = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_mutex_t init_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- small helpers ---- */
+
+static void deadline_after(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Wait on g.cv (g.mtx held) until the deadline (NULL: none). Returns
+ * PIO_ETIMEDOUT when it passed. */
+static int wait_until(const struct timespec *dl)
+{
+    if (!dl) {
+        pthread_cond_wait(&g.cv, &g.mtx);
+        return PIO_OK;
+    }
+    int r = pthread_cond_timedwait(&g.cv, &g.mtx, dl);
+    return r == ETIMEDOUT ? PIO_ETIMEDOUT : PIO_OK;
+}
+
+static void wake_progress(void)
+{
+    uint64_t one = 1;
+    ssize_t w = write(g.evfd, &one, sizeof(one));
+    (void)w;
+}
+
+/* Queue a frame for the piod (g.mtx held). */
+static int out_frame(const struct pio_frame *f)
+{
+    size_t need = pio_wire_encoded_size(f);
+    struct out_frame *o = malloc(sizeof(*o) + need);
+    if (!o)
+        return PIO_ENOMEM;
+    int rc = pio_wire_encode(f, o->data, need, &o->len);
+    if (rc != PIO_OK) {
+        free(o);
+        return rc;
+    }
+    o->next = NULL;
+    if (g.out_tail)
+        g.out_tail->next = o;
+    else
+        g.out_head = o;
+    g.out_tail = o;
+    wake_progress();
+    return PIO_OK;
+}
+
+static void out_ranges(int type, uint64_t id, uint64_t msg_off, uint64_t off, uint64_t len)
+{
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    if (!f)
+        return;
+    f->type = (uint8_t)type;
+    f->u.p_ranges.id = id;
+    f->u.p_ranges.msg_off = msg_off;
+    f->u.p_ranges.n = 1;
+    f->u.p_ranges.r[0].off = off;
+    f->u.p_ranges.r[0].len = len;
+    out_frame(f);
+    free(f);
+}
+
+static void out_done(int type, uint64_t id)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = (uint8_t)type;
+    f.u.p_done.id = id;
+    out_frame(&f);
+}
+
+static int partner_by_name(const char *name)
+{
+    for (int i = 0; i < g.npartners; i++)
+        if (strcmp(g.partners[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static void req_complete(struct pio_request *r, int status)
+{
+    if (r->done)
+        return;
+    r->done = 1;
+    r->status = status;
+    r->st.error = status;
+    pthread_cond_broadcast(&g.cv);
+}
+
+static void list_remove_req(struct pio_request **list, struct pio_request *r)
+{
+    for (struct pio_request **pp = list; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            return;
+        }
+}
+
+static void msg_remove(struct inmsg *m)
+{
+    struct inmsg *prev = NULL;
+    for (struct inmsg *x = g.msgs; x; prev = x, x = x->next)
+        if (x == m) {
+            if (prev)
+                prev->next = m->next;
+            else
+                g.msgs = m->next;
+            if (g.msgs_tail == m)
+                g.msgs_tail = prev;
+            return;
+        }
+}
+
+static void msg_free(struct inmsg *m)
+{
+    while (m->chunks) {
+        struct chunk_note *c = m->chunks;
+        m->chunks = c->next;
+        free(c);
+    }
+    free(m->eager);
+    free(m);
+}
+
+/* ---- matching ---- */
+
+static int msg_matches(const struct inmsg *m, const struct pio_request *r)
+{
+    return !m->req && !m->canceled && (r->partner == PIO_ANY_PARTNER || m->partner == r->partner) &&
+           (r->src == PIO_ANY_PROCESS || (int)m->src_proc == r->src) &&
+           (r->tag == PIO_ANY_TAG || m->tag == r->tag);
+}
+
+static void push_job(struct inmsg *m, uint64_t msg_off, uint64_t pool_off, uint64_t len)
+{
+    struct copy_job *j = malloc(sizeof(*j));
+    if (!j)
+        return;
+    j->next = NULL;
+    j->m = m;
+    j->msg_off = msg_off;
+    j->pool_off = pool_off;
+    j->len = len;
+    if (g.jobs_tail)
+        g.jobs_tail->next = j;
+    else
+        g.jobs = j;
+    g.jobs_tail = j;
+    wake_progress();
+}
+
+static void recv_finish(struct pio_request *r)
+{
+    struct inmsg *m = r->msg;
+    r->st.partner = m->partner;
+    r->st.source = (int)m->src_proc;
+    r->st.tag = m->tag;
+    r->st.datatype = (int)m->datatype;
+    r->st.bytes = m->size;
+    size_t es = pio_type_size(r->datatype);
+    r->st.count = es ? m->size / es : 0;
+    if ((m->flags & PIO_WF_SYNC) && (m->flags & PIO_WF_EAGER))
+        out_done(PIO_F_P_CONSUMED, m->key);
+    msg_remove(m);
+    msg_free(m);
+    r->msg = NULL;
+    req_complete(r, PIO_OK);
+}
+
+/* Bind message m to receive r, or fail r (m stays) when they do not fit. */
+static void bind_msg(struct pio_request *r, struct inmsg *m)
+{
+    list_remove_req(&g.recvs, r);
+    if (!pio_type_compatible((int)m->datatype, r->datatype)) {
+        r->st.datatype = (int)m->datatype;
+        req_complete(r, PIO_ETYPE);
+        return;
+    }
+    size_t es = pio_type_size(r->datatype);
+    if (m->size > (uint64_t)r->count * es) {
+        r->st.bytes = m->size;
+        req_complete(r, PIO_ETRUNC);
+        return;
+    }
+    m->req = r;
+    r->msg = m;
+    if (m->flags & PIO_WF_EAGER) {
+        int big = (m->flags & PIO_WF_BIGEND) != 0;
+        if (r->datatype == PIO_BYTE || m->size == 0)
+            memcpy(r->rbuf, m->eager, m->size);
+        else
+            pio_convert(r->rbuf, m->eager, m->size, pio_type_swap_unit((int)m->datatype), big);
+        recv_finish(r);
+        return;
+    }
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_CLAIM;
+    f.u.p_done.id = m->key;
+    out_frame(&f);
+    while (m->chunks) {
+        struct chunk_note *c = m->chunks;
+        m->chunks = c->next;
+        push_job(m, c->msg_off, c->pool_off, c->len);
+        free(c);
+    }
+    if (m->size == 0)
+        recv_finish(r);
+}
+
+/* A receive with nothing to match that can never match: its source left. */
+static int recv_hopeless(const struct pio_request *r)
+{
+    if (r->partner < 0 || r->src < 0 || r->partner >= g.npartners)
+        return 0;
+    const struct partner *p = &g.partners[r->partner];
+    return (uint32_t)r->src < p->nprocs && p->left && p->left[r->src];
+}
+
+static void try_match_recv(struct pio_request *r)
+{
+    for (struct inmsg *m = g.msgs; m; m = m->next)
+        if (msg_matches(m, r)) {
+            bind_msg(r, m);
+            return;
+        }
+    if (recv_hopeless(r)) {
+        list_remove_req(&g.recvs, r);
+        req_complete(r, PIO_EGONE);
+    }
+}
+
+/* ---- sends ---- */
+
+/* Copy as much of r as the send region allows (g.mtx held on entry and exit;
+ * dropped around each copy). */
+static void pump(struct pio_request *r)
+{
+    if (r->pumping || r->done)
+        return;
+    r->pumping = 1;
+    while (r->next_off < r->size && !g.closed) {
+        uint64_t len = r->size - r->next_off;
+        if (len > g.w.chunk)
+            len = g.w.chunk;
+        uint64_t off;
+        if (pio_ralloc_get(&g.send, len, &off) != PIO_OK)
+            break;
+        uint64_t msg_off = r->next_off;
+        r->next_off += len;
+        pthread_mutex_unlock(&g.mtx);
+        memcpy(g.base + off, r->sbuf + msg_off, len);
+        pthread_mutex_lock(&g.mtx);
+        out_ranges(PIO_F_P_SEND_DATA, r->sid, msg_off, off, len);
+    }
+    r->pumping = 0;
+    if (r->next_off == r->size && !r->copied_all) {
+        r->copied_all = 1;
+        if (!r->sync || r->done_recv) {
+            list_remove_req(&g.sends, r);
+            req_complete(r, r->done_recv ? r->status : PIO_OK);
+        } else {
+            pthread_cond_broadcast(&g.cv);
+        }
+    }
+}
+
+static void pump_all(void)
+{
+    for (struct pio_request *r = g.sends; r; r = r->next)
+        if (!r->copied_all) {
+            pump(r);
+            return; /* oldest first: later sends wait for it */
+        }
+}
+
+/* ---- frames from the piod (progress thread, g.mtx held) ---- */
+
+static void on_msg_new(struct pio_p_msg_new *n)
+{
+    struct inmsg *m = calloc(1, sizeof(*m));
+    if (!m)
+        return;
+    m->key = n->key;
+    snprintf(m->src_app, sizeof(m->src_app), "%s", n->src_app);
+    m->partner = partner_by_name(n->src_app);
+    m->src_proc = n->src_proc;
+    m->tag = n->tag;
+    m->datatype = n->datatype;
+    m->flags = n->flags;
+    m->size = n->size;
+    m->count = n->count;
+    if (n->flags & PIO_WF_EAGER) {
+        m->eager = malloc(n->size ? n->size : 1);
+        if (!m->eager) {
+            free(m);
+            return;
+        }
+        if (n->size)
+            memcpy(m->eager, n->payload, n->size);
+    }
+    if (g.msgs_tail)
+        g.msgs_tail->next = m;
+    else
+        g.msgs = m;
+    g.msgs_tail = m;
+    for (struct pio_request *r = g.recvs; r; r = r->next)
+        if (msg_matches(m, r)) {
+            bind_msg(r, m);
+            break;
+        }
+}
+
+static void on_msg_data(struct pio_p_ranges *pr)
+{
+    struct inmsg *m;
+    for (m = g.msgs; m; m = m->next)
+        if (m->key == pr->id)
+            break;
+    uint64_t msg_off = pr->msg_off;
+    for (uint32_t i = 0; i < pr->n; i++) {
+        uint64_t off = pr->r[i].off, len = pr->r[i].len;
+        if (!m || off < g.w.recv_off || off + len > g.w.recv_off + g.w.recv_len ||
+            msg_off + len > m->size) {
+            out_ranges(PIO_F_P_FREE, pr->id, msg_off, off, len);
+        } else if (m->req) {
+            push_job(m, msg_off, off, len);
+        } else {
+            struct chunk_note *c = malloc(sizeof(*c));
+            if (c) {
+                c->msg_off = msg_off;
+                c->pool_off = off;
+                c->len = len;
+                c->next = m->chunks;
+                m->chunks = c;
+            }
+        }
+        msg_off += len;
+    }
+}
+
+static void on_send_done(struct pio_frame *f)
+{
+    if (f->flags & 1) { /* an incoming message was cancelled */
+        for (struct inmsg *m = g.msgs; m; m = m->next)
+            if (m->key == f->u.p_done.id) {
+                m->canceled = 1;
+                if (m->req) {
+                    struct pio_request *r = m->req;
+                    r->msg = NULL;
+                    m->req = NULL;
+                    req_complete(r, f->u.p_done.status);
+                }
+                while (m->chunks) {
+                    struct chunk_note *c = m->chunks;
+                    m->chunks = c->next;
+                    out_ranges(PIO_F_P_FREE, m->key, c->msg_off, c->pool_off, c->len);
+                    free(c);
+                }
+                break;
+            }
+        return;
+    }
+    for (struct pio_request *r = g.sends; r; r = r->next)
+        if (r->sid == f->u.p_done.id) {
+            r->done_recv = 1;
+            r->status = f->u.p_done.status;
+            if (r->copied_all || f->u.p_done.status != PIO_OK) {
+                list_remove_req(&g.sends, r);
+                req_complete(r, f->u.p_done.status);
+            }
+            return;
+        }
+}
+
+static void on_event(struct pio_p_event *e)
+{
+    int p = partner_by_name(e->app);
+    if (p < 0 || !g.partners[p].left || e->proc >= g.partners[p].nprocs)
+        return;
+    g.partners[p].left[e->proc] = e->kind == 2;
+    if (e->kind == 2)
+        for (struct pio_request *r = g.recvs, *next; r; r = next) {
+            next = r->next;
+            try_match_recv(r);
+        }
+}
+
+static void on_frame(const uint8_t *buf, size_t len)
+{
+    struct pio_frame *f = malloc(sizeof(*f));
+    if (!f)
+        return;
+    if (pio_wire_decode(buf, len, f, NULL) != PIO_OK) {
+        free(f);
+        return;
+    }
+    switch (f->type) {
+    case PIO_F_P_WELCOME:
+        g.w = f->u.p_welcome;
+        g.have_welcome = 1;
+        break;
+    case PIO_F_P_PARTNER_INFO:
+    case PIO_F_P_INFO: {
+        uint64_t req = f->type == PIO_F_P_INFO ? f->u.p_info.req : f->u.p_partner_info.req;
+        for (struct lookup *l = g.lookups; l; l = l->next)
+            if (l->req == req && !l->done) {
+                l->f = f;
+                l->done = 1;
+                f = NULL;
+                break;
+            }
+        break;
+    }
+    case PIO_F_P_RELEASE:
+        for (uint32_t i = 0; i < f->u.p_ranges.n; i++)
+            pio_ralloc_put(&g.send, f->u.p_ranges.r[i].off, f->u.p_ranges.r[i].len);
+        pump_all();
+        break;
+    case PIO_F_P_SEND_DONE: on_send_done(f); break;
+    case PIO_F_P_MSG_NEW: on_msg_new(&f->u.p_msg_new); break;
+    case PIO_F_P_MSG_DATA: on_msg_data(&f->u.p_ranges); break;
+    case PIO_F_P_EVENT: on_event(&f->u.p_event); break;
+    default: break;
+    }
+    free(f);
+    pthread_cond_broadcast(&g.cv);
+}
+
+/* Run the queued copies without the lock, then account for them. */
+static void run_jobs(void)
+{
+    struct copy_job *jobs = g.jobs;
+    g.jobs = g.jobs_tail = NULL;
+    if (!jobs)
+        return;
+    pthread_mutex_unlock(&g.mtx);
+    for (struct copy_job *j = jobs; j; j = j->next) {
+        struct inmsg *m = j->m;
+        struct pio_request *r = m->req;
+        if (!r)
+            continue;
+        const uint8_t *src = g.base + j->pool_off;
+        uint8_t *dst = r->rbuf + j->msg_off;
+        if (r->datatype == PIO_BYTE)
+            memcpy(dst, src, j->len);
+        else
+            pio_convert(dst, src, j->len, pio_type_swap_unit((int)m->datatype),
+                        (m->flags & PIO_WF_BIGEND) != 0);
+    }
+    pthread_mutex_lock(&g.mtx);
+    while (jobs) {
+        struct copy_job *j = jobs;
+        jobs = j->next;
+        struct inmsg *m = j->m;
+        out_ranges(PIO_F_P_FREE, m->key, j->msg_off, j->pool_off, j->len);
+        m->copied += j->len;
+        if (m->req && m->copied == m->size)
+            recv_finish(m->req);
+        free(j);
+    }
+}
+
+static void fail_everything(int status)
+{
+    g.closed = 1;
+    for (struct pio_request *r = g.recvs; r; r = r->next)
+        req_complete(r, status);
+    g.recvs = NULL;
+    for (struct pio_request *r = g.sends; r; r = r->next)
+        req_complete(r, status);
+    g.sends = NULL;
+    for (struct inmsg *m = g.msgs; m; m = m->next)
+        if (m->req) {
+            req_complete(m->req, status);
+            m->req->msg = NULL;
+            m->req = NULL;
+        }
+    for (struct lookup *l = g.lookups; l; l = l->next)
+        l->done = 1;
+    pthread_cond_broadcast(&g.cv);
+}
+
+static void *progress(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g.mtx);
+    while (!g.stop) {
+        while (g.out_head) {
+            struct out_frame *o = g.out_head;
+            g.out_head = o->next;
+            if (!g.out_head)
+                g.out_tail = NULL;
+            pthread_mutex_unlock(&g.mtx);
+            int rc = zmq_send(g.sock, o->data, o->len, 0);
+            free(o);
+            pthread_mutex_lock(&g.mtx);
+            if (rc < 0 && errno == ETERM)
+                break;
+        }
+        run_jobs();
+        if (g.out_head || g.jobs)
+            continue;
+        pthread_mutex_unlock(&g.mtx);
+        zmq_pollitem_t it[3] = {{g.sock, 0, ZMQ_POLLIN, 0},
+                                {NULL, g.evfd, ZMQ_POLLIN, 0},
+                                {g.mon, 0, ZMQ_POLLIN, 0}};
+        int n = zmq_poll(it, g.mon ? 3 : 2, 100);
+        if (it[1].revents & ZMQ_POLLIN) {
+            uint64_t v;
+            ssize_t r = read(g.evfd, &v, sizeof(v));
+            (void)r;
+        }
+        int disconnected = 0;
+        if (n > 0 && g.mon && (it[2].revents & ZMQ_POLLIN)) {
+            zmq_msg_t ev;
+            zmq_msg_init(&ev);
+            while (zmq_msg_recv(&ev, g.mon, ZMQ_DONTWAIT) >= 0) {
+                if (zmq_msg_size(&ev) >= 2) {
+                    const uint8_t *b = zmq_msg_data(&ev);
+                    if ((b[0] | b[1] << 8) == ZMQ_EVENT_DISCONNECTED)
+                        disconnected = 1;
+                }
+                zmq_msg_close(&ev);
+                zmq_msg_init(&ev);
+            }
+            zmq_msg_close(&ev);
+        }
+        pthread_mutex_lock(&g.mtx);
+        if (disconnected && g.have_welcome) {
+            fail_everything(PIO_ECLOSED);
+            continue;
+        }
+        if (n <= 0 || !(it[0].revents & ZMQ_POLLIN))
+            continue;
+        for (int k = 0; k < 1024; k++) {
+            zmq_msg_t msg;
+            zmq_msg_init(&msg);
+            pthread_mutex_unlock(&g.mtx);
+            int r = zmq_msg_recv(&msg, g.sock, ZMQ_DONTWAIT);
+            pthread_mutex_lock(&g.mtx);
+            if (r < 0) {
+                zmq_msg_close(&msg);
+                break;
+            }
+            on_frame(zmq_msg_data(&msg), zmq_msg_size(&msg));
+            zmq_msg_close(&msg);
+        }
+    }
+    pthread_mutex_unlock(&g.mtx);
+    return NULL;
+}
+
+/* ---- lookups (partner, info): one request, one answer ---- */
+
+static int lookup(struct pio_frame *req, uint64_t id, int timeout_ms, struct pio_frame **answer)
+{
+    struct lookup l = {.req = id};
+    struct timespec dl;
+    deadline_after(&dl, timeout_ms);
+    l.next = g.lookups;
+    g.lookups = &l;
+    int rc = out_frame(req);
+    while (rc == PIO_OK && !l.done)
+        if (wait_until(&dl) == PIO_ETIMEDOUT)
+            rc = PIO_ETIMEDOUT;
+    for (struct lookup **pp = &g.lookups; *pp; pp = &(*pp)->next)
+        if (*pp == &l) {
+            *pp = l.next;
+            break;
+        }
+    if (rc == PIO_OK && !l.f)
+        rc = PIO_ECLOSED;
+    *answer = l.f;
+    return rc;
+}
+
+/* ---- public API ---- */
+
+static int env_int(const char *const *names, int dflt)
+{
+    for (int i = 0; names[i]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return dflt;
+}
+
+int PIO_Init(const char *app_name, int process_ID, int nprocs)
+{
+    static const char *const rank_vars[] = {"PIO_PROCESS", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                            "PMI_RANK", NULL};
+    static const char *const size_vars[] = {"PIO_NPROCS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                            NULL};
+    int rc = PIO_OK;
+    char ep[1100];
+    pthread_mutex_lock(&init_mtx);
+    PIO_CHECK(g.inited, rc, PIO_EINITED, out);
+    if (!app_name)
+        app_name = getenv("PIO_APP");
+    PIO_CHECK(!app_name || !*app_name || strlen(app_name) >= PIO_WIRE_NAME, rc, PIO_EINVAL, out);
+    if (process_ID < 0)
+        process_ID = env_int(rank_vars, 0);
+    if (nprocs <= 0)
+        nprocs = env_int(size_vars, 1);
+    PIO_CHECK(process_ID < 0 || nprocs <= 0 || process_ID >= nprocs, rc, PIO_EINVAL, out);
+    const char *path = getenv("PIO_SOCKET");
+    if (!path || !*path)
+        path = DEFAULT_SOCKET;
+    struct stat st;
+    PIO_CHECK(stat(path, &st) != 0 || !S_ISSOCK(st.st_mode), rc, PIO_ENOPIOD, out);
+
+    pthread_mutex_lock(&g.mtx);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    snprintf(g.app, sizeof(g.app), "%s", app_name);
+    g.proc = process_ID;
+    g.nprocs = nprocs;
+    g.closed = 0;
+    g.stop = 0;
+    g.have_welcome = 0;
+    g.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    g.zctx = zmq_ctx_new();
+    PIO_CHECK(g.evfd < 0 || !g.zctx, rc, PIO_ENOMEM, unlock);
+    g.sock = zmq_socket(g.zctx, ZMQ_DEALER);
+    PIO_CHECK(!g.sock, rc, PIO_ENOMEM, unlock);
+    int zero = 0;
+    zmq_setsockopt(g.sock, ZMQ_SNDHWM, &zero, sizeof(zero));
+    zmq_setsockopt(g.sock, ZMQ_RCVHWM, &zero, sizeof(zero));
+    zmq_setsockopt(g.sock, ZMQ_LINGER, &zero, sizeof(zero));
+    char mon_ep[64];
+    static int mon_serial;
+    snprintf(mon_ep, sizeof(mon_ep), "inproc://pio-mon-%d", ++mon_serial);
+    if (zmq_socket_monitor(g.sock, mon_ep, ZMQ_EVENT_DISCONNECTED) == 0) {
+        g.mon = zmq_socket(g.zctx, ZMQ_PAIR);
+        if (g.mon && zmq_connect(g.mon, mon_ep) != 0) {
+            zmq_close(g.mon);
+            g.mon = NULL;
+        }
+    }
+    snprintf(ep, sizeof(ep), "ipc://%s", path);
+    PIO_CHECK(zmq_connect(g.sock, ep) != 0, rc, PIO_ENOPIOD, unlock);
+    PIO_CHECK(pthread_create(&g.thr, NULL, progress, NULL) != 0, rc, PIO_ENOMEM, unlock);
+
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_HELLO;
+    f.u.p_hello.proto = PIO_WIRE_VERSION;
+    f.u.p_hello.proc = (uint32_t)process_ID;
+    f.u.p_hello.nprocs = (uint32_t)nprocs;
+    f.u.p_hello.pid = (uint32_t)getpid();
+    snprintf(f.u.p_hello.app, sizeof(f.u.p_hello.app), "%s", app_name);
+    out_frame(&f);
+    struct timespec dl;
+    deadline_after(&dl, WELCOME_TIMEOUT_MS);
+    while (!g.have_welcome && rc == PIO_OK)
+        if (wait_until(&dl) == PIO_ETIMEDOUT)
+            rc = PIO_ENOPIOD;
+    if (rc == PIO_OK && g.w.status != PIO_OK)
+        rc = g.w.status;
+    if (rc == PIO_OK)
+        rc = pio_shm_open(g.w.shm, (void **)&g.base, &g.size);
+    if (rc == PIO_OK && (g.w.send_off + g.w.send_len > g.size ||
+                         g.w.recv_off + g.w.recv_len > g.size || g.w.chunk == 0))
+        rc = PIO_EPROTO;
+    if (rc == PIO_OK)
+        rc = pio_ralloc_init(&g.send, g.w.send_off, g.w.send_len);
+    if (rc != PIO_OK) {
+        g.stop = 1;
+        pthread_mutex_unlock(&g.mtx);
+        wake_progress();
+        pthread_join(g.thr, NULL);
+        pthread_mutex_lock(&g.mtx);
+        goto unlock;
+    }
+    g.inited = 1;
+    pthread_mutex_unlock(&g.mtx);
+    pthread_mutex_unlock(&init_mtx);
+    return PIO_OK;
+unlock:
+    if (g.base)
+        pio_shm_close(NULL, g.base, g.size, 0);
+    g.base = NULL;
+    if (g.mon)
+        zmq_close(g.mon);
+    if (g.sock)
+        zmq_close(g.sock);
+    if (g.zctx)
+        zmq_ctx_term(g.zctx);
+    if (g.evfd >= 0)
+        close(g.evfd);
+    g.mon = g.sock = g.zctx = NULL;
+    while (g.out_head) {
+        struct out_frame *o = g.out_head;
+        g.out_head = o->next;
+        free(o);
+    }
+    g.out_tail = NULL;
+    pthread_mutex_unlock(&g.mtx);
+out:
+    pthread_mutex_unlock(&init_mtx);
+    return rc;
+}
+
+int PIO_Exit(void)
+{
+    pthread_mutex_lock(&init_mtx);
+    pthread_mutex_lock(&g.mtx);
+    if (!g.inited) {
+        pthread_mutex_unlock(&g.mtx);
+        pthread_mutex_unlock(&init_mtx);
+        return PIO_ENOTINIT;
+    }
+    /* sends whose bytes are not all in the pool yet get up to 30 s */
+    struct timespec dl;
+    deadline_after(&dl, 30000);
+    for (;;) {
+        int busy = 0;
+        for (struct pio_request *r = g.sends; r; r = r->next)
+            if (!r->copied_all)
+                busy = 1;
+        if (!busy || g.closed || wait_until(&dl) == PIO_ETIMEDOUT)
+            break;
+    }
+    fail_everything(PIO_ECANCELED);
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_BYE;
+    out_frame(&f);
+    /* let the progress thread flush the queue, then stop it */
+    deadline_after(&dl, 2000);
+    while (g.out_head && wait_until(&dl) != PIO_ETIMEDOUT)
+        ;
+    g.stop = 1;
+    pthread_mutex_unlock(&g.mtx);
+    wake_progress();
+    pthread_join(g.thr, NULL);
+    pthread_mutex_lock(&g.mtx);
+    if (g.mon)
+        zmq_close(g.mon);
+    zmq_close(g.sock);
+    zmq_ctx_term(g.zctx);
+    close(g.evfd);
+    g.mon = g.sock = g.zctx = NULL;
+    pio_shm_close(NULL, g.base, g.size, 0);
+    g.base = NULL;
+    pio_ralloc_fini(&g.send);
+    while (g.msgs) {
+        struct inmsg *m = g.msgs;
+        g.msgs = m->next;
+        msg_free(m);
+    }
+    g.msgs_tail = NULL;
+    while (g.out_head) {
+        struct out_frame *o = g.out_head;
+        g.out_head = o->next;
+        free(o);
+    }
+    g.out_tail = NULL;
+    while (g.jobs) {
+        struct copy_job *j = g.jobs;
+        g.jobs = j->next;
+        free(j);
+    }
+    g.jobs_tail = NULL;
+    for (int i = 0; i < g.npartners; i++)
+        free(g.partners[i].left);
+    g.npartners = 0;
+    g.inited = 0;
+    pthread_mutex_unlock(&g.mtx);
+    pthread_mutex_unlock(&init_mtx);
+    return PIO_OK;
+}
+
+static int add_partner(const char *name, int *partner, int reset)
+{
+    if (!name || !*name || strlen(name) >= PIO_WIRE_NAME || !partner)
+        return PIO_EINVAL;
+    pthread_mutex_lock(&g.mtx);
+    int rc = PIO_OK;
+    PIO_CHECK(!g.inited, rc, PIO_ENOTINIT, out);
+    PIO_CHECK(g.closed, rc, PIO_ECLOSED, out);
+    const char *tv = getenv("PIO_PARTNER_TIMEOUT");
+    int timeout_ms = (tv && *tv ? atoi(tv) : 30) * 1000;
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_PARTNER;
+    uint64_t id = ++g.next_req;
+    f.u.p_partner.req = id;
+    f.u.p_partner.timeout_ms = (uint32_t)timeout_ms;
+    snprintf(f.u.p_partner.app, sizeof(f.u.p_partner.app), "%s", name);
+    struct pio_frame *a = NULL;
+    rc = lookup(&f, id, timeout_ms + 5000, &a);
+    if (rc == PIO_OK && a->u.p_partner_info.status != PIO_OK)
+        rc = a->u.p_partner_info.status;
+    if (rc == PIO_OK) {
+        if (reset) {
+            for (int i = 0; i < g.npartners; i++)
+                free(g.partners[i].left);
+            g.npartners = 0;
+        }
+        int h = partner_by_name(name);
+        if (h < 0) {
+            PIO_CHECK(g.npartners == MAX_PARTNERS, rc, PIO_ENOMEM, free);
+            h = g.npartners++;
+            memset(&g.partners[h], 0, sizeof(g.partners[h]));
+        }
+        struct partner *p = &g.partners[h];
+        snprintf(p->name, sizeof(p->name), "%s", name);
+        snprintf(p->system, sizeof(p->system), "%s", a->u.p_partner_info.system);
+        p->channels = a->u.p_partner_info.channels;
+        if (!p->left || p->nprocs != a->u.p_partner_info.nprocs) {
+            free(p->left);
+            p->nprocs = a->u.p_partner_info.nprocs;
+            p->left = calloc(p->nprocs, 1);
+        }
+        for (struct inmsg *m = g.msgs; m; m = m->next)
+            if (strcmp(m->src_app, name) == 0)
+                m->partner = h;
+        *partner = h;
+    }
+free:
+    free(a);
+out:
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+int PIO_Setpartner(const char *name, int *partner)
+{
+    return add_partner(name, partner, 1);
+}
+
+int PIO_Addpartner(const char *name, int *partner)
+{
+    return add_partner(name, partner, 0);
+}
+
+static int isend(int partner, int process_ID, int tag, int connection, const void *addr,
+                 int datatype, size_t count, int mode, struct pio_request **out)
+{
+    size_t es = pio_type_size(datatype);
+    if (!es || tag < 0 || (mode != PIO_BLOCKING && mode != PIO_SYNC) || (!addr && count > 0) ||
+        process_ID < 0 || connection < PIO_DYNAMIC || count > SIZE_MAX / es)
+        return PIO_EINVAL;
+    if (!g.inited)
+        return PIO_ENOTINIT;
+    if (g.closed)
+        return PIO_ECLOSED;
+    if (partner < 0 || partner >= g.npartners)
+        return PIO_EPARTNER;
+    struct partner *p = &g.partners[partner];
+    if ((uint32_t)process_ID >= p->nprocs)
+        return PIO_EINVAL;
+    if (connection >= 0 && p->channels > 0 && (uint32_t)connection >= p->channels)
+        return PIO_EINVAL;
+    if (p->left && p->left[process_ID])
+        return PIO_EGONE;
+    struct pio_request *r = calloc(1, sizeof(*r));
+    if (!r)
+        return PIO_ENOMEM;
+    uint64_t size = (uint64_t)count * es;
+    r->kind = REQ_SEND;
+    r->sid = ++g.next_sid;
+    r->size = size;
+    r->sbuf = addr;
+    r->sync = mode == PIO_SYNC;
+    r->st.partner = partner;
+    r->st.source = g.proc;
+    r->st.tag = tag;
+    r->st.datatype = datatype;
+    r->st.count = count;
+    r->st.bytes = size;
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    if (!f) {
+        free(r);
+        return PIO_ENOMEM;
+    }
+    f->type = PIO_F_P_SEND;
+    struct pio_p_send *s = &f->u.p_send;
+    s->sid = r->sid;
+    s->size = size;
+    s->count = count;
+    s->dst_proc = (uint32_t)process_ID;
+    s->tag = tag;
+    s->datatype = (uint32_t)datatype;
+    s->conn = connection >= 0 ? PIO_WCONN_USER
+                              : (connection == PIO_STATIC ? PIO_WCONN_STATIC : PIO_WCONN_DYNAMIC);
+    s->conn_arg = (uint16_t)(connection >= 0 ? connection : 0);
+    s->flags = (r->sync ? PIO_WF_SYNC : 0) | (pio_host_bigendian() ? PIO_WF_BIGEND : 0);
+    snprintf(s->partner, sizeof(s->partner), "%s", p->name);
+    int eager = size <= g.w.eager_limit;
+    if (eager) {
+        s->flags |= PIO_WF_EAGER;
+        s->payload = addr;
+    }
+    int rc = out_frame(f);
+    free(f);
+    if (rc != PIO_OK) {
+        free(r);
+        return rc;
+    }
+    if (eager) {
+        r->next_off = r->size;
+        r->copied_all = 1;
+        if (r->sync) {
+            r->next = g.sends;
+            g.sends = r;
+        } else {
+            req_complete(r, PIO_OK);
+        }
+    } else {
+        struct pio_request **pp = &g.sends;
+        while (*pp)
+            pp = &(*pp)->next;
+        *pp = r;
+        /* only the oldest unfinished send pumps; the others follow in order */
+        pump_all();
+    }
+    *out = r;
+    return PIO_OK;
+}
+
+static int irecv(int partner, int process_ID, int tag, void *addr, int datatype, size_t count,
+                 int mode, struct pio_request **out)
+{
+    size_t es = pio_type_size(datatype);
+    if (!es || tag < PIO_ANY_TAG || process_ID < PIO_ANY_PROCESS ||
+        (mode != PIO_BLOCKING && mode != PIO_SYNC) || (!addr && count > 0) ||
+        count > SIZE_MAX / es)
+        return PIO_EINVAL;
+    if (!g.inited)
+        return PIO_ENOTINIT;
+    if (partner != PIO_ANY_PARTNER && (partner < 0 || partner >= g.npartners))
+        return PIO_EPARTNER;
+    if (partner >= 0 && process_ID >= 0 && (uint32_t)process_ID >= g.partners[partner].nprocs)
+        return PIO_EINVAL;
+    struct pio_request *r = calloc(1, sizeof(*r));
+    if (!r)
+        return PIO_ENOMEM;
+    r->kind = REQ_RECV;
+    r->partner = partner;
+    r->src = process_ID;
+    r->tag = tag;
+    r->rbuf = addr;
+    r->datatype = datatype;
+    r->count = count;
+    struct pio_request **pp = &g.recvs;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = r;
+    if (g.closed)
+        req_complete(r, PIO_ECLOSED);
+    else
+        try_match_recv(r);
+    *out = r;
+    return PIO_OK;
+}
+
+/* Wait for r (g.mtx held). On completion unlinks and frees it. */
+static int wait_req(struct pio_request *r, int timeout, PIO_Status *status, int *done)
+{
+    struct timespec dl;
+    if (timeout >= 0)
+        deadline_after(&dl, timeout);
+    while (!r->done) {
+        if (timeout == 0 || wait_until(timeout >= 0 ? &dl : NULL) == PIO_ETIMEDOUT) {
+            if (!r->done) {
+                if (done)
+                    *done = 0;
+                return PIO_ETIMEDOUT;
+            }
+        }
+    }
+    if (status)
+        *status = r->st;
+    int rc = r->status;
+    if (done)
+        *done = 1;
+    free(r);
+    return rc;
+}
+
+/* A receive timed out: if its message has begun to arrive, the data is
+ * already on its way into the buffer, so finish it; else unlink and free it
+ * (g.mtx held). Returns the receive's outcome. */
+static int recv_timed_out(struct pio_request *r, PIO_Status *status)
+{
+    if (r->msg)
+        return wait_req(r, PIO_WAIT_FOREVER, status, NULL);
+    list_remove_req(&g.recvs, r);
+    free(r);
+    return PIO_ETIMEDOUT;
+}
+
+int PIO_Send(int partner, int process_ID, int tag, int connection, const void *addr, int datatype,
+             size_t count, int mode)
+{
+    struct pio_request *r;
+    pthread_mutex_lock(&g.mtx);
+    int rc = isend(partner, process_ID, tag, connection, addr, datatype, count, mode, &r);
+    if (rc == PIO_OK)
+        rc = wait_req(r, PIO_WAIT_FOREVER, NULL, NULL);
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+int PIO_Recv(int partner, int process_ID, int tag, void *addr, int datatype, size_t count,
+             int timeout, int mode, PIO_Status *status)
+{
+    struct pio_request *r;
+    pthread_mutex_lock(&g.mtx);
+    int rc = irecv(partner, process_ID, tag, addr, datatype, count, mode, &r);
+    if (rc == PIO_OK) {
+        int done = 0;
+        rc = wait_req(r, timeout, status, &done);
+        if (!done)
+            rc = recv_timed_out(r, status);
+    }
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+int PIO_Isend(int partner, int process_ID, int tag, int connection, const void *addr,
+              int datatype, size_t count, int mode, PIO_Request *req)
+{
+    if (!req)
+        return PIO_EINVAL;
+    pthread_mutex_lock(&g.mtx);
+    int rc = isend(partner, process_ID, tag, connection, addr, datatype, count, mode, req);
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+int PIO_Irecv(int partner, int process_ID, int tag, void *addr, int datatype, size_t count,
+              int mode, PIO_Request *req)
+{
+    if (!req)
+        return PIO_EINVAL;
+    pthread_mutex_lock(&g.mtx);
+    int rc = irecv(partner, process_ID, tag, addr, datatype, count, mode, req);
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+int PIO_Wait(PIO_Request *req, int timeout, PIO_Status *status)
+{
+    if (!req || !*req)
+        return PIO_EINVAL;
+    pthread_mutex_lock(&g.mtx);
+    int done = 0;
+    int rc = wait_req(*req, timeout, status, &done);
+    if (done)
+        *req = NULL;
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+int PIO_Test(PIO_Request *req, int *done, PIO_Status *status)
+{
+    if (!req || !*req || !done)
+        return PIO_EINVAL;
+    pthread_mutex_lock(&g.mtx);
+    int rc = wait_req(*req, 0, status, done);
+    if (*done)
+        *req = NULL;
+    else
+        rc = PIO_OK;
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+int PIO_Gethostinfo(PIO_Hostinfo *info)
+{
+    if (!info)
+        return PIO_EINVAL;
+    pthread_mutex_lock(&g.mtx);
+    int rc = g.inited ? PIO_OK : PIO_ENOTINIT;
+    if (rc == PIO_OK) {
+        memset(info, 0, sizeof(*info));
+        snprintf(info->host, sizeof(info->host), "%s", g.w.host);
+        snprintf(info->system, sizeof(info->system), "%s", g.w.system);
+        info->version = PIO_WIRE_VERSION;
+        info->pool_size = g.size;
+        info->eager_limit = g.w.eager_limit;
+        info->chunk_size = g.w.chunk;
+    }
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+static int get_info(struct pio_frame **a)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_INFO_REQ;
+    uint64_t id = ++g.next_req;
+    f.u.p_info_req.req = id;
+    f.u.p_info_req.what = 7;
+    return lookup(&f, id, 5000, a);
+}
+
+int PIO_Getappinfo(int partner, PIO_Appinfo *info)
+{
+    if (!info)
+        return PIO_EINVAL;
+    pthread_mutex_lock(&g.mtx);
+    int rc = PIO_OK;
+    struct pio_frame *a = NULL;
+    PIO_CHECK(!g.inited, rc, PIO_ENOTINIT, out);
+    PIO_CHECK(partner != PIO_SELF && (partner < 0 || partner >= g.npartners), rc, PIO_EPARTNER,
+              out);
+    memset(info, 0, sizeof(*info));
+    const char *name = partner == PIO_SELF ? g.app : g.partners[partner].name;
+    snprintf(info->name, sizeof(info->name), "%s", name);
+    info->process_ID = partner == PIO_SELF ? g.proc : -1;
+    info->nprocs = partner == PIO_SELF ? g.nprocs : (int)g.partners[partner].nprocs;
+    snprintf(info->system, sizeof(info->system), "%s",
+             partner == PIO_SELF ? g.w.system : g.partners[partner].system);
+    PIO_TRY(get_info(&a), rc, out);
+    for (uint32_t i = 0; i < a->u.p_info.napp; i++)
+        if (strcmp(a->u.p_info.app[i].app, name) == 0) {
+            info->joined = (int)a->u.p_info.app[i].joined;
+            snprintf(info->system, sizeof(info->system), "%s", a->u.p_info.app[i].system);
+        }
+out:
+    free(a);
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+int PIO_Getconinfo(int partner, PIO_Coninfo *info, int max, int *n)
+{
+    if (!n || max < 0 || (!info && max > 0))
+        return PIO_EINVAL;
+    pthread_mutex_lock(&g.mtx);
+    int rc = PIO_OK;
+    struct pio_frame *a = NULL;
+    *n = 0;
+    PIO_CHECK(!g.inited, rc, PIO_ENOTINIT, out);
+    PIO_CHECK(partner < 0 || partner >= g.npartners, rc, PIO_EPARTNER, out);
+    PIO_TRY(get_info(&a), rc, out);
+    for (uint32_t i = 0; i < a->u.p_info.nchan && *n < max; i++) {
+        struct pio_chan_info *c = &a->u.p_info.chan[i];
+        if (strcmp(c->peer, g.partners[partner].system) != 0)
+            continue;
+        PIO_Coninfo *o = &info[(*n)++];
+        memset(o, 0, sizeof(*o));
+        o->index = (int)c->index;
+        o->up = c->state == 2;
+        snprintf(o->local, sizeof(o->local), "%s", c->local);
+        snprintf(o->remote, sizeof(o->remote), "%s", c->remote);
+        o->tx_bytes = c->tx_bytes;
+        o->rx_bytes = c->rx_bytes;
+        o->queued = c->queued;
+        o->rate = c->rate;
+    }
+out:
+    free(a);
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}

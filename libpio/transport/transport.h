@@ -1,0 +1,83 @@
+/* transport.h - the transport ops table: how PIO moves bytes over one connection.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * A transport is one const struct pio_transport_ops, in its own folder under
+ * libpio/transport/, listed in registry.c (the one place backends are named;
+ * the only place an #ifdef for an optional backend may appear). Core code
+ * calls transports only through the table. The conformance suite
+ * (tests/conformance/) runs the same checks over every registered stream
+ * transport.
+ *
+ * Model: blocking, ordered, reliable byte streams with an explicit local and
+ * remote address, so a channel can be pinned to one link. One thread may send
+ * while another receives on the same connection; two concurrent senders (or
+ * receivers) on one connection must serialize themselves.
+ * Thread-safety: as above; ops on different connections are independent.
+ */
+#ifndef PIO_TRANSPORT_H
+#define PIO_TRANSPORT_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+#define PIO_TP_ADDR 64 /* "addr:port" text */
+
+struct pio_tp_listener; /* opaque, owned by the backend */
+struct pio_tp_conn;     /* opaque, owned by the backend */
+
+struct pio_tp_opts {
+    int sndbuf, rcvbuf;     /* socket buffer bytes (0: system default / autotuning) */
+    int src_port_lo;        /* connect: bind source port in [lo, hi] (0: any) */
+    int src_port_hi;
+    int timeout_ms;         /* connect / accept limit (<0: none) */
+};
+
+struct pio_transport_ops {
+    const char *name;
+
+    /* listen - listen on addr:port (port 0: any; *port_out says which).
+     * Returns PIO_OK, PIO_EADDR (cannot bind), ... */
+    int (*listen)(const char *addr, int port, const struct pio_tp_opts *o,
+                  struct pio_tp_listener **l, int *port_out);
+
+    /* accept - wait for the next connection (o->timeout_ms). Returns PIO_OK,
+     * PIO_ETIMEDOUT, PIO_ECLOSED once the listener was shut down. */
+    int (*accept)(struct pio_tp_listener *l, const struct pio_tp_opts *o, struct pio_tp_conn **c);
+
+    /* listener_shutdown - make a blocked accept return PIO_ECLOSED; never blocks. */
+    void (*listener_shutdown)(struct pio_tp_listener *l);
+
+    /* listener_close - free; call after every accept has returned. */
+    void (*listener_close)(struct pio_tp_listener *l);
+
+    /* connect - from local address `local` (NULL: any) to remote:port.
+     * Returns PIO_OK, PIO_EREFUSED, PIO_ETIMEDOUT, PIO_ELINK, PIO_EADDR. */
+    int (*connect)(const char *local, const char *remote, int port, const struct pio_tp_opts *o,
+                   struct pio_tp_conn **c);
+
+    /* sendv - send all bytes of iov[0..n) or fail. Returns PIO_OK or
+     * PIO_ECLOSED / PIO_ELINK / PIO_EIO; never raises SIGPIPE. */
+    int (*sendv)(struct pio_tp_conn *c, const struct iovec *iov, int n);
+
+    /* recv - receive exactly len bytes. Returns PIO_OK, PIO_ECLOSED (peer
+     * closed or shutdown called; at a frame boundary or not), PIO_EIO. */
+    int (*recv)(struct pio_tp_conn *c, void *buf, size_t len);
+
+    /* shutdown - make blocked sendv/recv on c return PIO_ECLOSED; the peer
+     * sees the connection close. Never blocks; safe from any thread. */
+    void (*shutdown)(struct pio_tp_conn *c);
+
+    /* close - free c; call after no thread uses it any more. */
+    void (*close)(struct pio_tp_conn *c);
+
+    /* addrs - "addr:port" of each end (either may be NULL). */
+    void (*addrs)(struct pio_tp_conn *c, char *local, char *remote);
+};
+
+/* pio_transport_find - the backend called name ("tcp", ...), or NULL. */
+const struct pio_transport_ops *pio_transport_find(const char *name);
+
+/* pio_transport_list - the registered backends, NULL-terminated. */
+const struct pio_transport_ops *const *pio_transport_list(void);
+
+#endif

@@ -1,0 +1,747 @@
+/* chan.c - data channels: authenticated TCP connections carrying chunks.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Outgoing (tx) channel i to a peer is opened from our link address i to the
+ * peer's link address i, so K channels use K links. Its sender thread
+ * connects, proves the peer's channel key (C_HELLO, C_CHALLENGE, C_PROOF,
+ * C_ACCEPT), then writes C_DATA frames from its queue with one writev each,
+ * header and payload straight from the source process' pool. An ack-reader
+ * thread per connection turns C_ACK frames into events and drops acked
+ * chunks. When the connection dies, every queued and unacked chunk goes back
+ * to the main thread (PIOD_EV_REQUEUE), which resends it on the channels that
+ * are up; then the sender reconnects with back-off.
+ *
+ * Incoming channels are accepted on every data listen address; the receiver
+ * thread authenticates the opener, then reads each C_DATA payload straight
+ * into the pool range the grant table names, answers C_ACK, and posts
+ * PIOD_EV_ARRIVED. A chunk with no grant (a duplicate after a resend) is read
+ * into scratch, dropped, and still acknowledged.
+ *
+ * Locks: ch->mtx (one tx channel), d->grant_mtx (grant table), d->key_mtx
+ * (peer keys and rx slots), d->rxlist_mtx (accepted channels). Leaves only:
+ * no two are held together, none across a send or receive.
+ */
+#include "piod/piod.h"
+#include "piod/log.h"
+#include "err.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHAN_IO_TIMEOUT_MS 5000
+
+uint64_t piod_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void piod_proc_ref(struct piod_proc *p)
+{
+    atomic_fetch_add(&p->refs, 1);
+}
+
+void piod_proc_unmap(struct piod_proc *p)
+{
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&p->unmapped, &expect, 1))
+        pio_shm_close(NULL, p->base, p->size, 0);
+}
+
+void piod_proc_unref(struct piod *d, struct piod_proc *p)
+{
+    (void)d;
+    /* refs only grow on the main thread, so 0 here is final until it reuses the slot */
+    if (atomic_fetch_sub(&p->refs, 1) == 1 && atomic_load(&p->gone))
+        piod_proc_unmap(p);
+}
+
+/* ---- grant table ---- */
+
+static size_t grant_hash(struct piod *d, int peer, uint64_t msgid, uint64_t off)
+{
+    uint64_t h = msgid * 0x9E3779B97F4A7C15ull ^ (off >> 16) * 0xC2B2AE3D27D4EB4Full ^
+                 (uint64_t)(peer + 1);
+    return (size_t)(h % d->ngrant_buckets);
+}
+
+void piod_grant_add(struct piod *d, struct piod_grant *g)
+{
+    piod_proc_ref(g->proc);
+    pthread_mutex_lock(&d->grant_mtx);
+    size_t h = grant_hash(d, g->peer, g->msgid, g->off);
+    g->next = d->grants[h];
+    d->grants[h] = g;
+    pthread_mutex_unlock(&d->grant_mtx);
+}
+
+/* Takes the grant out of the table: the caller owns it (and its pool ref). */
+struct piod_grant *piod_grant_take(struct piod *d, int peer, uint64_t msgid, uint64_t off)
+{
+    pthread_mutex_lock(&d->grant_mtx);
+    size_t h = grant_hash(d, peer, msgid, off);
+    struct piod_grant **pp = &d->grants[h], *g;
+    for (g = *pp; g; pp = &g->next, g = g->next)
+        if (g->peer == peer && g->msgid == msgid && g->off == off) {
+            *pp = g->next;
+            break;
+        }
+    pthread_mutex_unlock(&d->grant_mtx);
+    return g;
+}
+
+void piod_grants_drop_proc(struct piod *d, struct piod_proc *p)
+{
+    struct piod_grant *dead = NULL;
+    pthread_mutex_lock(&d->grant_mtx);
+    for (size_t h = 0; h < d->ngrant_buckets; h++) {
+        struct piod_grant **pp = &d->grants[h];
+        while (*pp) {
+            struct piod_grant *g = *pp;
+            if (g->proc == p) {
+                *pp = g->next;
+                g->next = dead;
+                dead = g;
+            } else {
+                pp = &g->next;
+            }
+        }
+    }
+    pthread_mutex_unlock(&d->grant_mtx);
+    while (dead) {
+        struct piod_grant *n = dead->next;
+        piod_proc_unref(d, dead->proc);
+        free(dead);
+        dead = n;
+    }
+}
+
+/* ---- frames on a channel ---- */
+
+static int chan_send_frame(struct piod *d, struct pio_tp_conn *c, const struct pio_frame *f)
+{
+    uint8_t buf[512];
+    size_t len;
+    int rc = pio_wire_encode(f, buf, sizeof(buf), &len);
+    if (rc != PIO_OK)
+        return rc;
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    return d->tp->sendv(c, &iov, 1);
+}
+
+/* Receive one frame (not C_DATA payload) into buf; decode into f. */
+static int chan_recv_frame(struct piod *d, struct pio_tp_conn *c, uint8_t *buf, size_t cap,
+                           struct pio_frame *f)
+{
+    uint8_t type, ver;
+    uint32_t blen;
+    int rc = d->tp->recv(c, buf, PIO_WIRE_HDR);
+    if (rc != PIO_OK)
+        return rc;
+    rc = pio_wire_peek(buf, PIO_WIRE_HDR, &type, &blen, &ver);
+    if (rc == PIO_EVERSION)
+        PIOD_WARN("channel peer speaks protocol version %u, we speak %u", ver, PIO_WIRE_VERSION);
+    if (rc != PIO_OK)
+        return rc;
+    if (PIO_WIRE_HDR + (size_t)blen > cap)
+        return PIO_EPROTO;
+    rc = d->tp->recv(c, buf + PIO_WIRE_HDR, blen);
+    if (rc != PIO_OK)
+        return rc;
+    return pio_wire_decode(buf, PIO_WIRE_HDR + blen, f, NULL);
+}
+
+static void chan_mac(uint8_t out[PIO_WIRE_KEY], const uint8_t key[PIO_WIRE_KEY],
+                     const uint8_t challenge[PIO_WIRE_KEY], uint32_t index, const char *system)
+{
+    crypto_generichash_state st;
+    uint8_t ib[4] = {(uint8_t)index, (uint8_t)(index >> 8), (uint8_t)(index >> 16),
+                     (uint8_t)(index >> 24)};
+    crypto_generichash_init(&st, key, PIO_WIRE_KEY, PIO_WIRE_KEY);
+    crypto_generichash_update(&st, challenge, PIO_WIRE_KEY);
+    crypto_generichash_update(&st, ib, sizeof(ib));
+    crypto_generichash_update(&st, (const uint8_t *)system, strlen(system));
+    crypto_generichash_final(&st, out, PIO_WIRE_KEY);
+}
+
+/* ---- tx side ---- */
+
+void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c)
+{
+    c->next = NULL;
+    pthread_mutex_lock(&ch->mtx);
+    if (ch->q_tail)
+        ch->q_tail->next = c;
+    else
+        ch->q = c;
+    ch->q_tail = c;
+    ch->queued_bytes += c->len;
+    pthread_cond_signal(&ch->cv);
+    pthread_mutex_unlock(&ch->mtx);
+}
+
+int piod_tx_state(struct piod_txchan *ch, uint64_t *queued)
+{
+    pthread_mutex_lock(&ch->mtx);
+    int s = ch->state;
+    if (queued)
+        *queued = ch->queued_bytes;
+    pthread_mutex_unlock(&ch->mtx);
+    return s;
+}
+
+static void tx_set_state(struct piod_txchan *ch, int state)
+{
+    pthread_mutex_lock(&ch->mtx);
+    int old = ch->state;
+    ch->state = state;
+    pthread_mutex_unlock(&ch->mtx);
+    if (old != state) {
+        struct piod_ev *ev = calloc(1, sizeof(*ev));
+        if (ev) {
+            ev->kind = PIOD_EV_CHAN;
+            ev->peer = ch->peer;
+            ev->index = ch->index;
+            ev->state = state;
+            piod_post(ch->d, ev);
+        }
+    }
+}
+
+static void *tx_ack_reader(void *arg)
+{
+    struct piod_txchan *ch = arg;
+    struct piod *d = ch->d;
+    uint8_t *buf = malloc(PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64);
+    struct pio_frame *f = malloc(sizeof(*f));
+    if (!buf || !f)
+        goto out;
+    for (;;) {
+        int rc = chan_recv_frame(d, ch->conn, buf, PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64,
+                                 f);
+        if (rc != PIO_OK || f->type != PIO_F_C_ACK)
+            break;
+        for (uint32_t i = 0; i < f->u.c_ack.n; i++) {
+            uint64_t msgid = f->u.c_ack.a[i].msgid, off = f->u.c_ack.a[i].off;
+            struct piod_chunk *c = NULL, **pp;
+            pthread_mutex_lock(&ch->mtx);
+            for (pp = &ch->unacked; *pp; pp = &(*pp)->next)
+                if ((*pp)->msgid == msgid && (*pp)->off == off) {
+                    c = *pp;
+                    *pp = c->next;
+                    ch->queued_bytes -= c->len;
+                    break;
+                }
+            pthread_mutex_unlock(&ch->mtx);
+            if (!c)
+                continue;
+            struct piod_ev *ev = calloc(1, sizeof(*ev));
+            if (ev) {
+                ev->kind = PIOD_EV_ACK;
+                ev->peer = ch->peer;
+                ev->index = ch->index;
+                ev->msgid = msgid;
+                ev->off = off;
+                ev->len = c->len;
+                piod_post(d, ev);
+            }
+            piod_proc_unref(d, c->proc);
+            free(c);
+        }
+    }
+out:
+    d->tp->shutdown(ch->conn); /* wake the sender if it is writing */
+    pthread_mutex_lock(&ch->mtx);
+    pthread_cond_signal(&ch->cv);
+    pthread_mutex_unlock(&ch->mtx);
+    free(buf);
+    free(f);
+    return NULL;
+}
+
+static int tx_connect(struct piod_txchan *ch)
+{
+    struct piod *d = ch->d;
+    struct piod_peer_st *p = &d->peers[ch->peer];
+    int port = p->cfg->data_port ? p->cfg->data_port : d->cfg.data_port;
+    struct pio_tp_conn *c = NULL;
+    struct pio_frame f;
+    uint8_t buf[512], key[PIO_WIRE_KEY];
+    struct pio_tp_opts o = d->tpo;
+    o.timeout_ms = CHAN_IO_TIMEOUT_MS;
+    int rc = d->tp->connect(d->cfg.listen[ch->index], p->cfg->addr[ch->index], port, &o, &c);
+    if (rc != PIO_OK)
+        return rc;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_C_HELLO;
+    f.u.c_hello.proto = PIO_WIRE_VERSION;
+    f.u.c_hello.index = (uint32_t)ch->index;
+    snprintf(f.u.c_hello.system, sizeof(f.u.c_hello.system), "%s", d->cfg.system);
+    snprintf(f.u.c_hello.host, sizeof(f.u.c_hello.host), "%s", d->cfg.name);
+    PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
+    PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f), rc, fail);
+    PIO_CHECK(f.type != PIO_F_C_CHALLENGE, rc, PIO_EPROTO, fail);
+    pthread_mutex_lock(&d->key_mtx);
+    memcpy(key, p->their_key, sizeof(key));
+    pthread_mutex_unlock(&d->key_mtx);
+    uint8_t challenge[PIO_WIRE_KEY];
+    memcpy(challenge, f.u.c_key.b, sizeof(challenge));
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_C_PROOF;
+    chan_mac(f.u.c_key.b, key, challenge, (uint32_t)ch->index, d->cfg.system);
+    PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
+    PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f), rc, fail);
+    PIO_CHECK(f.type != PIO_F_C_ACCEPT, rc, PIO_EPROTO, fail);
+    PIO_CHECK(f.u.c_accept.status != PIO_OK, rc, f.u.c_accept.status, fail);
+    pthread_mutex_lock(&ch->mtx);
+    ch->conn = c;
+    d->tp->addrs(c, ch->local, ch->remote);
+    pthread_mutex_unlock(&ch->mtx);
+    return PIO_OK;
+fail:
+    d->tp->close(c);
+    return rc;
+}
+
+/* Hand every queued and unacked chunk back to the main thread. */
+static void tx_requeue_all(struct piod_txchan *ch)
+{
+    pthread_mutex_lock(&ch->mtx);
+    struct piod_chunk *list = ch->unacked;
+    ch->unacked = NULL;
+    if (ch->q) {
+        ch->q_tail->next = list;
+        list = ch->q;
+    }
+    ch->q = ch->q_tail = NULL;
+    ch->queued_bytes = 0;
+    pthread_mutex_unlock(&ch->mtx);
+    if (!list)
+        return;
+    struct piod_ev *ev = calloc(1, sizeof(*ev));
+    if (!ev)
+        return; /* cannot happen in practice; the chunks would leak, not corrupt */
+    ev->kind = PIOD_EV_REQUEUE;
+    ev->peer = ch->peer;
+    ev->index = ch->index;
+    ev->chunks = list;
+    piod_post(ch->d, ev);
+}
+
+static void *tx_thread(void *arg)
+{
+    struct piod_txchan *ch = arg;
+    struct piod *d = ch->d;
+    int backoff = 50;
+    while (!ch->stop) {
+        tx_set_state(ch, 1);
+        int rc = tx_connect(ch);
+        if (rc != PIO_OK) {
+            tx_set_state(ch, 0);
+            if (ch->stop)
+                break;
+            /* chunks waiting here must not wait for us: give them back */
+            tx_requeue_all(ch);
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += (long)backoff * 1000000L;
+            ts.tv_sec += ts.tv_nsec / 1000000000L;
+            ts.tv_nsec %= 1000000000L;
+            pthread_mutex_lock(&ch->mtx);
+            if (!ch->stop)
+                pthread_cond_timedwait(&ch->cv, &ch->mtx, &ts);
+            pthread_mutex_unlock(&ch->mtx);
+            backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+            continue;
+        }
+        backoff = 50;
+        PIOD_INFO("channel %d to %s up: %s -> %s", ch->index, d->peers[ch->peer].cfg->name,
+                  ch->local, ch->remote);
+        pthread_t acker;
+        if (pthread_create(&acker, NULL, tx_ack_reader, ch) != 0) {
+            d->tp->close(ch->conn);
+            ch->conn = NULL;
+            continue;
+        }
+        tx_set_state(ch, 2);
+        for (;;) {
+            pthread_mutex_lock(&ch->mtx);
+            while (!ch->q && !ch->stop && ch->conn)
+                pthread_cond_wait(&ch->cv, &ch->mtx);
+            struct piod_chunk *c = ch->q;
+            if (c && !ch->stop) {
+                ch->q = c->next;
+                if (!ch->q)
+                    ch->q_tail = NULL;
+                c->next = ch->unacked; /* unacked before the write: an ack may race it */
+                ch->unacked = c;
+            } else {
+                c = NULL;
+            }
+            pthread_mutex_unlock(&ch->mtx);
+            if (!c)
+                break;
+            struct pio_frame f;
+            uint8_t hdr[64];
+            size_t hl;
+            memset(&f, 0, sizeof(f));
+            f.type = PIO_F_C_DATA;
+            f.u.c_data.msgid = c->msgid;
+            f.u.c_data.off = c->off;
+            f.u.c_data.len = c->len;
+            f.u.c_data.resend = c->resend;
+            pio_wire_encode(&f, hdr, sizeof(hdr), &hl);
+            struct iovec iov[2] = {{hdr, hl}, {(void *)c->data, c->len}};
+            if (d->tp->sendv(ch->conn, iov, 2) != PIO_OK)
+                break;
+            pthread_mutex_lock(&ch->mtx);
+            ch->tx_bytes += c->len;
+            pthread_mutex_unlock(&ch->mtx);
+        }
+        /* connection over (error, peer gone or stop) */
+        d->tp->shutdown(ch->conn);
+        pthread_join(acker, NULL);
+        pthread_mutex_lock(&ch->mtx);
+        struct pio_tp_conn *conn = ch->conn;
+        ch->conn = NULL;
+        pthread_mutex_unlock(&ch->mtx);
+        d->tp->close(conn);
+        tx_set_state(ch, 0);
+        if (!ch->stop)
+            PIOD_WARN("channel %d to %s down", ch->index, d->peers[ch->peer].cfg->name);
+        tx_requeue_all(ch);
+    }
+    tx_set_state(ch, 0);
+    return NULL;
+}
+
+int piod_txchans_start(struct piod *d, int peer)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    for (int i = 0; i < p->nchan; i++) {
+        if (p->tx[i])
+            continue;
+        struct piod_txchan *ch = calloc(1, sizeof(*ch));
+        if (!ch)
+            return PIO_ENOMEM;
+        ch->d = d;
+        ch->peer = peer;
+        ch->index = i;
+        pthread_mutex_init(&ch->mtx, NULL);
+        pthread_cond_init(&ch->cv, NULL);
+        if (pthread_create(&ch->thr, NULL, tx_thread, ch) != 0) {
+            free(ch);
+            return PIO_ENOMEM;
+        }
+        p->tx[i] = ch;
+    }
+    return PIO_OK;
+}
+
+/* ---- rx side ---- */
+
+static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
+{
+    struct piod *d = rx->d;
+    struct pio_frame f;
+    int rc = chan_recv_frame(d, rx->conn, buf, cap, &f);
+    if (rc == PIO_EVERSION) {
+        memset(&f, 0, sizeof(f));
+        f.type = PIO_F_C_ACCEPT;
+        f.u.c_accept.status = PIO_EVERSION;
+        chan_send_frame(d, rx->conn, &f);
+        return rc;
+    }
+    if (rc != PIO_OK || f.type != PIO_F_C_HELLO)
+        return rc != PIO_OK ? rc : PIO_EPROTO;
+    int peer = -1;
+    for (int i = 0; i < d->npeers; i++)
+        if (strcmp(d->peers[i].cfg->name, f.u.c_hello.system) == 0)
+            peer = i;
+    uint32_t index = f.u.c_hello.index;
+    char system[PIO_WIRE_NAME];
+    snprintf(system, sizeof(system), "%s", f.u.c_hello.system);
+    uint8_t challenge[PIO_WIRE_KEY], expect[PIO_WIRE_KEY], key[PIO_WIRE_KEY];
+    randombytes_buf(challenge, sizeof(challenge));
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_C_CHALLENGE;
+    memcpy(f.u.c_key.b, challenge, sizeof(challenge));
+    PIO_TRY(chan_send_frame(d, rx->conn, &f), rc, out);
+    PIO_TRY(chan_recv_frame(d, rx->conn, buf, cap, &f), rc, out);
+    PIO_CHECK(f.type != PIO_F_C_PROOF, rc, PIO_EPROTO, out);
+    rc = PIO_EAUTH;
+    if (peer >= 0 && index < (uint32_t)d->peers[peer].nchan) {
+        pthread_mutex_lock(&d->key_mtx);
+        int ok = d->peers[peer].hello_seen;
+        memcpy(key, d->peers[peer].my_key, sizeof(key));
+        pthread_mutex_unlock(&d->key_mtx);
+        chan_mac(expect, key, challenge, index, system);
+        if (ok && sodium_memcmp(expect, f.u.c_key.b, PIO_WIRE_KEY) == 0)
+            rc = PIO_OK;
+    }
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_C_ACCEPT;
+    f.u.c_accept.status = rc;
+    if (chan_send_frame(d, rx->conn, &f) != PIO_OK && rc == PIO_OK)
+        rc = PIO_ECLOSED;
+    if (rc == PIO_OK) {
+        rx->peer = peer;
+        rx->index = (int)index;
+    } else {
+        PIOD_WARN("refused data channel from %s (claims system '%s', channel %u): %s", rx->remote,
+                  system, index, PIO_Strerror(rc));
+    }
+out:
+    return rc;
+}
+
+static void rx_post_arrived(struct piod *d, int peer, int index, uint64_t msgid, uint64_t off,
+                            uint32_t len)
+{
+    struct piod_ev *ev = calloc(1, sizeof(*ev));
+    if (!ev)
+        return;
+    ev->kind = PIOD_EV_ARRIVED;
+    ev->peer = peer;
+    ev->index = index;
+    ev->msgid = msgid;
+    ev->off = off;
+    ev->len = len;
+    piod_post(d, ev);
+}
+
+static void *rx_thread(void *arg)
+{
+    struct piod_rxchan *rx = arg;
+    struct piod *d = rx->d;
+    const size_t cap = 4096;
+    uint8_t *buf = malloc(cap);
+    uint8_t *scratch = NULL;
+    size_t scratch_len = 0;
+    struct piod_rxchan *old = NULL;
+    if (!buf || rx_auth(rx, buf, cap) != PIO_OK)
+        goto out;
+    /* this channel replaces any earlier one of the same peer and index */
+    pthread_mutex_lock(&d->key_mtx);
+    old = d->peers[rx->peer].rx[rx->index];
+    d->peers[rx->peer].rx[rx->index] = rx;
+    pthread_mutex_unlock(&d->key_mtx);
+    if (old && !atomic_load(&old->dead))
+        d->tp->shutdown(old->conn);
+    struct piod_ev *ev = calloc(1, sizeof(*ev));
+    if (ev) {
+        ev->kind = PIOD_EV_CHAN;
+        ev->peer = rx->peer;
+        ev->index = rx->index;
+        ev->state = 12; /* rx up */
+        piod_post(d, ev);
+    }
+    PIOD_INFO("channel %d from %s accepted: %s <- %s", rx->index, d->peers[rx->peer].cfg->name,
+              rx->local, rx->remote);
+    for (;;) {
+        struct pio_frame f;
+        int rc = chan_recv_frame(d, rx->conn, buf, cap, &f);
+        if (rc != PIO_OK || f.type != PIO_F_C_DATA)
+            break;
+        struct pio_c_data cd = f.u.c_data;
+        struct piod_grant *g = piod_grant_take(d, rx->peer, cd.msgid, cd.off);
+        if (g && g->len != cd.len) {
+            PIOD_WARN("chunk %llu+%llu: length %u but %u granted; channel closed",
+                      (unsigned long long)cd.msgid, (unsigned long long)cd.off, cd.len, g->len);
+            piod_grant_add(d, g); /* put it back for the resend */
+            piod_proc_unref(d, g->proc);
+            break;
+        }
+        uint8_t *dst;
+        if (g) {
+            dst = g->dst;
+        } else {
+            if (scratch_len < cd.len) {
+                free(scratch);
+                scratch = malloc(cd.len);
+                scratch_len = scratch ? cd.len : 0;
+                if (!scratch)
+                    break;
+            }
+            dst = scratch;
+        }
+        rc = d->tp->recv(rx->conn, dst, cd.len);
+        if (rc != PIO_OK) {
+            if (g) {
+                piod_grant_add(d, g); /* not arrived: the resend will fill it */
+                piod_proc_unref(d, g->proc);
+            }
+            break;
+        }
+        atomic_fetch_add(&d->peers[rx->peer].rx_bytes[rx->index], cd.len);
+        if (g) {
+            piod_proc_unref(d, g->proc);
+            free(g);
+            rx_post_arrived(d, rx->peer, rx->index, cd.msgid, cd.off, cd.len);
+        }
+        memset(&f, 0, sizeof(f));
+        f.type = PIO_F_C_ACK;
+        f.u.c_ack.n = 1;
+        f.u.c_ack.a[0].msgid = cd.msgid;
+        f.u.c_ack.a[0].off = cd.off;
+        if (chan_send_frame(d, rx->conn, &f) != PIO_OK)
+            break;
+    }
+    ev = calloc(1, sizeof(*ev));
+    if (ev) {
+        ev->kind = PIOD_EV_CHAN;
+        ev->peer = rx->peer;
+        ev->index = rx->index;
+        ev->state = 10; /* rx down */
+        piod_post(d, ev);
+    }
+out:
+    free(buf);
+    free(scratch);
+    d->tp->shutdown(rx->conn);
+    atomic_store(&rx->dead, 1);
+    return NULL;
+}
+
+struct accept_arg {
+    struct piod *d;
+    int i;
+};
+
+static void *accept_thread(void *arg)
+{
+    struct accept_arg *a = arg;
+    struct piod *d = a->d;
+    int i = a->i;
+    free(a);
+    struct pio_tp_opts o = d->tpo;
+    o.timeout_ms = -1;
+    for (;;) {
+        struct pio_tp_conn *c;
+        int rc = d->tp->accept(d->listeners[i], &o, &c);
+        if (rc == PIO_ECLOSED || d->stopping)
+            break;
+        if (rc != PIO_OK)
+            continue;
+        struct piod_rxchan *rx = calloc(1, sizeof(*rx));
+        if (!rx) {
+            d->tp->close(c);
+            continue;
+        }
+        rx->d = d;
+        rx->peer = -1;
+        rx->conn = c;
+        d->tp->addrs(c, rx->local, rx->remote);
+        /* reap finished receivers, remember this one */
+        pthread_mutex_lock(&d->rxlist_mtx);
+        for (int k = 0; k < d->nrx;) {
+            struct piod_rxchan *r = d->rxlist[k];
+            if (atomic_load(&r->dead)) {
+                pthread_join(r->thr, NULL);
+                pthread_mutex_lock(&d->key_mtx);
+                if (r->peer >= 0 && d->peers[r->peer].rx[r->index] == r)
+                    d->peers[r->peer].rx[r->index] = NULL;
+                pthread_mutex_unlock(&d->key_mtx);
+                d->tp->close(r->conn);
+                free(r);
+                d->rxlist[k] = d->rxlist[--d->nrx];
+            } else {
+                k++;
+            }
+        }
+        int full = d->nrx >= (int)(sizeof(d->rxlist) / sizeof(d->rxlist[0]));
+        if (!full)
+            d->rxlist[d->nrx++] = rx;
+        pthread_mutex_unlock(&d->rxlist_mtx);
+        if (full || pthread_create(&rx->thr, NULL, rx_thread, rx) != 0) {
+            PIOD_WARN("too many data channels; refusing %s", rx->remote);
+            if (!full) {
+                pthread_mutex_lock(&d->rxlist_mtx);
+                d->nrx--;
+                pthread_mutex_unlock(&d->rxlist_mtx);
+            }
+            d->tp->close(c);
+            free(rx);
+        }
+    }
+    return NULL;
+}
+
+int piod_chan_start(struct piod *d)
+{
+    for (int i = 0; i < d->cfg.nlisten; i++) {
+        int rc = d->tp->listen(d->cfg.listen[i], d->cfg.data_port, &d->tpo, &d->listeners[i], NULL);
+        if (rc != PIO_OK) {
+            PIOD_ERR("cannot listen for data channels on %s port %d: %s", d->cfg.listen[i],
+                     d->cfg.data_port, PIO_Strerror(rc));
+            return rc;
+        }
+        d->nlisten = i + 1;
+        struct accept_arg *a = malloc(sizeof(*a));
+        if (!a)
+            return PIO_ENOMEM;
+        a->d = d;
+        a->i = i;
+        if (pthread_create(&d->accept_thr[i], NULL, accept_thread, a) != 0) {
+            free(a);
+            return PIO_ENOMEM;
+        }
+    }
+    return PIO_OK;
+}
+
+void piod_chan_stop(struct piod *d)
+{
+    d->stopping = 1;
+    for (int i = 0; i < d->nlisten; i++)
+        d->tp->listener_shutdown(d->listeners[i]);
+    for (int i = 0; i < d->nlisten; i++) {
+        pthread_join(d->accept_thr[i], NULL);
+        d->tp->listener_close(d->listeners[i]);
+    }
+    d->nlisten = 0;
+    for (int p = 0; p < d->npeers; p++)
+        for (int i = 0; i < PIOD_MAX_LINKS; i++) {
+            struct piod_txchan *ch = d->peers[p].tx[i];
+            if (!ch)
+                continue;
+            pthread_mutex_lock(&ch->mtx);
+            ch->stop = 1;
+            if (ch->conn)
+                d->tp->shutdown(ch->conn);
+            pthread_cond_broadcast(&ch->cv);
+            pthread_mutex_unlock(&ch->mtx);
+        }
+    for (int p = 0; p < d->npeers; p++)
+        for (int i = 0; i < PIOD_MAX_LINKS; i++) {
+            struct piod_txchan *ch = d->peers[p].tx[i];
+            if (!ch)
+                continue;
+            pthread_join(ch->thr, NULL);
+            for (struct piod_chunk *c = ch->q; c;) {
+                struct piod_chunk *n = c->next;
+                piod_proc_unref(d, c->proc);
+                free(c);
+                c = n;
+            }
+            pthread_mutex_destroy(&ch->mtx);
+            pthread_cond_destroy(&ch->cv);
+            free(ch);
+            d->peers[p].tx[i] = NULL;
+        }
+    pthread_mutex_lock(&d->rxlist_mtx);
+    for (int k = 0; k < d->nrx; k++)
+        d->tp->shutdown(d->rxlist[k]->conn);
+    for (int k = 0; k < d->nrx; k++) {
+        pthread_join(d->rxlist[k]->thr, NULL);
+        d->tp->close(d->rxlist[k]->conn);
+        free(d->rxlist[k]);
+    }
+    d->nrx = 0;
+    pthread_mutex_unlock(&d->rxlist_mtx);
+}

@@ -1,0 +1,90 @@
+/* config.h - piod configuration: defaults, config file, command-line flags, checks.
+ * SPDX-License-Identifier: BSD-3-Clause
+ * Thread-safety: not thread-safe; piod loads its configuration once, before
+ * it starts threads, and then only reads it. */
+#ifndef PIOD_CONFIG_H
+#define PIOD_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define PIOD_NAME_MAX   64
+#define PIOD_ADDR_MAX   48   /* textual IPv4/IPv6 address, no port */
+#define PIOD_PATH_MAX   1024
+#define PIOD_MAX_LINKS  16
+#define PIOD_MAX_PEERS  32
+
+#define PIOD_DEFAULT_CONFIG "/etc/pio/piod.conf"
+#define PIOD_DEFAULT_SOCKET "/run/pio/piod.sock"
+#define PIOD_DEFAULT_PIDFILE "/run/pio/piod.pid"
+#define PIOD_DEFAULT_KEYS "/etc/pio/keys"
+
+enum piod_log_level { PIOD_LOG_ERROR = 0, PIOD_LOG_WARN, PIOD_LOG_INFO, PIOD_LOG_DEBUG };
+
+struct piod_peer {
+    char name[PIOD_NAME_MAX];              /* the peer's system name */
+    int naddr;                             /* its link addresses, in channel order */
+    char addr[PIOD_MAX_LINKS][PIOD_ADDR_MAX];
+    int control_port;                      /* 0: same as ours */
+    int data_port;                         /* 0: same as ours */
+};
+
+struct piod_config {
+    char name[PIOD_NAME_MAX];              /* this host (default: gethostname) */
+    char system[PIOD_NAME_MAX];            /* this system (default: name) */
+    char socket[108];                      /* control socket for processes (ipc path) */
+    char keys[PIOD_PATH_MAX];              /* key directory */
+    char pidfile[PIOD_PATH_MAX];           /* "" when none */
+    char export_root[PIOD_PATH_MAX];       /* file service root ("" : disabled) */
+    char logfile[PIOD_PATH_MAX];           /* "" : stderr (or syslog) */
+    int nlisten;                           /* our link addresses, in channel order */
+    char listen[PIOD_MAX_LINKS][PIOD_ADDR_MAX];
+    char control_addr[PIOD_ADDR_MAX];      /* where the control plane binds ("" : listen[0]) */
+    int control_port;                      /* default 7700 */
+    int data_port;                         /* default 7701; data channels listen here on every listen address */
+    int src_port_lo, src_port_hi;          /* outgoing channels bind source ports in this range (0,0: any) */
+    int npeers;
+    struct piod_peer peers[PIOD_MAX_PEERS];
+    uint64_t pool;                         /* total pool bytes (default 1 GiB) */
+    uint64_t proc_pool;                    /* per process (default 64 MiB), <= pool */
+    uint32_t eager_limit;                  /* default 64 KiB */
+    uint32_t chunk;                        /* default 1 MiB */
+    int foreground;                        /* -f */
+    int log_syslog;                        /* log to syslog instead of stderr/logfile */
+    int log_level;                         /* enum piod_log_level, default INFO */
+    int curve;                             /* 1 (default): CURVE on the control plane; 0 only with --insecure */
+    const char *config_path;               /* file loaded, or NULL */
+};
+
+/* piod_config_defaults - fill c with the defaults above (name from gethostname). */
+void piod_config_defaults(struct piod_config *c);
+
+/* piod_config_load - read a config file into c (over the defaults already in c).
+ * Syntax: `key = value` lines, `#` comments, `[peer NAME]` sections holding
+ * `addr = A` (repeatable), `control-port`, `data-port`. Top-level keys: name,
+ * system, socket, keys, pidfile, export, log, log-level, listen (repeatable),
+ * control, control-port, data-port, source-ports (LO-HI), pool, proc-pool,
+ * eager-limit, chunk (sizes accept K, M, G suffixes, powers of 1024).
+ * errs [in]: where to print one line per problem, "FILE:LINE: what is wrong"
+ * (NULL: silent). Every problem is reported, not only the first.
+ * Returns the number of problems (0: ok); -1 if the file cannot be read
+ * (reported on errs). */
+int piod_config_load(struct piod_config *c, const char *path, FILE *errs);
+
+/* piod_config_peer_arg - parse a --peer NAME=ADDR[,ADDR...] flag into c.
+ * Returns 0, or -1 with a line on errs. */
+int piod_config_peer_arg(struct piod_config *c, const char *arg, FILE *errs);
+
+/* piod_config_validate - whole-config checks (addresses parse, ports in range,
+ * sizes consistent: eager <= chunk, chunk <= proc_pool / 4, proc_pool <= pool,
+ * no duplicate listen address or peer, a peer is not ourselves, ...).
+ * Prints one line per problem on errs; returns the number of problems. */
+int piod_config_validate(const struct piod_config *c, FILE *errs);
+
+/* piod_parse_size - "64K", "1M", "2G", "4096" -> bytes. Returns 0 or -1. */
+int piod_parse_size(const char *s, uint64_t *out);
+
+/* piod_config_print - write c back in config-file syntax (for --check-config -v). */
+void piod_config_print(const struct piod_config *c, FILE *out);
+
+#endif

@@ -1,0 +1,1953 @@
+/* core.c - piod's main thread: processes, peers, the 3-way handshake, grants.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * One thread owns every ZeroMQ socket and all message state; it polls the
+ * process socket (ipc ROUTER), the control socket (tcp ROUTER, CURVE server,
+ * clients checked by our ZAP handler against the key directory), the ZAP
+ * socket and the eventfd through which channel threads report. To a peer we
+ * only send, through our DEALER to its control ROUTER.
+ *
+ * A message travels: P_SEND (+ P_SEND_DATA ranges of the sender's pool) ->
+ * H_REQUEST -> the receiver announces it (P_MSG_NEW, in seq order per
+ * stream) and grants chunks into the destination's receive region, choosing
+ * a channel for each (H_REPLY) -> C_DATA on that channel straight into the
+ * pool -> C_ACK (sender releases the pool range: P_RELEASE) and P_MSG_DATA
+ * to the process, which copies and frees (P_FREE). Eager messages ride whole
+ * in H_REQUEST and P_MSG_NEW. Local partners get the same path with a memcpy
+ * in place of the channel.
+ *
+ * Back-pressure: grants exist only for allocated receive-region space, and a
+ * message no receive has claimed yet may hold at most a quarter of the region
+ * (all unclaimed ones, half), so an unexpected large message cannot starve
+ * the one a process is waiting for.
+ * Locks: this file takes d->ev_mtx (event queue) and d->key_mtx (keys, rx
+ * slots) briefly, never together and never across a send.
+ */
+#include "piod/piod.h"
+#include "piod/log.h"
+#include "err.h"
+#include "types.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define TICK_MS 100
+#define RATE_WINDOW_MS 200
+
+static int proc_index(struct piod *d, const uint8_t *rid, size_t len);
+
+/* ---- sending frames ---- */
+
+static int enc(struct piod *d, const struct pio_frame *f, size_t *len)
+{
+    size_t need = pio_wire_encoded_size(f);
+    if (need > d->scratch_len) {
+        uint8_t *n = realloc(d->scratch, need);
+        if (!n)
+            return PIO_ENOMEM;
+        d->scratch = n;
+        d->scratch_len = need;
+    }
+    int rc = pio_wire_encode(f, d->scratch, d->scratch_len, len);
+    if (rc != PIO_OK)
+        PIOD_ERR("cannot encode %s: %s", pio_wire_type_name(f->type), PIO_Strerror(rc));
+    return rc;
+}
+
+static int send_rid(struct piod *d, const uint8_t *rid, size_t rid_len, const struct pio_frame *f)
+{
+    size_t len;
+    int rc = enc(d, f, &len);
+    if (rc != PIO_OK)
+        return rc;
+    if (zmq_send(d->proc_sock, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        zmq_send(d->proc_sock, d->scratch, len, ZMQ_DONTWAIT) < 0)
+        return PIO_EGONE;
+    return PIO_OK;
+}
+
+static int send_proc(struct piod *d, int pi, const struct pio_frame *f)
+{
+    struct piod_proc *p = &d->procs[pi];
+    if (p->gone)
+        return PIO_EGONE;
+    return send_rid(d, p->rid, p->rid_len, f);
+}
+
+static int send_peer(struct piod *d, int peer, const struct pio_frame *f)
+{
+    size_t len;
+    int rc = enc(d, f, &len);
+    if (rc != PIO_OK)
+        return rc;
+    if (zmq_send(d->peers[peer].dealer, d->scratch, len, ZMQ_DONTWAIT) < 0) {
+        PIOD_ERR("control queue to %s is full (%s): frame %s dropped", d->peers[peer].cfg->name,
+                 zmq_strerror(errno), pio_wire_type_name(f->type));
+        return PIO_EAGAIN;
+    }
+    return PIO_OK;
+}
+
+static void send_ranges(struct piod *d, int pi, int type, uint64_t id, uint64_t msg_off,
+                        uint64_t off, uint64_t len)
+{
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    if (!f)
+        return;
+    f->type = (uint8_t)type;
+    f->u.p_ranges.id = id;
+    f->u.p_ranges.msg_off = msg_off;
+    f->u.p_ranges.n = 1;
+    f->u.p_ranges.r[0].off = off;
+    f->u.p_ranges.r[0].len = len;
+    send_proc(d, pi, f);
+    free(f);
+}
+
+static void send_done(struct piod *d, int pi, int type, uint64_t id, int status)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = (uint8_t)type;
+    f.u.p_done.id = id;
+    f.u.p_done.status = status;
+    send_proc(d, pi, &f);
+}
+
+/* P_SEND_DONE with flags 1: an incoming message (key) was cancelled. */
+static void send_cancel(struct piod *d, int pi, uint64_t key, int status)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_SEND_DONE;
+    f.flags = 1;
+    f.u.p_done.id = key;
+    f.u.p_done.status = status;
+    send_proc(d, pi, &f);
+}
+
+static void send_h_done(struct piod *d, int peer, uint64_t msgid, int status)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_H_DONE;
+    f.u.h_done.msgid = msgid;
+    f.u.h_done.status = status;
+    send_peer(d, peer, &f);
+}
+
+/* ---- event queue (any thread -> main) ---- */
+
+void piod_post(struct piod *d, struct piod_ev *ev)
+{
+    ev->next = NULL;
+    pthread_mutex_lock(&d->ev_mtx);
+    if (d->ev_tail)
+        d->ev_tail->next = ev;
+    else
+        d->ev_head = ev;
+    d->ev_tail = ev;
+    pthread_mutex_unlock(&d->ev_mtx);
+    uint64_t one = 1;
+    ssize_t w = write(d->evfd, &one, sizeof(one));
+    (void)w;
+}
+
+/* ---- registry ---- */
+
+static struct piod_remote_app *remote_app(struct piod_peer_st *p, const char *app, uint32_t nprocs,
+                                          int create)
+{
+    for (int i = 0; i < p->napps; i++)
+        if (strcmp(p->apps[i].app, app) == 0)
+            return &p->apps[i];
+    if (!create || nprocs == 0 || nprocs > (1u << 24))
+        return NULL;
+    struct piod_remote_app *n = realloc(p->apps, (size_t)(p->napps + 1) * sizeof(*n));
+    if (!n)
+        return NULL;
+    p->apps = n;
+    struct piod_remote_app *a = &p->apps[p->napps];
+    memset(a, 0, sizeof(*a));
+    snprintf(a->app, sizeof(a->app), "%s", app);
+    a->nprocs = nprocs;
+    a->joined = calloc(nprocs, 1);
+    if (!a->joined)
+        return NULL;
+    p->napps++;
+    return a;
+}
+
+static void remote_apps_clear(struct piod_peer_st *p)
+{
+    for (int i = 0; i < p->napps; i++)
+        free(p->apps[i].joined);
+    free(p->apps);
+    p->apps = NULL;
+    p->napps = 0;
+}
+
+/* Where is application app? *peer = -1 for this host; returns nprocs or 0. */
+static uint32_t find_app(struct piod *d, const char *app, int *peer)
+{
+    for (int i = 0; i < d->nprocs_max; i++)
+        if (d->procs[i].used && !d->procs[i].gone && strcmp(d->procs[i].app, app) == 0) {
+            *peer = -1;
+            return d->procs[i].nprocs;
+        }
+    for (int p = 0; p < d->npeers; p++) {
+        struct piod_remote_app *a = remote_app(&d->peers[p], app, 0, 0);
+        if (a && a->njoined > 0) {
+            *peer = p;
+            return a->nprocs;
+        }
+    }
+    return 0;
+}
+
+static void send_registry(struct piod *d, int peer, int only_proc, uint32_t state)
+{
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    if (!f)
+        return;
+    f->type = PIO_F_H_REGISTRY;
+    f->u.h_registry.full = only_proc < 0;
+    for (int i = 0; i < d->nprocs_max; i++) {
+        struct piod_proc *p = &d->procs[i];
+        if (!p->used || (only_proc >= 0 && i != only_proc) || (only_proc < 0 && p->gone))
+            continue;
+        struct pio_reg_entry *e = &f->u.h_registry.e[f->u.h_registry.n++];
+        snprintf(e->app, sizeof(e->app), "%s", p->app);
+        e->nprocs = p->nprocs;
+        e->proc = p->proc;
+        e->state = only_proc >= 0 ? state : 1;
+        if (f->u.h_registry.n == PIO_WIRE_MAX_REG) {
+            send_peer(d, peer, f);
+            f->u.h_registry.n = 0;
+            f->u.h_registry.full = 0;
+        }
+    }
+    if (f->u.h_registry.n > 0 || f->u.h_registry.full)
+        send_peer(d, peer, f);
+    free(f);
+}
+
+static void broadcast_event(struct piod *d, const char *app, uint32_t proc, uint32_t nprocs,
+                            uint32_t kind)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_EVENT;
+    f.u.p_event.kind = kind;
+    f.u.p_event.proc = proc;
+    f.u.p_event.nprocs = nprocs;
+    snprintf(f.u.p_event.app, sizeof(f.u.p_event.app), "%s", app);
+    for (int i = 0; i < d->nprocs_max; i++)
+        if (d->procs[i].used && !d->procs[i].gone && strcmp(d->procs[i].app, app) != 0)
+            send_proc(d, i, &f);
+}
+
+static void answer_partner(struct piod *d, struct piod_pending_partner *pp, int status)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_PARTNER_INFO;
+    f.u.p_partner_info.req = pp->req;
+    int peer = -1;
+    uint32_t n = find_app(d, pp->app, &peer);
+    f.u.p_partner_info.status = n ? PIO_OK : status;
+    f.u.p_partner_info.nprocs = n;
+    if (n && peer >= 0) {
+        f.u.p_partner_info.channels = (uint32_t)d->peers[peer].nchan;
+        snprintf(f.u.p_partner_info.system, sizeof(f.u.p_partner_info.system), "%s",
+                 d->peers[peer].cfg->name);
+        snprintf(f.u.p_partner_info.host, sizeof(f.u.p_partner_info.host), "%s",
+                 d->peers[peer].host);
+    } else if (n) {
+        snprintf(f.u.p_partner_info.system, sizeof(f.u.p_partner_info.system), "%s",
+                 d->cfg.system);
+        snprintf(f.u.p_partner_info.host, sizeof(f.u.p_partner_info.host), "%s", d->cfg.name);
+    }
+    send_rid(d, pp->rid, pp->rid_len, &f);
+}
+
+/* Answer pending partner look-ups that can be answered now (or timed out). */
+static void pending_partners(struct piod *d, uint64_t now)
+{
+    struct piod_pending_partner **pp = &d->pending;
+    while (*pp) {
+        struct piod_pending_partner *x = *pp;
+        int peer;
+        if (find_app(d, x->app, &peer) || now >= x->deadline_ms) {
+            answer_partner(d, x, PIO_EPARTNER);
+            *pp = x->next;
+            free(x);
+        } else {
+            pp = &x->next;
+        }
+    }
+}
+
+/* ---- streams (ordering) ---- */
+
+static struct piod_stream *stream_get(struct piod_stream **list, int peer, const char *src_app,
+                                      uint32_t src_proc, const char *dst_app, uint32_t dst_proc,
+                                      int32_t tag)
+{
+    for (struct piod_stream *s = *list; s; s = s->next)
+        if (s->peer == peer && s->src_proc == src_proc && s->dst_proc == dst_proc &&
+            s->tag == tag && strcmp(s->src_app, src_app) == 0 && strcmp(s->dst_app, dst_app) == 0)
+            return s;
+    struct piod_stream *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->peer = peer;
+    snprintf(s->src_app, sizeof(s->src_app), "%s", src_app);
+    snprintf(s->dst_app, sizeof(s->dst_app), "%s", dst_app);
+    s->src_proc = src_proc;
+    s->dst_proc = dst_proc;
+    s->tag = tag;
+    s->next = *list;
+    *list = s;
+    return s;
+}
+
+/* ---- message lookup ---- */
+
+static struct piod_omsg *omsg_find(struct piod *d, uint64_t msgid)
+{
+    for (struct piod_omsg *m = d->omsgs; m; m = m->next)
+        if (m->msgid == msgid)
+            return m;
+    return NULL;
+}
+
+static struct piod_omsg *omsg_by_sid(struct piod *d, int src, uint64_t sid)
+{
+    for (struct piod_omsg *m = d->omsgs; m; m = m->next)
+        if (m->src == src && m->sid == sid)
+            return m;
+    return NULL;
+}
+
+static struct piod_imsg *imsg_find(struct piod *d, int peer, uint64_t msgid)
+{
+    for (struct piod_imsg *m = d->imsgs; m; m = m->next)
+        if (m->peer == peer && m->msgid == msgid)
+            return m;
+    return NULL;
+}
+
+static struct piod_imsg *imsg_by_key(struct piod *d, int dst, uint64_t key)
+{
+    for (struct piod_imsg *m = d->imsgs; m; m = m->next)
+        if (m->dst == dst && m->key == key)
+            return m;
+    return NULL;
+}
+
+static void omsg_free(struct piod *d, struct piod_omsg *m)
+{
+    for (struct piod_omsg **pp = &d->omsgs; *pp; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            break;
+        }
+    if (m->local)
+        m->local->local = NULL;
+    piod_proc_unref(d, &d->procs[m->src]);
+    free(m->data_off);
+    free(m->grant);
+    free(m->state);
+    free(m);
+}
+
+static void imsg_free(struct piod *d, struct piod_imsg *m)
+{
+    for (struct piod_imsg **pp = &d->imsgs; *pp; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            break;
+        }
+    if (m->local)
+        m->local->local = NULL;
+    free(m->eager);
+    free(m->pool_off);
+    free(m->state);
+    free(m->chan);
+    free(m);
+}
+
+static void imsg_append(struct piod *d, struct piod_imsg *m)
+{
+    struct piod_imsg **pp = &d->imsgs;
+    while (*pp)
+        pp = &(*pp)->next;
+    m->next = NULL;
+    *pp = m;
+}
+
+/* The sender-side outcome of a message: tell the sending process (sync
+ * sends wait for it; failures are reported either way). */
+static void omsg_finish(struct piod *d, struct piod_omsg *m, int status)
+{
+    if (!m->done_sent && ((m->flags & PIO_WF_SYNC) || status != PIO_OK)) {
+        send_done(d, m->src, PIO_F_P_SEND_DONE, m->sid, status);
+        m->done_sent = 1;
+    }
+}
+
+/* Free m once nothing of it is on a channel any more and it has its outcome. */
+static void omsg_maybe_free(struct piod *d, struct piod_omsg *m, int have_outcome)
+{
+    for (uint32_t i = 0; i < m->nchunks; i++)
+        if (m->state[i] == 1)
+            return;
+    if (m->nacked < m->nchunks && !have_outcome)
+        return;
+    if ((m->flags & PIO_WF_SYNC) && !have_outcome)
+        return;
+    omsg_free(d, m);
+}
+
+/* ---- sender side: chunks to channels ---- */
+
+/* Choose a live tx channel near the one granted: the grant's if it is up,
+ * else the up channel with the fewest queued bytes; -1 if none is up. */
+static int tx_pick(struct piod *d, int peer, int granted)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    if (granted >= 0 && granted < p->nchan && p->tx[granted] &&
+        piod_tx_state(p->tx[granted], NULL) == 2)
+        return granted;
+    int best = -1;
+    uint64_t best_q = 0;
+    for (int i = 0; i < p->nchan; i++) {
+        uint64_t q;
+        if (!p->tx[i] || piod_tx_state(p->tx[i], &q) != 2)
+            continue;
+        if (best < 0 || q < best_q) {
+            best = i;
+            best_q = q;
+        }
+    }
+    return best;
+}
+
+static int chunk_queue(struct piod *d, struct piod_omsg *m, uint32_t i, int resend)
+{
+    int ch = tx_pick(d, m->peer, m->grant[i]);
+    if (ch < 0)
+        return PIO_ELINK; /* retried when a channel comes up */
+    struct piod_chunk *c = calloc(1, sizeof(*c));
+    if (!c)
+        return PIO_ENOMEM;
+    struct piod_proc *src = &d->procs[m->src];
+    c->msgid = m->msgid;
+    c->off = (uint64_t)i * m->chunk;
+    c->len = (uint32_t)((m->size - c->off) < m->chunk ? (m->size - c->off) : m->chunk);
+    c->resend = (uint32_t)resend;
+    c->data = src->base + m->data_off[i];
+    c->proc = src;
+    piod_proc_ref(src);
+    m->state[i] = 1;
+    piod_tx_enqueue(d->peers[m->peer].tx[ch], c);
+    return PIO_OK;
+}
+
+/* Queue every chunk of m that has both its data and its grant. */
+static void omsg_pump(struct piod *d, struct piod_omsg *m);
+
+/* ---- receiver side: announce and grant ---- */
+
+static uint32_t chunk_len(uint64_t size, uint32_t chunk, uint32_t i)
+{
+    uint64_t off = (uint64_t)i * chunk;
+    return (uint32_t)(size - off < chunk ? size - off : chunk);
+}
+
+static void imsg_fail(struct piod *d, struct piod_imsg *m, int status);
+
+/* Copy one chunk of a local message from the sender's pool to the receiver's. */
+static void local_copy(struct piod *d, struct piod_imsg *im, uint32_t i)
+{
+    struct piod_omsg *om = im->local;
+    uint32_t len = chunk_len(im->size, im->chunk, i);
+    struct piod_proc *dst = &d->procs[im->dst], *src = &d->procs[om->src];
+    memcpy(dst->base + im->pool_off[i], src->base + om->data_off[i], len);
+    im->state[i] = 2;
+    im->narrived++;
+    om->state[i] = 2;
+    om->nacked++;
+    if (!src->gone)
+        send_ranges(d, om->src, PIO_F_P_RELEASE, 0, 0, om->data_off[i], len);
+    send_ranges(d, im->dst, PIO_F_P_MSG_DATA, im->key, (uint64_t)i * im->chunk, im->pool_off[i],
+                len);
+    omsg_maybe_free(d, om, 0);
+}
+
+static void announce(struct piod *d, struct piod_imsg *m)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_MSG_NEW;
+    struct pio_p_msg_new *n = &f.u.p_msg_new;
+    n->key = m->key;
+    n->size = m->size;
+    n->count = m->count;
+    n->seq = m->seq;
+    n->src_proc = m->src_proc;
+    n->tag = m->tag;
+    n->datatype = m->datatype;
+    n->flags = m->flags;
+    snprintf(n->src_app, sizeof(n->src_app), "%s", m->src_app);
+    n->payload = (m->flags & PIO_WF_EAGER) ? m->eager : NULL;
+    send_proc(d, m->dst, &f);
+    m->announced = 1;
+    free(m->eager);
+    m->eager = NULL;
+}
+
+static int app_proc_left(struct piod *d, const char *app, uint32_t proc);
+
+/* Announce, in sequence order per stream, every message whose process is here. */
+static void announce_all(struct piod *d)
+{
+    int progress = 1;
+    while (progress) {
+        progress = 0;
+        for (struct piod_imsg *m = d->imsgs; m;) {
+            struct piod_imsg *next = m->next;
+            if (m->announced) {
+                m = next;
+                continue;
+            }
+            if (m->dst < 0) {
+                for (int i = 0; i < d->nprocs_max; i++) {
+                    struct piod_proc *p = &d->procs[i];
+                    if (p->used && !p->gone && p->proc == m->dst_proc &&
+                        strcmp(p->app, m->dst_app) == 0)
+                        m->dst = i;
+                }
+                if (m->dst < 0) {
+                    if (app_proc_left(d, m->dst_app, m->dst_proc))
+                        imsg_fail(d, m, PIO_EGONE);
+                    m = next;
+                    continue;
+                }
+                m->key = ++d->procs[m->dst].next_key;
+            }
+            struct piod_stream *s = stream_get(&d->rx_streams, m->peer, m->src_app, m->src_proc,
+                                               m->dst_app, m->dst_proc, m->tag);
+            if (!s || s->next_seq != m->seq) {
+                m = next;
+                continue;
+            }
+            s->next_seq++;
+            announce(d, m);
+            progress = 1;
+            if ((m->flags & PIO_WF_EAGER) && !(m->flags & PIO_WF_SYNC)) {
+                if (m->local)
+                    omsg_free(d, m->local);
+                imsg_free(d, m);
+            }
+            m = next;
+        }
+    }
+}
+
+static uint64_t chan_cap(struct piod *d, struct piod_rxbal *b)
+{
+    uint64_t floor = 4ull * d->cfg.chunk;
+    uint64_t by_rate = (uint64_t)(b->rate * 0.25);
+    return by_rate > floor ? by_rate : floor;
+}
+
+/* Grant what can be granted now, oldest message first. */
+static void grant_all(struct piod *d)
+{
+    struct pio_frame *f = NULL;
+    for (struct piod_imsg *m = d->imsgs; m; m = m->next) {
+        if (!m->announced || (m->flags & PIO_WF_EAGER) || m->ngranted == m->nchunks)
+            continue;
+        struct piod_proc *dst = &d->procs[m->dst];
+        if (dst->gone)
+            continue;
+        int remote = m->peer >= 0;
+        struct piod_peer_st *p = remote ? &d->peers[m->peer] : NULL;
+        if (!f && remote && !(f = calloc(1, sizeof(*f))))
+            return;
+        if (remote) {
+            f->type = PIO_F_H_REPLY;
+            f->u.h_reply.msgid = m->msgid;
+            f->u.h_reply.n = 0;
+        }
+        uint64_t region = dst->recv_len;
+        for (uint32_t i = 0; i < m->nchunks; i++) {
+            if (m->state[i] != 0)
+                continue;
+            uint32_t len = chunk_len(m->size, m->chunk, i);
+            if (!m->claimed) {
+                uint64_t mine = (uint64_t)(m->ngranted - m->nfreed) * m->chunk;
+                if (mine + len > region / 4 || dst->unclaimed_bytes + len > region / 2)
+                    break;
+            }
+            int ch = 0;
+            if (remote) {
+                struct piod_bal_chan bc[PIOD_MAX_LINKS];
+                int any_room = 0;
+                for (int k = 0; k < p->nchan; k++) {
+                    bc[k].up = p->bal[k].up && p->bal[k].outstanding < chan_cap(d, &p->bal[k]);
+                    bc[k].outstanding = p->bal[k].outstanding;
+                    bc[k].rate = p->bal[k].rate;
+                    any_room |= bc[k].up;
+                }
+                if (!any_room)
+                    break;
+                if (m->conn == PIO_WCONN_USER) {
+                    /* the named channel, waiting for room on it unless it is down */
+                    int i_ch = m->conn_arg;
+                    if (i_ch < p->nchan && p->bal[i_ch].up && !bc[i_ch].up)
+                        break;
+                    ch = piod_bal_user(bc, p->nchan, i_ch, len);
+                } else if (m->conn == PIO_WCONN_STATIC) {
+                    int want = (int)(((uint64_t)m->src_proc + m->dst_proc) % (uint64_t)p->nchan);
+                    if (p->bal[want].up && !bc[want].up)
+                        break;
+                    ch = piod_bal_static(bc, p->nchan, m->src_proc, m->dst_proc);
+                } else {
+                    ch = piod_bal_dynamic(bc, p->nchan, len);
+                }
+                if (ch < 0)
+                    break;
+            }
+            uint64_t off;
+            if (pio_ralloc_get(&dst->recv, len, &off) != PIO_OK)
+                break;
+            m->pool_off[i] = off;
+            m->state[i] = 1;
+            m->chan[i] = (uint8_t)ch;
+            m->ngranted++;
+            if (!m->claimed)
+                dst->unclaimed_bytes += len;
+            if (!remote) {
+                if (m->local && m->local->data_off[i] != UINT64_MAX)
+                    local_copy(d, m, i);
+                continue;
+            }
+            p->bal[ch].outstanding += len;
+            struct piod_grant *g = calloc(1, sizeof(*g));
+            if (!g)
+                break;
+            g->peer = m->peer;
+            g->msgid = m->msgid;
+            g->off = (uint64_t)i * m->chunk;
+            g->len = len;
+            g->dst = dst->base + off;
+            g->proc = dst;
+            piod_grant_add(d, g);
+            struct pio_grant *pg = &f->u.h_reply.g[f->u.h_reply.n++];
+            pg->off = g->off;
+            pg->len = len;
+            pg->channel = (uint16_t)ch;
+            pg->host = 0;
+            if (f->u.h_reply.n == PIO_WIRE_MAX_GRANTS) {
+                send_peer(d, m->peer, f);
+                f->u.h_reply.n = 0;
+            }
+        }
+        if (remote && f->u.h_reply.n > 0)
+            send_peer(d, m->peer, f);
+    }
+    free(f);
+}
+
+/* The receiver side of m is over: tell the sender when it asked or failed. */
+static void imsg_complete(struct piod *d, struct piod_imsg *m, int status)
+{
+    if ((m->flags & PIO_WF_SYNC) || status != PIO_OK) {
+        if (m->peer >= 0)
+            send_h_done(d, m->peer, m->msgid, status);
+        else if (m->local) {
+            omsg_finish(d, m->local, status);
+            omsg_maybe_free(d, m->local, 1);
+        }
+    }
+    imsg_free(d, m);
+}
+
+static void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
+{
+    if (m->dst >= 0) {
+        struct piod_proc *dst = &d->procs[m->dst];
+        for (uint32_t i = 0; i < m->nchunks; i++) {
+            if (m->state[i] == 1 && m->peer >= 0) {
+                struct piod_grant *g =
+                    piod_grant_take(d, m->peer, m->msgid, (uint64_t)i * m->chunk);
+                if (g) {
+                    piod_proc_unref(d, g->proc);
+                    free(g);
+                }
+                d->peers[m->peer].bal[m->chan[i]].outstanding -=
+                    chunk_len(m->size, m->chunk, i);
+            }
+            if ((m->state[i] == 1 || m->state[i] == 2) && !dst->gone) {
+                pio_ralloc_put(&dst->recv, m->pool_off[i], chunk_len(m->size, m->chunk, i));
+                if (!m->claimed)
+                    dst->unclaimed_bytes -= chunk_len(m->size, m->chunk, i);
+            }
+        }
+    }
+    imsg_complete(d, m, status);
+}
+
+/* Make an incoming message from a request (from a peer, or local). */
+static struct piod_imsg *imsg_new(struct piod *d, int peer, const struct pio_h_request *rq)
+{
+    struct piod_imsg *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->peer = peer;
+    m->msgid = rq->msgid;
+    m->dst = -1;
+    snprintf(m->src_app, sizeof(m->src_app), "%s", rq->src_app);
+    snprintf(m->dst_app, sizeof(m->dst_app), "%s", rq->dst_app);
+    m->src_proc = rq->src_proc;
+    m->dst_proc = rq->dst_proc;
+    m->tag = rq->tag;
+    m->seq = rq->seq;
+    m->size = rq->size;
+    m->count = rq->count;
+    m->datatype = rq->datatype;
+    m->flags = rq->flags;
+    m->chunk = rq->chunk ? rq->chunk : d->cfg.chunk;
+    m->conn = rq->conn;
+    m->conn_arg = rq->conn_arg;
+    if (rq->flags & PIO_WF_EAGER) {
+        m->eager = malloc(rq->size ? rq->size : 1);
+        if (!m->eager)
+            goto fail;
+        if (rq->size)
+            memcpy(m->eager, rq->payload, rq->size);
+    } else {
+        m->nchunks = (uint32_t)((rq->size + m->chunk - 1) / m->chunk);
+        m->pool_off = calloc(m->nchunks, sizeof(*m->pool_off));
+        m->state = calloc(m->nchunks, 1);
+        m->chan = calloc(m->nchunks, 1);
+        if (!m->pool_off || !m->state || !m->chan)
+            goto fail;
+    }
+    imsg_append(d, m);
+    return m;
+fail:
+    free(m->eager);
+    free(m->pool_off);
+    free(m->state);
+    free(m->chan);
+    free(m);
+    return NULL;
+}
+
+static void omsg_pump(struct piod *d, struct piod_omsg *m)
+{
+    if (m->peer < 0)
+        return;
+    for (uint32_t i = 0; i < m->nchunks; i++)
+        if (m->state[i] == 0 && m->grant[i] >= 0 && m->data_off[i] != UINT64_MAX)
+            if (chunk_queue(d, m, i, 0) != PIO_OK)
+                return;
+}
+
+/* ---- processes ---- */
+
+struct left_entry {
+    char app[PIO_WIRE_NAME];
+    uint32_t proc;
+};
+static struct left_entry left_ring[1024];
+static unsigned left_n;
+
+static int app_proc_left(struct piod *d, const char *app, uint32_t proc)
+{
+    (void)d;
+    unsigned n = left_n < 1024 ? left_n : 1024;
+    for (unsigned i = 0; i < n; i++)
+        if (left_ring[i].proc == proc && strcmp(left_ring[i].app, app) == 0)
+            return 1;
+    return 0;
+}
+
+static void left_forget(const char *app, uint32_t proc)
+{
+    unsigned n = left_n < 1024 ? left_n : 1024;
+    for (unsigned i = 0; i < n; i++)
+        if (left_ring[i].proc == proc && strcmp(left_ring[i].app, app) == 0)
+            left_ring[i].app[0] = 0;
+}
+
+static int proc_index(struct piod *d, const uint8_t *rid, size_t len)
+{
+    for (int i = 0; i < d->nprocs_max; i++) {
+        struct piod_proc *p = &d->procs[i];
+        if (p->used && !p->gone && p->rid_len == len && memcmp(p->rid, rid, len) == 0)
+            return i;
+    }
+    return -1;
+}
+
+static void proc_leave(struct piod *d, int pi, const char *why)
+{
+    struct piod_proc *p = &d->procs[pi];
+    if (p->gone)
+        return;
+    PIOD_INFO("process %s:%u (pid %d) left: %s", p->app, p->proc, (int)p->pid, why);
+    atomic_store(&p->gone, 1);
+    shm_unlink(p->shm);
+    struct left_entry *le = &left_ring[left_n++ % 1024];
+    snprintf(le->app, sizeof(le->app), "%s", p->app);
+    le->proc = p->proc;
+    /* messages to it fail; their grants go */
+    for (struct piod_imsg *m = d->imsgs; m;) {
+        struct piod_imsg *next = m->next;
+        if (m->dst == pi)
+            imsg_fail(d, m, PIO_EGONE);
+        m = next;
+    }
+    piod_grants_drop_proc(d, p);
+    /* its messages whose bytes will never all come: cancel at the receiver */
+    for (struct piod_omsg *m = d->omsgs; m;) {
+        struct piod_omsg *next = m->next;
+        if (m->src == pi) {
+            int complete = 1;
+            for (uint32_t i = 0; i < m->nchunks; i++)
+                if (m->data_off[i] == UINT64_MAX)
+                    complete = 0;
+            m->done_sent = 1; /* nobody to tell */
+            if (!complete) {
+                if (m->peer >= 0)
+                    send_h_done(d, m->peer, m->msgid, PIO_EGONE);
+                else if (m->local)
+                    imsg_fail(d, m->local, PIO_EGONE);
+                for (uint32_t i = 0; i < m->nchunks; i++)
+                    if (m->state[i] != 1)
+                        m->state[i] = 2;
+                omsg_maybe_free(d, m, 1);
+            }
+        }
+        m = next;
+    }
+    for (int k = 0; k < d->npeers; k++)
+        if (d->peers[k].hello_seen)
+            send_registry(d, k, pi, 2);
+    broadcast_event(d, p->app, p->proc, p->nprocs, 2);
+    pio_ralloc_fini(&p->recv);
+    if (atomic_load(&p->refs) == 0)
+        piod_proc_unmap(p);
+}
+
+static void on_hello(struct piod *d, const uint8_t *rid, size_t rid_len, struct pio_p_hello *h)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_WELCOME;
+    struct pio_p_welcome *w = &f.u.p_welcome;
+    int slot = -1;
+    w->status = PIO_OK;
+    if (h->proto != PIO_WIRE_VERSION) {
+        PIOD_WARN("process %s:%u speaks protocol version %u, we speak %u: refused", h->app,
+                  h->proc, h->proto, PIO_WIRE_VERSION);
+        w->status = PIO_EVERSION;
+    } else if (d->stopping || h->app[0] == 0 || h->nprocs == 0 || h->proc >= h->nprocs) {
+        w->status = d->stopping ? PIO_EBUSY : PIO_EINVAL;
+    } else {
+        for (int i = 0; i < d->nprocs_max; i++) {
+            struct piod_proc *p = &d->procs[i];
+            if (p->used && !p->gone && p->proc == h->proc && strcmp(p->app, h->app) == 0) {
+                if (kill(p->pid, 0) == 0 || errno != ESRCH) {
+                    w->status = PIO_EEXIST;
+                    break;
+                }
+                proc_leave(d, i, "replaced by a new process of the same name (old one died)");
+            }
+        }
+        for (int i = 0; w->status == PIO_OK && i < d->nprocs_max && slot < 0; i++) {
+            struct piod_proc *p = &d->procs[i];
+            if (!p->used || (p->gone && atomic_load(&p->unmapped) && atomic_load(&p->refs) == 0))
+                slot = i;
+        }
+        if (w->status == PIO_OK && slot < 0)
+            w->status = PIO_EPOOL;
+    }
+    if (w->status == PIO_OK) {
+        struct piod_proc *p = &d->procs[slot];
+        memset(p, 0, sizeof(*p));
+        memcpy(p->rid, rid, rid_len);
+        p->rid_len = rid_len;
+        snprintf(p->app, sizeof(p->app), "%s", h->app);
+        p->proc = h->proc;
+        p->nprocs = h->nprocs;
+        p->pid = (pid_t)h->pid;
+        p->size = d->cfg.proc_pool;
+        static unsigned serial;
+        snprintf(p->shm, sizeof(p->shm), "/pio-%d-%u", (int)getpid(), ++serial);
+        int rc = pio_shm_create(p->shm, p->size, (void **)&p->base);
+        if (rc == PIO_OK)
+            rc = pio_ralloc_init(&p->recv, p->size / 2, p->size - p->size / 2);
+        if (rc != PIO_OK) {
+            PIOD_ERR("cannot create the pool of %s:%u: %s", h->app, h->proc, PIO_Strerror(rc));
+            if (p->base) {
+                pio_shm_close(p->shm, p->base, p->size, 1);
+                p->base = NULL;
+            }
+            w->status = rc;
+        } else {
+            p->used = 1;
+            p->send_off = 0;
+            p->send_len = p->size / 2;
+            p->recv_off = p->size / 2;
+            p->recv_len = p->size - p->size / 2;
+            w->eager_limit = d->cfg.eager_limit;
+            w->chunk = d->cfg.chunk;
+            w->send_off = p->send_off;
+            w->send_len = p->send_len;
+            w->recv_off = p->recv_off;
+            w->recv_len = p->recv_len;
+            snprintf(w->shm, sizeof(w->shm), "%s", p->shm);
+            left_forget(p->app, p->proc);
+            PIOD_INFO("process %s:%u of %u joined (pid %u, pool %s)", p->app, p->proc, p->nprocs,
+                      h->pid, p->shm);
+        }
+    }
+    snprintf(w->host, sizeof(w->host), "%s", d->cfg.name);
+    snprintf(w->system, sizeof(w->system), "%s", d->cfg.system);
+    send_rid(d, rid, rid_len, &f);
+    if (w->status != PIO_OK)
+        return;
+    for (int k = 0; k < d->npeers; k++)
+        if (d->peers[k].hello_seen)
+            send_registry(d, k, slot, 1);
+    broadcast_event(d, h->app, h->proc, h->nprocs, 1);
+    announce_all(d);
+    grant_all(d);
+    pending_partners(d, piod_now_ms());
+}
+
+static void on_send(struct piod *d, int pi, struct pio_p_send *s)
+{
+    struct piod_proc *src = &d->procs[pi];
+    int peer = -1;
+    uint32_t nprocs = find_app(d, s->partner, &peer);
+    int status = PIO_OK;
+    if (!nprocs)
+        status = PIO_EPARTNER;
+    else if (s->dst_proc >= nprocs || !pio_type_known((int)s->datatype))
+        status = PIO_EINVAL;
+    else if (peer >= 0 && s->conn == PIO_WCONN_USER && s->conn_arg >= d->peers[peer].nchan)
+        status = PIO_EINVAL;
+    if (status != PIO_OK) {
+        struct piod_omsg tmp = {.sid = s->sid, .src = pi};
+        omsg_finish(d, &tmp, status);
+        return;
+    }
+    struct pio_h_request rq;
+    memset(&rq, 0, sizeof(rq));
+    rq.msgid = ++d->next_msgid;
+    struct piod_stream *st = stream_get(&d->tx_streams, peer, src->app, src->proc, s->partner,
+                                        s->dst_proc, s->tag);
+    if (!st) {
+        struct piod_omsg tmp = {.sid = s->sid, .src = pi};
+        omsg_finish(d, &tmp, PIO_ENOMEM);
+        return;
+    }
+    rq.seq = st->next_seq++;
+    rq.size = s->size;
+    rq.count = s->count;
+    rq.src_proc = src->proc;
+    rq.dst_proc = s->dst_proc;
+    rq.tag = s->tag;
+    rq.datatype = s->datatype;
+    rq.flags = s->flags;
+    rq.chunk = d->cfg.chunk;
+    rq.conn = s->conn;
+    rq.conn_arg = s->conn_arg;
+    snprintf(rq.src_app, sizeof(rq.src_app), "%s", src->app);
+    snprintf(rq.dst_app, sizeof(rq.dst_app), "%s", s->partner);
+    rq.payload = s->payload;
+
+    struct piod_omsg *m = NULL;
+    if (!(s->flags & PIO_WF_EAGER) || (s->flags & PIO_WF_SYNC)) {
+        m = calloc(1, sizeof(*m));
+        if (!m)
+            goto nomem;
+        m->msgid = rq.msgid;
+        m->sid = s->sid;
+        m->src = pi;
+        m->peer = peer;
+        m->size = s->size;
+        m->chunk = d->cfg.chunk;
+        m->flags = s->flags;
+        m->conn = s->conn;
+        m->conn_arg = s->conn_arg;
+        m->src_proc = src->proc;
+        m->dst_proc = s->dst_proc;
+        m->nchunks = (s->flags & PIO_WF_EAGER) ? 0 : (uint32_t)((s->size + m->chunk - 1) / m->chunk);
+        m->data_off = malloc((m->nchunks + 1) * sizeof(*m->data_off));
+        m->grant = malloc((m->nchunks + 1) * sizeof(*m->grant));
+        m->state = calloc(m->nchunks + 1, 1);
+        if (!m->data_off || !m->grant || !m->state) {
+            free(m->data_off);
+            free(m->grant);
+            free(m->state);
+            free(m);
+            goto nomem;
+        }
+        for (uint32_t i = 0; i < m->nchunks; i++) {
+            m->data_off[i] = UINT64_MAX;
+            m->grant[i] = -1;
+        }
+        piod_proc_ref(src);
+        m->next = d->omsgs;
+        d->omsgs = m;
+    }
+    if (peer >= 0) {
+        struct pio_frame f;
+        memset(&f, 0, sizeof(f));
+        f.type = PIO_F_H_REQUEST;
+        f.u.h_request = rq;
+        if (send_peer(d, peer, &f) != PIO_OK && m) {
+            omsg_finish(d, m, PIO_ELINK);
+            omsg_free(d, m);
+        }
+        return;
+    }
+    struct piod_imsg *im = imsg_new(d, -1, &rq);
+    if (!im) {
+        if (m)
+            omsg_free(d, m);
+        goto nomem;
+    }
+    if (m) {
+        m->local = im;
+        im->local = m;
+    }
+    announce_all(d);
+    grant_all(d);
+    return;
+nomem : {
+    struct piod_omsg tmp = {.sid = s->sid, .src = pi};
+    omsg_finish(d, &tmp, PIO_ENOMEM);
+}
+}
+
+static void on_send_data(struct piod *d, int pi, struct pio_p_ranges *r)
+{
+    struct piod_omsg *m = omsg_by_sid(d, pi, r->id);
+    uint64_t msg_off = r->msg_off;
+    for (uint32_t j = 0; j < r->n; j++) {
+        uint64_t off = r->r[j].off, len = r->r[j].len;
+        struct piod_proc *p = &d->procs[pi];
+        int bad = !m || off < p->send_off || off + len > p->send_off + p->send_len ||
+                  msg_off % m->chunk != 0 || msg_off / m->chunk >= m->nchunks ||
+                  len != chunk_len(m->size, m->chunk, (uint32_t)(msg_off / m->chunk)) ||
+                  m->data_off[msg_off / m->chunk] != UINT64_MAX;
+        if (bad) {
+            /* not ours to keep (a cancelled message, or a confused process) */
+            send_ranges(d, pi, PIO_F_P_RELEASE, 0, 0, off, len);
+            msg_off += len;
+            continue;
+        }
+        uint32_t i = (uint32_t)(msg_off / m->chunk);
+        m->data_off[i] = off;
+        if (m->peer < 0) {
+            if (m->local && m->local->state[i] == 1)
+                local_copy(d, m->local, i);
+        } else if (m->grant[i] >= 0 && m->state[i] == 0) {
+            chunk_queue(d, m, i, 0);
+        }
+        msg_off += len;
+    }
+}
+
+static void on_free(struct piod *d, int pi, struct pio_p_ranges *r)
+{
+    struct piod_imsg *m = imsg_by_key(d, pi, r->id);
+    struct piod_proc *p = &d->procs[pi];
+    if (!m)
+        return;
+    uint64_t msg_off = r->msg_off;
+    for (uint32_t j = 0; j < r->n; j++, msg_off += r->r[j - 1].len) {
+        if (msg_off % m->chunk != 0 || msg_off / m->chunk >= m->nchunks)
+            continue;
+        uint32_t i = (uint32_t)(msg_off / m->chunk);
+        if (m->state[i] != 2 || m->pool_off[i] != r->r[j].off)
+            continue;
+        uint32_t len = chunk_len(m->size, m->chunk, i);
+        pio_ralloc_put(&p->recv, m->pool_off[i], len);
+        if (!m->claimed)
+            p->unclaimed_bytes -= len;
+        m->state[i] = 3;
+        m->nfreed++;
+    }
+    if (m->nfreed == m->nchunks)
+        imsg_complete(d, m, PIO_OK);
+    grant_all(d);
+}
+
+static void on_claim(struct piod *d, int pi, uint64_t key)
+{
+    struct piod_imsg *m = imsg_by_key(d, pi, key);
+    if (!m || m->claimed)
+        return;
+    m->claimed = 1;
+    for (uint32_t i = 0; i < m->nchunks; i++)
+        if (m->state[i] == 1 || m->state[i] == 2)
+            d->procs[pi].unclaimed_bytes -= chunk_len(m->size, m->chunk, i);
+    grant_all(d);
+}
+
+static void on_consumed(struct piod *d, int pi, uint64_t key)
+{
+    struct piod_imsg *m = imsg_by_key(d, pi, key);
+    if (m && (m->flags & PIO_WF_EAGER))
+        imsg_complete(d, m, PIO_OK);
+}
+
+static void on_info(struct piod *d, const uint8_t *rid, size_t rid_len, uint64_t req)
+{
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    if (!f)
+        return;
+    f->type = PIO_F_P_INFO;
+    struct pio_p_info *in = &f->u.p_info;
+    in->req = req;
+    in->version = PIO_WIRE_VERSION;
+    snprintf(in->host, sizeof(in->host), "%s", d->cfg.name);
+    snprintf(in->system, sizeof(in->system), "%s", d->cfg.system);
+    for (int p = 0; p < d->npeers; p++) {
+        struct piod_peer_st *ps = &d->peers[p];
+        for (int k = 0; k < ps->nchan && in->nchan < PIO_WIRE_MAX_CHANNELS; k++) {
+            struct pio_chan_info *c = &in->chan[in->nchan++];
+            snprintf(c->peer, sizeof(c->peer), "%s", ps->cfg->name);
+            c->index = (uint32_t)k;
+            struct piod_txchan *ch = ps->tx[k];
+            if (ch) {
+                pthread_mutex_lock(&ch->mtx);
+                c->state = (uint32_t)ch->state;
+                c->tx_bytes = ch->tx_bytes;
+                c->queued = ch->queued_bytes;
+                snprintf(c->local, sizeof(c->local), "%s", ch->state == 2 ? ch->local : "");
+                snprintf(c->remote, sizeof(c->remote), "%s", ch->state == 2 ? ch->remote : "");
+                pthread_mutex_unlock(&ch->mtx);
+            }
+            if (!c->local[0])
+                snprintf(c->local, sizeof(c->local), "%s", d->cfg.listen[k]);
+            if (!c->remote[0])
+                snprintf(c->remote, sizeof(c->remote), "%s", ps->cfg->addr[k]);
+            c->rx_bytes = atomic_load(&ps->rx_bytes[k]);
+            c->rate = (uint64_t)ps->bal[k].rate;
+        }
+    }
+    for (int i = 0; i < d->nprocs_max && in->napp < PIO_WIRE_MAX_REG; i++) {
+        struct piod_proc *p = &d->procs[i];
+        if (!p->used || p->gone)
+            continue;
+        uint32_t k;
+        for (k = 0; k < in->napp; k++)
+            if (strcmp(in->app[k].app, p->app) == 0 && strcmp(in->app[k].system, d->cfg.system) == 0)
+                break;
+        if (k == in->napp) {
+            in->napp++;
+            snprintf(in->app[k].app, sizeof(in->app[k].app), "%s", p->app);
+            snprintf(in->app[k].system, sizeof(in->app[k].system), "%s", d->cfg.system);
+            in->app[k].nprocs = p->nprocs;
+        }
+        in->app[k].joined++;
+        in->pool_used += p->size;
+    }
+    for (int p = 0; p < d->npeers; p++)
+        for (int a = 0; a < d->peers[p].napps && in->napp < PIO_WIRE_MAX_REG; a++) {
+            struct piod_remote_app *ra = &d->peers[p].apps[a];
+            if (ra->njoined == 0)
+                continue;
+            struct pio_app_info *ai = &in->app[in->napp++];
+            snprintf(ai->app, sizeof(ai->app), "%s", ra->app);
+            snprintf(ai->system, sizeof(ai->system), "%s", d->peers[p].cfg->name);
+            ai->nprocs = ra->nprocs;
+            ai->joined = ra->njoined;
+        }
+    in->pool_size = d->cfg.pool;
+    send_rid(d, rid, rid_len, f);
+    free(f);
+}
+
+static void on_proc_frame(struct piod *d, const uint8_t *rid, size_t rid_len, const uint8_t *buf,
+                          size_t len, struct pio_frame *f)
+{
+    uint8_t ver = 0, type;
+    uint32_t blen;
+    int rc = pio_wire_peek(buf, len, &type, &blen, &ver);
+    if (rc == PIO_OK)
+        rc = pio_wire_decode(buf, len, f, NULL);
+    if (rc != PIO_OK) {
+        if (rc == PIO_EVERSION)
+            PIOD_WARN("a process speaks protocol version %u, we speak %u", ver, PIO_WIRE_VERSION);
+        else
+            PIOD_WARN("malformed frame from a local process (%zu bytes): %s", len,
+                      PIO_Strerror(rc));
+        if (rc == PIO_EVERSION) {
+            struct pio_frame w;
+            memset(&w, 0, sizeof(w));
+            w.type = PIO_F_P_WELCOME;
+            w.u.p_welcome.status = PIO_EVERSION;
+            send_rid(d, rid, rid_len, &w);
+        }
+        return;
+    }
+    if (f->type == PIO_F_P_HELLO) {
+        on_hello(d, rid, rid_len, &f->u.p_hello);
+        return;
+    }
+    if (f->type == PIO_F_P_INFO_REQ) {
+        on_info(d, rid, rid_len, f->u.p_info_req.req);
+        return;
+    }
+    int pi = proc_index(d, rid, rid_len);
+    if (pi < 0) {
+        PIOD_DEBUG("%s from a process that has not joined: ignored", pio_wire_type_name(f->type));
+        return;
+    }
+    switch (f->type) {
+    case PIO_F_P_BYE: proc_leave(d, pi, "PIO_Exit"); break;
+    case PIO_F_P_PARTNER: {
+        struct piod_pending_partner *pp = calloc(1, sizeof(*pp));
+        if (!pp)
+            break;
+        memcpy(pp->rid, rid, rid_len);
+        pp->rid_len = rid_len;
+        pp->req = f->u.p_partner.req;
+        snprintf(pp->app, sizeof(pp->app), "%s", f->u.p_partner.app);
+        pp->deadline_ms = piod_now_ms() + f->u.p_partner.timeout_ms;
+        pp->next = d->pending;
+        d->pending = pp;
+        pending_partners(d, piod_now_ms());
+        break;
+    }
+    case PIO_F_P_SEND: on_send(d, pi, &f->u.p_send); break;
+    case PIO_F_P_SEND_DATA: on_send_data(d, pi, &f->u.p_ranges); break;
+    case PIO_F_P_FREE: on_free(d, pi, &f->u.p_ranges); break;
+    case PIO_F_P_CLAIM: on_claim(d, pi, f->u.p_done.id); break;
+    case PIO_F_P_CONSUMED: on_consumed(d, pi, f->u.p_done.id); break;
+    default:
+        PIOD_WARN("unexpected %s from process %s:%u", pio_wire_type_name(f->type),
+                  d->procs[pi].app, d->procs[pi].proc);
+    }
+}
+
+/* ---- peers ---- */
+
+static void peer_send_hello(struct piod *d, int peer)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_H_HELLO;
+    f.u.h_hello.proto = PIO_WIRE_VERSION;
+    f.u.h_hello.nchan = (uint32_t)d->cfg.nlisten;
+    snprintf(f.u.h_hello.system, sizeof(f.u.h_hello.system), "%s", d->cfg.system);
+    snprintf(f.u.h_hello.host, sizeof(f.u.h_hello.host), "%s", d->cfg.name);
+    memcpy(f.u.h_hello.chan_key, d->peers[peer].my_key, PIO_WIRE_KEY);
+    send_peer(d, peer, &f);
+}
+
+/* A peer restarted (new session): what was in flight with it is lost. */
+static void peer_reset(struct piod *d, int peer)
+{
+    remote_apps_clear(&d->peers[peer]);
+    for (struct piod_imsg *m = d->imsgs; m;) {
+        struct piod_imsg *next = m->next;
+        if (m->peer == peer) {
+            if (m->dst >= 0 && m->announced)
+                send_cancel(d, m->dst, m->key, PIO_EGONE);
+            m->flags &= ~(uint32_t)PIO_WF_SYNC;
+            imsg_fail(d, m, PIO_EGONE);
+        }
+        m = next;
+    }
+    for (struct piod_omsg *m = d->omsgs; m;) {
+        struct piod_omsg *next = m->next;
+        if (m->peer == peer) {
+            omsg_finish(d, m, PIO_EGONE);
+            for (uint32_t i = 0; i < m->nchunks; i++)
+                if (m->state[i] != 1) {
+                    if (m->data_off[i] != UINT64_MAX && m->state[i] != 2)
+                        send_ranges(d, m->src, PIO_F_P_RELEASE, 0, 0, m->data_off[i],
+                                    chunk_len(m->size, m->chunk, i));
+                    m->state[i] = 2;
+                }
+            omsg_maybe_free(d, m, 1);
+        }
+        m = next;
+    }
+    for (struct piod_stream **sp = &d->rx_streams; *sp;) {
+        if ((*sp)->peer == peer) {
+            struct piod_stream *s = *sp;
+            *sp = s->next;
+            free(s);
+        } else {
+            sp = &(*sp)->next;
+        }
+    }
+}
+
+static void on_peer_hello(struct piod *d, int peer, struct pio_h_hello *h)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    if (h->proto != PIO_WIRE_VERSION) {
+        PIOD_ERR("peer %s speaks protocol version %u, we speak %u: ignored", p->cfg->name,
+                 h->proto, PIO_WIRE_VERSION);
+        return;
+    }
+    int fresh = memcmp(p->their_key, h->chan_key, PIO_WIRE_KEY) != 0;
+    if (!fresh)
+        return;
+    if (p->hello_seen) {
+        PIOD_WARN("peer %s restarted: failing what was in flight with it", p->cfg->name);
+        peer_reset(d, peer);
+    }
+    int nchan = (int)h->nchan;
+    if (nchan > p->cfg->naddr)
+        nchan = p->cfg->naddr;
+    if (nchan > d->cfg.nlisten)
+        nchan = d->cfg.nlisten;
+    pthread_mutex_lock(&d->key_mtx);
+    memcpy(p->their_key, h->chan_key, PIO_WIRE_KEY);
+    p->hello_seen = 1;
+    if (p->nchan == 0 || nchan < p->nchan)
+        p->nchan = nchan;
+    pthread_mutex_unlock(&d->key_mtx);
+    snprintf(p->host, sizeof(p->host), "%s", h->host);
+    PIOD_INFO("peer %s (host %s) says hello: %d channel(s)", p->cfg->name, h->host, p->nchan);
+    peer_send_hello(d, peer);
+    send_registry(d, peer, -1, 1);
+    piod_txchans_start(d, peer);
+}
+
+static void on_peer_registry(struct piod *d, int peer, struct pio_h_registry *r)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    if (r->full)
+        remote_apps_clear(p);
+    for (uint32_t i = 0; i < r->n; i++) {
+        struct pio_reg_entry *e = &r->e[i];
+        struct piod_remote_app *a = remote_app(p, e->app, e->nprocs, 1);
+        if (!a || e->proc >= a->nprocs)
+            continue;
+        uint8_t was = a->joined[e->proc];
+        a->joined[e->proc] = e->state == 1;
+        a->njoined += (uint32_t)(a->joined[e->proc] - was);
+        if (was != a->joined[e->proc])
+            broadcast_event(d, e->app, e->proc, e->nprocs, e->state);
+    }
+    pending_partners(d, piod_now_ms());
+}
+
+static void on_peer_request(struct piod *d, int peer, struct pio_h_request *rq)
+{
+    if (!pio_type_known((int)rq->datatype) || (rq->chunk == 0 && !(rq->flags & PIO_WF_EAGER)) ||
+        ((rq->flags & PIO_WF_EAGER) && rq->size > PIO_WIRE_MAX_BODY)) {
+        send_h_done(d, peer, rq->msgid, PIO_EPROTO);
+        return;
+    }
+    if (imsg_find(d, peer, rq->msgid))
+        return; /* a duplicate */
+    if (!imsg_new(d, peer, rq)) {
+        send_h_done(d, peer, rq->msgid, PIO_ENOMEM);
+        return;
+    }
+    announce_all(d);
+    grant_all(d);
+}
+
+static void on_peer_reply(struct piod *d, int peer, struct pio_h_reply *r)
+{
+    struct piod_omsg *m = omsg_find(d, r->msgid);
+    if (!m || m->peer != peer)
+        return;
+    for (uint32_t j = 0; j < r->n; j++) {
+        struct pio_grant *g = &r->g[j];
+        if (g->off % m->chunk != 0 || g->off / m->chunk >= m->nchunks)
+            continue;
+        uint32_t i = (uint32_t)(g->off / m->chunk);
+        if (g->len != chunk_len(m->size, m->chunk, i))
+            continue;
+        m->grant[i] = (int16_t)g->channel;
+    }
+    omsg_pump(d, m);
+}
+
+static void on_peer_done(struct piod *d, int peer, struct pio_h_done *h)
+{
+    struct piod_omsg *m = omsg_find(d, h->msgid);
+    if (m && m->peer == peer) {
+        omsg_finish(d, m, h->status);
+        if (h->status != PIO_OK)
+            for (uint32_t i = 0; i < m->nchunks; i++)
+                if (m->state[i] == 0 || m->state[i] == 3) {
+                    if (m->data_off[i] != UINT64_MAX)
+                        send_ranges(d, m->src, PIO_F_P_RELEASE, 0, 0, m->data_off[i],
+                                    chunk_len(m->size, m->chunk, i));
+                    m->state[i] = 2;
+                }
+        omsg_maybe_free(d, m, 1);
+        return;
+    }
+    /* the sender cancels a message it cannot finish */
+    struct piod_imsg *im = imsg_find(d, peer, h->msgid);
+    if (im && h->status != PIO_OK) {
+        if (im->dst >= 0 && im->announced)
+            send_cancel(d, im->dst, im->key, h->status);
+        im->flags &= ~(uint32_t)PIO_WF_SYNC;
+        imsg_fail(d, im, h->status);
+    }
+}
+
+static void on_ctl_frame(struct piod *d, const char *user, const uint8_t *buf, size_t len,
+                         struct pio_frame *f)
+{
+    int peer = -1;
+    for (int i = 0; i < d->npeers; i++)
+        if (user && strcmp(d->peers[i].cfg->name, user) == 0)
+            peer = i;
+    if (peer < 0) {
+        PIOD_WARN("control frame from '%s', which is not a configured peer: ignored",
+                  user ? user : "?");
+        return;
+    }
+    uint8_t ver = 0, type;
+    uint32_t blen;
+    int rc = pio_wire_peek(buf, len, &type, &blen, &ver);
+    if (rc == PIO_OK)
+        rc = pio_wire_decode(buf, len, f, NULL);
+    if (rc != PIO_OK) {
+        if (rc == PIO_EVERSION)
+            PIOD_ERR("peer %s speaks protocol version %u, we speak %u", user, ver,
+                     PIO_WIRE_VERSION);
+        else
+            PIOD_WARN("malformed control frame from %s: %s", user, PIO_Strerror(rc));
+        return;
+    }
+    if (f->type != PIO_F_H_HELLO && !d->peers[peer].hello_seen) {
+        PIOD_DEBUG("%s from %s before its hello: ignored", pio_wire_type_name(f->type), user);
+        return;
+    }
+    switch (f->type) {
+    case PIO_F_H_HELLO: on_peer_hello(d, peer, &f->u.h_hello); break;
+    case PIO_F_H_REGISTRY: on_peer_registry(d, peer, &f->u.h_registry); break;
+    case PIO_F_H_REQUEST: on_peer_request(d, peer, &f->u.h_request); break;
+    case PIO_F_H_REPLY: on_peer_reply(d, peer, &f->u.h_reply); break;
+    case PIO_F_H_DONE: on_peer_done(d, peer, &f->u.h_done); break;
+    case PIO_F_H_BYE:
+        PIOD_INFO("peer %s is stopping", user);
+        remote_apps_clear(&d->peers[peer]);
+        break;
+    default: PIOD_WARN("unexpected %s from peer %s", pio_wire_type_name(f->type), user);
+    }
+}
+
+/* ---- ZAP: which CURVE clients may talk to us ---- */
+
+static void on_zap(struct piod *d)
+{
+    zmq_msg_t part[8];
+    int n = 0, more = 1;
+    while (more && n < 8) {
+        zmq_msg_init(&part[n]);
+        if (zmq_msg_recv(&part[n], d->zap_sock, 0) < 0) {
+            zmq_msg_close(&part[n]);
+            break;
+        }
+        more = zmq_msg_more(&part[n]);
+        n++;
+    }
+    while (more) { /* drain an over-long request */
+        zmq_msg_t x;
+        zmq_msg_init(&x);
+        zmq_msg_recv(&x, d->zap_sock, 0);
+        more = zmq_msg_more(&x);
+        zmq_msg_close(&x);
+    }
+    const char *status = "400", *text = "unknown key";
+    char name[64] = "";
+    char addr[64] = "?";
+    if (n >= 7 && zmq_msg_size(&part[5]) == 5 && memcmp(zmq_msg_data(&part[5]), "CURVE", 5) == 0 &&
+        zmq_msg_size(&part[6]) == 32) {
+        char z85[41];
+        zmq_z85_encode(z85, zmq_msg_data(&part[6]), 32);
+        const char *who = piod_keys_find(&d->keys, z85);
+        if (who) {
+            status = "200";
+            text = "OK";
+            snprintf(name, sizeof(name), "%s", who);
+        }
+    }
+    if (n >= 4) {
+        size_t al = zmq_msg_size(&part[3]) < 63 ? zmq_msg_size(&part[3]) : 63;
+        memcpy(addr, zmq_msg_data(&part[3]), al);
+        addr[al] = 0;
+    }
+    if (status[0] != '2')
+        PIOD_WARN("refused control connection from %s: its key is not in %s", addr, d->cfg.keys);
+    if (n >= 2) {
+        zmq_send(d->zap_sock, "1.0", 3, ZMQ_SNDMORE);
+        zmq_send(d->zap_sock, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]), ZMQ_SNDMORE);
+        zmq_send(d->zap_sock, status, 3, ZMQ_SNDMORE);
+        zmq_send(d->zap_sock, text, strlen(text), ZMQ_SNDMORE);
+        zmq_send(d->zap_sock, name, strlen(name), ZMQ_SNDMORE);
+        zmq_send(d->zap_sock, "", 0, 0);
+    }
+    for (int i = 0; i < n; i++)
+        zmq_msg_close(&part[i]);
+}
+
+/* ---- events from channel threads ---- */
+
+static void on_events(struct piod *d)
+{
+    uint64_t v;
+    ssize_t r = read(d->evfd, &v, sizeof(v));
+    (void)r;
+    pthread_mutex_lock(&d->ev_mtx);
+    struct piod_ev *ev = d->ev_head;
+    d->ev_head = d->ev_tail = NULL;
+    pthread_mutex_unlock(&d->ev_mtx);
+    int regrant = 0;
+    while (ev) {
+        struct piod_ev *next = ev->next;
+        switch (ev->kind) {
+        case PIOD_EV_ACK: {
+            struct piod_omsg *m = omsg_find(d, ev->msgid);
+            if (m && m->peer == ev->peer) {
+                uint32_t i = (uint32_t)(ev->off / m->chunk);
+                if (i < m->nchunks && m->state[i] == 1) {
+                    m->state[i] = 2;
+                    m->nacked++;
+                    if (!d->procs[m->src].gone)
+                        send_ranges(d, m->src, PIO_F_P_RELEASE, 0, 0, m->data_off[i],
+                                    chunk_len(m->size, m->chunk, i));
+                    omsg_maybe_free(d, m, m->done_sent);
+                }
+            }
+            break;
+        }
+        case PIOD_EV_REQUEUE: {
+            struct piod_chunk *c = ev->chunks;
+            while (c) {
+                struct piod_chunk *cn = c->next;
+                struct piod_omsg *m = omsg_find(d, c->msgid);
+                if (m) {
+                    uint32_t i = (uint32_t)(c->off / m->chunk);
+                    if (i < m->nchunks && m->state[i] == 1)
+                        m->state[i] = 3;
+                }
+                piod_proc_unref(d, c->proc);
+                free(c);
+                c = cn;
+            }
+            for (struct piod_omsg *m = d->omsgs; m; m = m->next)
+                if (m->peer == ev->peer)
+                    for (uint32_t i = 0; i < m->nchunks; i++)
+                        if (m->state[i] == 3 && chunk_queue(d, m, i, 1) != PIO_OK)
+                            break;
+            break;
+        }
+        case PIOD_EV_CHAN:
+            if (ev->state == 12 || ev->state == 10) {
+                d->peers[ev->peer].bal[ev->index].up = ev->state == 12;
+                regrant = 1;
+            } else if (ev->state == 2) {
+                /* a channel came up: chunks that found none can go now */
+                for (struct piod_omsg *m = d->omsgs; m; m = m->next)
+                    if (m->peer == ev->peer) {
+                        for (uint32_t i = 0; i < m->nchunks; i++)
+                            if (m->state[i] == 3)
+                                chunk_queue(d, m, i, 1);
+                        omsg_pump(d, m);
+                    }
+            }
+            break;
+        case PIOD_EV_ARRIVED: {
+            struct piod_imsg *m = imsg_find(d, ev->peer, ev->msgid);
+            struct piod_rxbal *b = &d->peers[ev->peer].bal[ev->index];
+            b->window_bytes += ev->len;
+            if (!m)
+                break;
+            uint32_t i = (uint32_t)(ev->off / m->chunk);
+            if (i >= m->nchunks || m->state[i] != 1)
+                break;
+            m->state[i] = 2;
+            m->narrived++;
+            d->peers[ev->peer].bal[m->chan[i]].outstanding -= ev->len;
+            send_ranges(d, m->dst, PIO_F_P_MSG_DATA, m->key, ev->off, m->pool_off[i], ev->len);
+            regrant = 1;
+            break;
+        }
+        }
+        free(ev);
+        ev = next;
+    }
+    if (regrant)
+        grant_all(d);
+}
+
+static void tick(struct piod *d, uint64_t now)
+{
+    uint64_t dt = now - d->last_tick_ms;
+    if (dt < TICK_MS)
+        return;
+    d->last_tick_ms = now;
+    for (int p = 0; p < d->npeers; p++)
+        for (int k = 0; k < d->peers[p].nchan; k++) {
+            struct piod_rxbal *b = &d->peers[p].bal[k];
+            if (b->window_bytes > 0 && (b->busy || b->outstanding > 0))
+                b->rate = piod_bal_ewma(b->rate, (double)b->window_bytes * 1000.0 / (double)dt);
+            b->window_bytes = 0;
+            b->busy = b->outstanding > 0;
+        }
+    for (int i = 0; i < d->nprocs_max; i++) {
+        struct piod_proc *p = &d->procs[i];
+        if (p->used && !p->gone && kill(p->pid, 0) != 0 && errno == ESRCH)
+            proc_leave(d, i, "the process died");
+    }
+    pending_partners(d, now);
+    for (struct piod_omsg *m = d->omsgs; m; m = m->next)
+        if (m->peer >= 0) {
+            for (uint32_t i = 0; i < m->nchunks; i++)
+                if (m->state[i] == 3 && chunk_queue(d, m, i, 1) != PIO_OK)
+                    break;
+            omsg_pump(d, m);
+        }
+    grant_all(d);
+}
+
+/* ---- life cycle ---- */
+
+static int zsock_opt_int(void *s, int opt, int v)
+{
+    return zmq_setsockopt(s, opt, &v, sizeof(v));
+}
+
+static int ipc_in_use(const char *path)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int used = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    close(fd);
+    return used;
+}
+
+static void mkdir_parent(const char *path)
+{
+    char dir[PIOD_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return;
+    *slash = 0;
+    for (char *q = dir + 1; *q; q++)
+        if (*q == '/') {
+            *q = 0;
+            mkdir(dir, 0755);
+            *q = '/';
+        }
+    mkdir(dir, 0755);
+}
+
+int piod_init(struct piod *d)
+{
+    int rc = PIO_OK;
+    char ep[PIOD_PATH_MAX + 16];
+    PIO_CHECK(sodium_init() < 0, rc, PIO_EINTERNAL, out);
+    d->tp = pio_transport_find("tcp");
+    PIO_CHECK(!d->tp, rc, PIO_EINTERNAL, out);
+    d->tpo.sndbuf = 4 << 20;
+    d->tpo.rcvbuf = 4 << 20;
+    d->tpo.src_port_lo = d->cfg.src_port_lo;
+    d->tpo.src_port_hi = d->cfg.src_port_hi;
+    pthread_mutex_init(&d->ev_mtx, NULL);
+    pthread_mutex_init(&d->grant_mtx, NULL);
+    pthread_mutex_init(&d->key_mtx, NULL);
+    pthread_mutex_init(&d->rxlist_mtx, NULL);
+    d->nprocs_max = (int)(d->cfg.pool / d->cfg.proc_pool);
+    if (d->nprocs_max < 1)
+        d->nprocs_max = 1;
+    d->procs = calloc((size_t)d->nprocs_max, sizeof(*d->procs));
+    d->ngrant_buckets = 4096;
+    d->grants = calloc(d->ngrant_buckets, sizeof(*d->grants));
+    d->scratch_len = d->cfg.eager_limit + 65536;
+    d->scratch = malloc(d->scratch_len);
+    PIO_CHECK(!d->procs || !d->grants || !d->scratch, rc, PIO_ENOMEM, out);
+    d->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    PIO_CHECK(d->evfd < 0, rc, pio_from_errno(errno), out);
+
+    d->zctx = zmq_ctx_new();
+    PIO_CHECK(!d->zctx, rc, PIO_ENOMEM, out);
+    d->zap_sock = zmq_socket(d->zctx, ZMQ_REP);
+    PIO_CHECK(!d->zap_sock || zmq_bind(d->zap_sock, "inproc://zeromq.zap.01") != 0, rc,
+              PIO_EINTERNAL, out);
+
+    /* processes: ipc ROUTER */
+    mkdir_parent(d->cfg.socket);
+    if (ipc_in_use(d->cfg.socket)) {
+        PIOD_ERR("another piod already serves %s", d->cfg.socket);
+        rc = PIO_EBUSY;
+        goto out;
+    }
+    unlink(d->cfg.socket);
+    d->proc_sock = zmq_socket(d->zctx, ZMQ_ROUTER);
+    PIO_CHECK(!d->proc_sock, rc, PIO_ENOMEM, out);
+    zsock_opt_int(d->proc_sock, ZMQ_ROUTER_MANDATORY, 1);
+    zsock_opt_int(d->proc_sock, ZMQ_SNDHWM, 0);
+    zsock_opt_int(d->proc_sock, ZMQ_RCVHWM, 0);
+    zsock_opt_int(d->proc_sock, ZMQ_LINGER, 0);
+    snprintf(ep, sizeof(ep), "ipc://%s", d->cfg.socket);
+    if (zmq_bind(d->proc_sock, ep) != 0) {
+        PIOD_ERR("cannot bind the process socket %s: %s", d->cfg.socket, zmq_strerror(errno));
+        rc = PIO_EADDR;
+        goto out;
+    }
+    chmod(d->cfg.socket, 0666);
+
+    /* peers: tcp ROUTER, CURVE server */
+    d->ctl_sock = zmq_socket(d->zctx, ZMQ_ROUTER);
+    PIO_CHECK(!d->ctl_sock, rc, PIO_ENOMEM, out);
+    zsock_opt_int(d->ctl_sock, ZMQ_CURVE_SERVER, 1);
+    zmq_setsockopt(d->ctl_sock, ZMQ_CURVE_SECRETKEY, d->keys.secret_key, 40);
+    zmq_setsockopt(d->ctl_sock, ZMQ_ZAP_DOMAIN, "pio", 3);
+    zsock_opt_int(d->ctl_sock, ZMQ_RCVHWM, 0);
+    zsock_opt_int(d->ctl_sock, ZMQ_LINGER, 0);
+    const char *caddr = d->cfg.control_addr[0] ? d->cfg.control_addr : d->cfg.listen[0];
+    snprintf(ep, sizeof(ep), strchr(caddr, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", caddr,
+             d->cfg.control_port);
+    if (zmq_bind(d->ctl_sock, ep) != 0) {
+        PIOD_ERR("cannot bind the control plane on %s: %s", ep, zmq_strerror(errno));
+        rc = PIO_EADDR;
+        goto out;
+    }
+
+    d->npeers = d->cfg.npeers;
+    for (int i = 0; i < d->npeers; i++) {
+        struct piod_peer_st *p = &d->peers[i];
+        p->cfg = &d->cfg.peers[i];
+        randombytes_buf(p->my_key, sizeof(p->my_key));
+        const char *server_key = piod_keys_public_of(&d->keys, p->cfg->name);
+        if (!server_key) {
+            PIOD_ERR("no public key for peer %s in %s: copy %s.pub there", p->cfg->name,
+                     d->cfg.keys, p->cfg->name);
+            rc = PIO_ECONFIG;
+            goto out;
+        }
+        p->dealer = zmq_socket(d->zctx, ZMQ_DEALER);
+        PIO_CHECK(!p->dealer, rc, PIO_ENOMEM, out);
+        zmq_setsockopt(p->dealer, ZMQ_CURVE_SERVERKEY, server_key, 40);
+        zmq_setsockopt(p->dealer, ZMQ_CURVE_PUBLICKEY, d->keys.public_key, 40);
+        zmq_setsockopt(p->dealer, ZMQ_CURVE_SECRETKEY, d->keys.secret_key, 40);
+        zsock_opt_int(p->dealer, ZMQ_SNDHWM, 100000);
+        zsock_opt_int(p->dealer, ZMQ_LINGER, 0);
+        zsock_opt_int(p->dealer, ZMQ_RECONNECT_IVL, 100);
+        zsock_opt_int(p->dealer, ZMQ_RECONNECT_IVL_MAX, 1000);
+        int port = p->cfg->control_port ? p->cfg->control_port : d->cfg.control_port;
+        const char *a = p->cfg->addr[0];
+        snprintf(ep, sizeof(ep), strchr(a, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", a, port);
+        PIO_CHECK(zmq_connect(p->dealer, ep) != 0, rc, PIO_EADDR, out);
+        p->nchan = 0;
+    }
+    PIO_TRY(piod_chan_start(d), rc, out);
+    for (int i = 0; i < d->npeers; i++)
+        peer_send_hello(d, i);
+    PIOD_INFO("piod %s (system %s) serving %s; control %s:%d, data port %d, %d link(s), %d "
+              "peer(s)",
+              d->cfg.name, d->cfg.system, d->cfg.socket, caddr, d->cfg.control_port,
+              d->cfg.data_port, d->cfg.nlisten, d->npeers);
+out:
+    return rc;
+}
+
+int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain_ms)
+{
+    struct pio_frame *f = malloc(sizeof(*f));
+    if (!f)
+        return PIO_ENOMEM;
+    uint64_t drain_deadline = 0;
+    for (;;) {
+        if (*reopen) {
+            *reopen = 0;
+            piod_log_reopen();
+            PIOD_INFO("log reopened");
+        }
+        if (*stop && !drain_deadline) {
+            d->stopping = 1;
+            drain_deadline = piod_now_ms() + (uint64_t)drain_ms;
+            PIOD_INFO("stopping: draining messages in flight (up to %d ms)", drain_ms);
+        }
+        if (drain_deadline) {
+            int busy = 0;
+            for (struct piod_omsg *m = d->omsgs; m; m = m->next)
+                if (m->peer >= 0)
+                    busy = 1;
+            if (!busy || piod_now_ms() >= drain_deadline) {
+                if (busy)
+                    PIOD_WARN("drain time over with messages still in flight");
+                break;
+            }
+        }
+        zmq_pollitem_t it[4] = {
+            {d->proc_sock, 0, ZMQ_POLLIN, 0},
+            {d->ctl_sock, 0, ZMQ_POLLIN, 0},
+            {d->zap_sock, 0, ZMQ_POLLIN, 0},
+            {NULL, d->evfd, ZMQ_POLLIN, 0},
+        };
+        int n = zmq_poll(it, 4, TICK_MS);
+        if (n < 0 && errno != EINTR) {
+            PIOD_ERR("zmq_poll: %s", zmq_strerror(errno));
+            break;
+        }
+        if (it[2].revents & ZMQ_POLLIN)
+            on_zap(d);
+        if (it[3].revents & ZMQ_POLLIN)
+            on_events(d);
+        for (int k = 0; k < 256 && (it[0].revents & ZMQ_POLLIN); k++) {
+            zmq_msg_t id, body;
+            zmq_msg_init(&id);
+            zmq_msg_init(&body);
+            if (zmq_msg_recv(&id, d->proc_sock, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&id);
+                zmq_msg_close(&body);
+                break;
+            }
+            if (zmq_msg_more(&id) && zmq_msg_recv(&body, d->proc_sock, 0) >= 0)
+                on_proc_frame(d, zmq_msg_data(&id), zmq_msg_size(&id), zmq_msg_data(&body),
+                              zmq_msg_size(&body), f);
+            while (zmq_msg_more(&body)) { /* extra parts are not ours: drop */
+                zmq_msg_close(&body);
+                zmq_msg_init(&body);
+                zmq_msg_recv(&body, d->proc_sock, 0);
+            }
+            zmq_msg_close(&id);
+            zmq_msg_close(&body);
+        }
+        for (int k = 0; k < 256 && (it[1].revents & ZMQ_POLLIN); k++) {
+            zmq_msg_t id, body;
+            zmq_msg_init(&id);
+            zmq_msg_init(&body);
+            if (zmq_msg_recv(&id, d->ctl_sock, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&id);
+                zmq_msg_close(&body);
+                break;
+            }
+            if (zmq_msg_more(&id) && zmq_msg_recv(&body, d->ctl_sock, 0) >= 0)
+                on_ctl_frame(d, zmq_msg_gets(&body, "User-Id"), zmq_msg_data(&body),
+                             zmq_msg_size(&body), f);
+            while (zmq_msg_more(&body)) {
+                zmq_msg_close(&body);
+                zmq_msg_init(&body);
+                zmq_msg_recv(&body, d->ctl_sock, 0);
+            }
+            zmq_msg_close(&id);
+            zmq_msg_close(&body);
+        }
+        tick(d, piod_now_ms());
+    }
+    free(f);
+    return PIO_OK;
+}
+
+void piod_fini(struct piod *d)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_H_BYE;
+    for (int i = 0; i < d->npeers; i++)
+        if (d->peers[i].dealer && d->peers[i].hello_seen)
+            send_peer(d, i, &f);
+    piod_chan_stop(d);
+    for (int i = 0; i < d->nprocs_max && d->procs; i++)
+        if (d->procs[i].used && !d->procs[i].gone)
+            proc_leave(d, i, "piod stopping");
+    for (int i = 0; i < d->nprocs_max && d->procs; i++)
+        if (d->procs[i].used && !atomic_load(&d->procs[i].unmapped))
+            piod_proc_unmap(&d->procs[i]);
+    while (d->omsgs) {
+        struct piod_omsg *m = d->omsgs;
+        d->omsgs = m->next;
+        free(m->data_off);
+        free(m->grant);
+        free(m->state);
+        free(m);
+    }
+    while (d->imsgs)
+        imsg_free(d, d->imsgs);
+    while (d->pending) {
+        struct piod_pending_partner *p = d->pending;
+        d->pending = p->next;
+        free(p);
+    }
+    struct piod_stream *lists[2] = {d->tx_streams, d->rx_streams};
+    for (int k = 0; k < 2; k++)
+        while (lists[k]) {
+            struct piod_stream *s = lists[k];
+            lists[k] = s->next;
+            free(s);
+        }
+    d->tx_streams = d->rx_streams = NULL;
+    for (size_t h = 0; d->grants && h < d->ngrant_buckets; h++)
+        while (d->grants[h]) {
+            struct piod_grant *g = d->grants[h];
+            d->grants[h] = g->next;
+            free(g);
+        }
+    while (d->ev_head) {
+        struct piod_ev *e = d->ev_head;
+        d->ev_head = e->next;
+        while (e->chunks) {
+            struct piod_chunk *c = e->chunks;
+            e->chunks = c->next;
+            free(c);
+        }
+        free(e);
+    }
+    for (int i = 0; i < d->npeers; i++) {
+        if (d->peers[i].dealer)
+            zmq_close(d->peers[i].dealer);
+        remote_apps_clear(&d->peers[i]);
+    }
+    if (d->proc_sock)
+        zmq_close(d->proc_sock);
+    if (d->ctl_sock)
+        zmq_close(d->ctl_sock);
+    if (d->zap_sock)
+        zmq_close(d->zap_sock);
+    if (d->zctx)
+        zmq_ctx_term(d->zctx);
+    if (d->cfg.socket[0])
+        unlink(d->cfg.socket);
+    if (d->evfd > 0)
+        close(d->evfd);
+    free(d->procs);
+    free(d->grants);
+    free(d->scratch);
+}

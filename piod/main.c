@@ -1,0 +1,289 @@
+/* main.c - piod: command line, start-up, signals.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Configuration comes from --config FILE (default /etc/pio/piod.conf when no
+ * --listen is given and it exists), then flags override it. SIGTERM/SIGINT
+ * drain in-flight messages and stop; SIGHUP reopens the log. The handlers
+ * only set flags that the main loop reads.
+ */
+#include "piod/config.h"
+#include "piod/daemon.h"
+#include "piod/keys.h"
+#include "piod/log.h"
+#include "piod/piod.h"
+#include "pio.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile int g_stop, g_reopen;
+
+static void on_signal(int sig)
+{
+    if (sig == SIGHUP)
+        g_reopen = 1;
+    else
+        g_stop = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: piod [options]\n"
+            "  -c, --config FILE      configuration file (default " PIOD_DEFAULT_CONFIG ")\n"
+            "      --check-config     check the configuration, say what is wrong, exit\n"
+            "      --keygen DIR       make a CURVE key pair DIR/NAME.key, DIR/NAME.pub, exit\n"
+            "  -f, --foreground       stay in the foreground (default: daemon)\n"
+            "      --name NAME        this host's name (default: hostname)\n"
+            "      --system NAME      this system's name (default: the host name)\n"
+            "      --listen ADDR      a link address (repeat, one per link, in channel order)\n"
+            "      --peer NAME=A,B..  a peer system and its link addresses (repeatable)\n"
+            "      --control ADDR     control plane bind address (default: first --listen)\n"
+            "      --control-port P   control plane port (default 7700)\n"
+            "      --data-port P      data channel port (default 7701)\n"
+            "      --source-ports L-H bind outgoing channels to source ports in L..H\n"
+            "      --keys DIR         key directory (default " PIOD_DEFAULT_KEYS ")\n"
+            "      --socket PATH      control socket for processes (default " PIOD_DEFAULT_SOCKET
+            ")\n"
+            "      --pool SIZE        total buffer pool (default 1G)\n"
+            "      --proc-pool SIZE   pool per process (default 64M)\n"
+            "      --eager-limit SIZE largest message sent with its request (default 64K)\n"
+            "      --chunk SIZE       chunk size of large messages (default 1M)\n"
+            "      --pidfile PATH     pid file (default " PIOD_DEFAULT_PIDFILE " as a daemon)\n"
+            "      --log FILE|syslog  log destination (default stderr)\n"
+            "      --log-level L      error, warn, info or debug (default info)\n"
+            "      --drain-ms N       on SIGTERM, wait up to N ms for messages in flight (5000)\n"
+            "  -V, --version          print the version\n"
+            "  -h, --help             this text\n");
+}
+
+enum {
+    O_CHECK = 256, O_KEYGEN, O_NAME, O_SYSTEM, O_LISTEN, O_PEER, O_CONTROL, O_CPORT, O_DPORT,
+    O_SPORTS, O_KEYS, O_SOCKET, O_POOL, O_PPOOL, O_EAGER, O_CHUNK, O_PIDFILE, O_LOG, O_LEVEL,
+    O_DRAIN
+};
+
+static int size_arg(const char *opt, const char *v, uint64_t *out)
+{
+    if (piod_parse_size(v, out) != 0) {
+        fprintf(stderr, "piod: %s: '%s' is not a size (e.g. 4096, 64K, 1M, 2G)\n", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
+static int port_arg(const char *opt, const char *v, int *out)
+{
+    char *end;
+    long p = strtol(v, &end, 10);
+    if (*v == 0 || *end || p < 1 || p > 65535) {
+        fprintf(stderr, "piod: %s: '%s' is not a port (1..65535)\n", opt, v);
+        return -1;
+    }
+    *out = (int)p;
+    return 0;
+}
+
+static int level_arg(const char *v)
+{
+    const char *names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(v, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'},  {"check-config", no_argument, 0, O_CHECK},
+        {"keygen", required_argument, 0, O_KEYGEN}, {"foreground", no_argument, 0, 'f'},
+        {"name", required_argument, 0, O_NAME},   {"system", required_argument, 0, O_SYSTEM},
+        {"listen", required_argument, 0, O_LISTEN}, {"peer", required_argument, 0, O_PEER},
+        {"control", required_argument, 0, O_CONTROL},
+        {"control-port", required_argument, 0, O_CPORT},
+        {"data-port", required_argument, 0, O_DPORT},
+        {"source-ports", required_argument, 0, O_SPORTS},
+        {"keys", required_argument, 0, O_KEYS},   {"socket", required_argument, 0, O_SOCKET},
+        {"pool", required_argument, 0, O_POOL},   {"proc-pool", required_argument, 0, O_PPOOL},
+        {"eager-limit", required_argument, 0, O_EAGER},
+        {"chunk", required_argument, 0, O_CHUNK}, {"pidfile", required_argument, 0, O_PIDFILE},
+        {"log", required_argument, 0, O_LOG},     {"log-level", required_argument, 0, O_LEVEL},
+        {"drain-ms", required_argument, 0, O_DRAIN}, {"verbose", no_argument, 0, 'v'},
+        {"version", no_argument, 0, 'V'},         {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    static struct piod d; /* large: keep it off the stack */
+    struct piod_config *c = &d.cfg;
+    const char *config = NULL, *keygen = NULL;
+    int check = 0, verbose = 0, drain_ms = 5000, bad = 0, pidfile_set = 0;
+    int nlisten = 0, npeer_args = 0;
+    char listen[PIOD_MAX_LINKS][PIOD_ADDR_MAX];
+    const char *peer_args[PIOD_MAX_PEERS];
+    /* first pass: find --config so that flags override the file */
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc)
+            config = argv[i + 1];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            config = argv[i] + 9;
+        else if (strcmp(argv[i], "--listen") == 0 || strncmp(argv[i], "--listen=", 9) == 0)
+            nlisten++;
+    }
+    piod_config_defaults(c);
+    if (!config && nlisten == 0 && access(PIOD_DEFAULT_CONFIG, R_OK) == 0)
+        config = PIOD_DEFAULT_CONFIG;
+    int file_problems = 0;
+    if (config) {
+        file_problems = piod_config_load(c, config, stderr);
+        if (file_problems < 0)
+            return 2;
+    }
+    nlisten = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "c:fvVh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': break;
+        case 'f': c->foreground = 1; break;
+        case 'v': verbose = 1; break;
+        case 'V': printf("piod %d.%d.%d (protocol %d)\n", PIO_VERSION_MAJOR, PIO_VERSION_MINOR,
+                         PIO_VERSION_PATCH, PIO_WIRE_VERSION);
+            return 0;
+        case 'h': usage(stdout); return 0;
+        case O_CHECK: check = 1; break;
+        case O_KEYGEN: keygen = optarg; break;
+        case O_NAME: snprintf(c->name, sizeof(c->name), "%s", optarg); break;
+        case O_SYSTEM: snprintf(c->system, sizeof(c->system), "%s", optarg); break;
+        case O_LISTEN:
+            if (nlisten == PIOD_MAX_LINKS) {
+                fprintf(stderr, "piod: at most %d --listen addresses\n", PIOD_MAX_LINKS);
+                bad = 1;
+            } else {
+                snprintf(listen[nlisten++], PIOD_ADDR_MAX, "%s", optarg);
+            }
+            break;
+        case O_PEER:
+            if (npeer_args < PIOD_MAX_PEERS)
+                peer_args[npeer_args++] = optarg;
+            else
+                bad = 1;
+            break;
+        case O_CONTROL: snprintf(c->control_addr, sizeof(c->control_addr), "%s", optarg); break;
+        case O_CPORT: bad |= port_arg("--control-port", optarg, &c->control_port) != 0; break;
+        case O_DPORT: bad |= port_arg("--data-port", optarg, &c->data_port) != 0; break;
+        case O_SPORTS:
+            if (sscanf(optarg, "%d-%d", &c->src_port_lo, &c->src_port_hi) != 2) {
+                fprintf(stderr, "piod: --source-ports: '%s' is not LO-HI\n", optarg);
+                bad = 1;
+            }
+            break;
+        case O_KEYS: snprintf(c->keys, sizeof(c->keys), "%s", optarg); break;
+        case O_SOCKET: snprintf(c->socket, sizeof(c->socket), "%s", optarg); break;
+        case O_POOL: bad |= size_arg("--pool", optarg, &c->pool) != 0; break;
+        case O_PPOOL: bad |= size_arg("--proc-pool", optarg, &c->proc_pool) != 0; break;
+        case O_EAGER: {
+            uint64_t v = 0;
+            bad |= size_arg("--eager-limit", optarg, &v) != 0;
+            c->eager_limit = (uint32_t)v;
+            break;
+        }
+        case O_CHUNK: {
+            uint64_t v = 0;
+            bad |= size_arg("--chunk", optarg, &v) != 0;
+            c->chunk = (uint32_t)v;
+            break;
+        }
+        case O_PIDFILE:
+            snprintf(c->pidfile, sizeof(c->pidfile), "%s", optarg);
+            pidfile_set = 1;
+            break;
+        case O_LOG:
+            if (strcmp(optarg, "syslog") == 0)
+                c->log_syslog = 1;
+            else
+                snprintf(c->logfile, sizeof(c->logfile), "%s", optarg);
+            break;
+        case O_LEVEL:
+            if ((c->log_level = level_arg(optarg)) < 0) {
+                fprintf(stderr, "piod: --log-level: '%s': use error, warn, info or debug\n",
+                        optarg);
+                bad = 1;
+            }
+            break;
+        case O_DRAIN: drain_ms = atoi(optarg); break;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "piod: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (keygen) {
+        int rc = piod_keys_generate(keygen, c->system[0] ? c->system : c->name, stderr);
+        if (rc == PIO_OK)
+            printf("piod: wrote %s/%s.key and %s/%s.pub\n", keygen, c->system, keygen, c->system);
+        return rc == PIO_OK ? 0 : 1;
+    }
+    if (nlisten > 0) {
+        c->nlisten = nlisten;
+        memcpy(c->listen, listen, sizeof(listen));
+    }
+    for (int i = 0; i < npeer_args; i++)
+        bad |= piod_config_peer_arg(c, peer_args[i], stderr) != 0;
+    int problems = file_problems + (bad ? 1 : 0) + piod_config_validate(c, stderr);
+    if (check) {
+        if (problems == 0) {
+            printf("piod: configuration %s is valid\n", config ? config : "(from flags)");
+            if (verbose)
+                piod_config_print(c, stdout);
+        } else {
+            fprintf(stderr, "piod: %d problem(s) in the configuration\n", problems);
+        }
+        return problems == 0 ? 0 : 1;
+    }
+    if (problems) {
+        fprintf(stderr, "piod: %d problem(s) in the configuration; not starting\n", problems);
+        return 2;
+    }
+    if (c->foreground && !pidfile_set && strcmp(c->pidfile, PIOD_DEFAULT_PIDFILE) == 0)
+        c->pidfile[0] = 0; /* a foreground piod keeps a pid file only when asked */
+    if (!c->foreground && !pidfile_set && !c->pidfile[0])
+        snprintf(c->pidfile, sizeof(c->pidfile), "%s", PIOD_DEFAULT_PIDFILE);
+    if (piod_log_open(c->log_syslog, c->logfile, c->log_level) != 0)
+        fprintf(stderr, "piod: cannot open log %s; logging to stderr\n", c->logfile);
+    if (piod_keys_load(&d.keys, c->keys, c->system, stderr) != PIO_OK)
+        return 2;
+    if (!c->foreground && piod_daemonize(c->logfile[0] == 0 && !c->log_syslog) != 0) {
+        perror("piod: daemonize");
+        return 2;
+    }
+    if (c->pidfile[0] && piod_pidfile_create(c->pidfile) != PIO_OK) {
+        piod_daemon_ready(1);
+        return 2;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int rc = piod_init(&d);
+    if (rc != PIO_OK) {
+        PIOD_ERR("start-up failed: %s", PIO_Strerror(rc));
+        piod_daemon_ready(1);
+        piod_fini(&d);
+        piod_pidfile_remove();
+        return 1;
+    }
+    piod_daemon_ready(0);
+    piod_run(&d, &g_stop, &g_reopen, drain_ms);
+    piod_fini(&d);
+    piod_pidfile_remove();
+    PIOD_INFO("stopped");
+    return 0;
+}

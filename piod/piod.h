@@ -1,0 +1,275 @@
+/* piod.h - the daemon's core state: processes, peers, channels, messages.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Threads and what they own:
+ *  - the main thread (piod_run) owns every ZeroMQ socket, the process and
+ *    peer tables, all messages and every pool allocator; it alone sends
+ *    frames to processes and peers.
+ *  - per outgoing channel, a sender thread (connects, authenticates, writes
+ *    C_DATA) and, while connected, an ack-reader thread.
+ *  - per data listen address, an accept thread; per accepted channel, a
+ *    receiver thread that reads C_DATA straight into the destination pool and
+ *    answers C_ACK.
+ * Channel threads never touch main-thread state: they report through the
+ * event queue (piod_post), and find where a chunk goes through the grant
+ * table. Locks (all leaves: never two held at once, never held across a
+ * blocking call or a call up a layer):
+ *    d->ev_mtx     the event queue
+ *    d->grant_mtx  the grant table
+ *    d->key_mtx    peers' channel keys and rx-channel slots
+ *    ch->mtx       one tx channel's queue, unacked list, state, counters
+ * Pool mappings are reference counted (piod_proc.refs, atomic) so a dying
+ * process' pool is unmapped only after no channel thread still copies into
+ * or out of it.
+ */
+#ifndef PIOD_PIOD_H
+#define PIOD_PIOD_H
+
+#include "piod/balance.h"
+#include "piod/config.h"
+#include "piod/keys.h"
+#include "pool.h"
+#include "transport/transport.h"
+#include "wire/wire.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct piod;
+
+/* A chunk handed to a sender thread: self-contained (no main-thread state). */
+struct piod_chunk {
+    struct piod_chunk *next;
+    uint64_t msgid, off;
+    uint32_t len;
+    uint32_t resend;
+    const uint8_t *data;    /* in the source process' pool */
+    struct piod_proc *proc; /* holds a pool reference while queued */
+};
+
+/* One outgoing channel (we open it, we send C_DATA on it). */
+struct piod_txchan {
+    struct piod *d;
+    int peer, index;
+    pthread_t thr;
+    pthread_mutex_t mtx;
+    pthread_cond_t cv;
+    int state;                            /* 0 down, 1 connecting, 2 up */
+    int stop;
+    struct piod_chunk *q, *q_tail;        /* waiting to be sent */
+    struct piod_chunk *unacked;           /* sent, not acknowledged */
+    uint64_t queued_bytes;                /* in q and unacked */
+    uint64_t tx_bytes;
+    struct pio_tp_conn *conn;
+    char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
+};
+
+/* One incoming channel (the peer opened it; we receive C_DATA on it). */
+struct piod_rxchan {
+    struct piod *d;
+    int peer, index;                      /* peer -1 until authenticated */
+    pthread_t thr;
+    struct pio_tp_conn *conn;
+    atomic_int dead;                      /* set by the thread when it ends */
+    char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
+};
+
+/* Balancing view of one channel from the receiver's side. */
+struct piod_rxbal {
+    uint64_t outstanding;  /* bytes granted on it and not arrived */
+    uint64_t window_bytes; /* arrived in the current measuring window */
+    int busy;              /* had outstanding bytes during the window */
+    double rate;           /* EWMA bytes/s */
+    int up;
+};
+
+struct piod_remote_app {
+    char app[PIO_WIRE_NAME];
+    uint32_t nprocs;
+    uint8_t *joined;       /* nprocs flags */
+    uint32_t njoined;
+};
+
+struct piod_peer_st {
+    struct piod_peer *cfg;
+    void *dealer;                       /* our DEALER to the peer's control ROUTER */
+    int hello_seen;                     /* we have the peer's H_HELLO of this session */
+    uint8_t my_key[PIO_WIRE_KEY];       /* its channels to us must prove this */
+    uint8_t their_key[PIO_WIRE_KEY];    /* our channels to it prove this (key_mtx) */
+    char host[PIO_WIRE_NAME];
+    int nchan;                          /* min(our links, its links) */
+    struct piod_txchan *tx[PIOD_MAX_LINKS];
+    struct piod_rxchan *rx[PIOD_MAX_LINKS]; /* key_mtx */
+    struct piod_rxbal bal[PIOD_MAX_LINKS];
+    atomic_uint_fast64_t rx_bytes[PIOD_MAX_LINKS]; /* data received per index, all connections */
+    int napps;
+    struct piod_remote_app *apps;
+};
+
+/* A process of a local application, joined through P_HELLO. */
+struct piod_proc {
+    int used;
+    uint8_t rid[256];                   /* ZeroMQ routing id */
+    size_t rid_len;
+    char app[PIO_WIRE_NAME];
+    uint32_t proc, nprocs;
+    pid_t pid;
+    char shm[PIO_WIRE_NAME];
+    uint8_t *base;
+    size_t size;
+    uint64_t send_off, send_len, recv_off, recv_len;
+    struct pio_ralloc recv;             /* main thread only */
+    atomic_int refs;                    /* pool mapping references */
+    atomic_int gone;                    /* left; pool unmapped when refs drop to 0 */
+    atomic_int unmapped;                /* the pool mapping is gone (CAS winner unmaps) */
+    uint64_t next_key;
+    uint64_t unclaimed_bytes;           /* granted to messages not yet claimed */
+};
+
+/* Outgoing message (this host sends it). */
+struct piod_omsg {
+    struct piod_omsg *next;
+    uint64_t msgid, sid;
+    int src;                 /* index in d->procs */
+    int peer;                /* -1: local delivery */
+    uint64_t size;
+    uint32_t chunk, nchunks;
+    uint32_t flags;
+    uint16_t conn, conn_arg;
+    uint32_t src_proc, dst_proc;
+    uint64_t *data_off;      /* per chunk: pool offset of its bytes (UINT64_MAX: not yet) */
+    int16_t *grant;          /* per chunk: channel granted (-1: not yet) */
+    uint8_t *state;          /* per chunk: 0 waiting, 1 queued, 2 acked, 3 waiting to be resent */
+    uint32_t nacked;
+    int done_sent;
+    /* local delivery: the matching incoming message */
+    struct piod_imsg *local;
+};
+
+/* Incoming message (a local process receives it). */
+struct piod_imsg {
+    struct piod_imsg *next;
+    int peer;                /* -1: from a local process */
+    uint64_t msgid;          /* the sender's id */
+    uint64_t key;            /* our key, told to the process */
+    int dst;                 /* index in d->procs, -1 until the process joins */
+    char src_app[PIO_WIRE_NAME], dst_app[PIO_WIRE_NAME];
+    uint32_t src_proc, dst_proc;
+    int32_t tag;
+    uint64_t seq, size, count;
+    uint32_t datatype, flags, chunk, nchunks;
+    uint16_t conn, conn_arg;
+    uint8_t *eager;          /* eager payload copy (until announced) */
+    int announced, claimed, consumed;
+    uint64_t *pool_off;      /* per chunk: recv-region offset (granted) */
+    uint8_t *state;          /* per chunk: 0 ungranted, 1 granted, 2 arrived, 3 freed */
+    uint8_t *chan;           /* per chunk: channel granted */
+    uint32_t ngranted, narrived, nfreed;
+    struct piod_omsg *local; /* local delivery: the sender side */
+};
+
+/* A grant in the table the receiver threads look up. */
+struct piod_grant {
+    struct piod_grant *next;
+    int peer;
+    uint64_t msgid, off;
+    uint32_t len;
+    uint8_t *dst;            /* where the payload goes */
+    struct piod_proc *proc;  /* the pool it is in */
+};
+
+enum piod_ev_kind { PIOD_EV_ACK = 1, PIOD_EV_CHAN, PIOD_EV_ARRIVED, PIOD_EV_REQUEUE };
+
+struct piod_ev {
+    struct piod_ev *next;
+    int kind, peer, index;
+    uint64_t msgid, off;
+    uint32_t len;
+    int state;                /* PIOD_EV_CHAN: new state */
+    struct piod_chunk *chunks;/* PIOD_EV_REQUEUE */
+};
+
+struct piod_pending_partner {
+    struct piod_pending_partner *next;
+    uint8_t rid[256];
+    size_t rid_len;
+    uint64_t req;
+    char app[PIO_WIRE_NAME];
+    uint64_t deadline_ms;
+};
+
+struct piod_stream { /* per (peer, src app, src proc, dst app, dst proc, tag) */
+    struct piod_stream *next;
+    int peer;
+    char src_app[PIO_WIRE_NAME], dst_app[PIO_WIRE_NAME];
+    uint32_t src_proc, dst_proc;
+    int32_t tag;
+    uint64_t next_seq;
+};
+
+struct piod {
+    struct piod_config cfg;
+    struct piod_keys keys;
+    const struct pio_transport_ops *tp;
+    struct pio_tp_opts tpo;
+    void *zctx, *proc_sock, *ctl_sock, *zap_sock;
+    int evfd;
+    pthread_mutex_t ev_mtx, grant_mtx, key_mtx;
+    struct piod_ev *ev_head, *ev_tail;
+    struct piod_grant **grants;
+    size_t ngrant_buckets;
+    int nprocs_max;
+    struct piod_proc *procs;
+    uint64_t pool_used;
+    struct piod_peer_st peers[PIOD_MAX_PEERS];
+    int npeers;
+    int nlisten;
+    struct pio_tp_listener *listeners[PIOD_MAX_LINKS];
+    pthread_t accept_thr[PIOD_MAX_LINKS];
+    pthread_mutex_t rxlist_mtx;
+    struct piod_rxchan *rxlist[256];
+    int nrx;
+    struct piod_omsg *omsgs;
+    struct piod_imsg *imsgs;
+    struct piod_stream *tx_streams, *rx_streams;
+    struct piod_pending_partner *pending;
+    uint64_t next_msgid;
+    uint64_t last_tick_ms;
+    volatile int stopping;
+    uint8_t *scratch;   /* main thread frame buffer */
+    size_t scratch_len;
+};
+
+/* piod_init - set up sockets, listeners and channel threads from d->cfg
+ * (already loaded) and d->keys. Returns PIO_OK or an error (logged). */
+int piod_init(struct piod *d);
+
+/* piod_run - serve until *stop becomes non-zero (signal handler), then
+ * drain in-flight messages (up to drain_ms) and return PIO_OK. *reopen makes
+ * the loop reopen the log. */
+int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain_ms);
+
+/* piod_fini - stop threads, close sockets, unmap and unlink every pool. */
+void piod_fini(struct piod *d);
+
+/* piod_post - queue an event for the main thread (any thread). Takes ev. */
+void piod_post(struct piod *d, struct piod_ev *ev);
+
+/* chan.c */
+int piod_chan_start(struct piod *d);             /* listeners + tx threads for known peers */
+int piod_txchans_start(struct piod *d, int peer); /* after the peer's H_HELLO */
+void piod_chan_stop(struct piod *d);
+void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c);
+int piod_tx_state(struct piod_txchan *ch, uint64_t *queued);
+void piod_grant_add(struct piod *d, struct piod_grant *g);
+struct piod_grant *piod_grant_take(struct piod *d, int peer, uint64_t msgid, uint64_t off);
+void piod_grants_drop_proc(struct piod *d, struct piod_proc *p);
+void piod_proc_ref(struct piod_proc *p);
+void piod_proc_unref(struct piod *d, struct piod_proc *p);
+void piod_proc_unmap(struct piod_proc *p); /* once, by whoever sees gone and no refs */
+
+uint64_t piod_now_ms(void);
+
+#endif
