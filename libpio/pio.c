@@ -34,9 +34,9 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#define DEFAULT_SOCKET "/run/pio/piod.sock"
+#define DEFAULT_SOCKET     "/run/pio/piod.sock"
 #define WELCOME_TIMEOUT_MS 5000
-#define MAX_PARTNERS 64
+#define MAX_PARTNERS       64
 
 enum { REQ_SEND = 1, REQ_RECV = 2 };
 
@@ -641,9 +641,8 @@ static void *progress(void *arg)
         if (g.out_head || g.jobs)
             continue;
         pthread_mutex_unlock(&g.mtx);
-        zmq_pollitem_t it[3] = {{g.sock, 0, ZMQ_POLLIN, 0},
-                                {NULL, g.evfd, ZMQ_POLLIN, 0},
-                                {g.mon, 0, ZMQ_POLLIN, 0}};
+        zmq_pollitem_t it[3] = {
+            {g.sock, 0, ZMQ_POLLIN, 0}, {NULL, g.evfd, ZMQ_POLLIN, 0}, {g.mon, 0, ZMQ_POLLIN, 0}};
         int n = zmq_poll(it, g.mon ? 3 : 2, 100);
         if (it[1].revents & ZMQ_POLLIN) {
             uint64_t v;
@@ -730,8 +729,7 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
 {
     static const char *const rank_vars[] = {"PIO_PROCESS", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
                                             "PMI_RANK", NULL};
-    static const char *const size_vars[] = {"PIO_NPROCS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                            NULL};
+    static const char *const size_vars[] = {"PIO_NPROCS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
     int rc = PIO_OK;
     char ep[1100];
     pthread_mutex_lock(&init_mtx);
@@ -1069,8 +1067,7 @@ static int irecv(int partner, int process_ID, int tag, void *addr, int datatype,
 {
     size_t es = pio_type_size(datatype);
     if (!es || tag < PIO_ANY_TAG || process_ID < PIO_ANY_PROCESS ||
-        (mode != PIO_BLOCKING && mode != PIO_SYNC) || (!addr && count > 0) ||
-        count > SIZE_MAX / es)
+        (mode != PIO_BLOCKING && mode != PIO_SYNC) || (!addr && count > 0) || count > SIZE_MAX / es)
         return PIO_EINVAL;
     if (!g.inited)
         return PIO_ENOTINIT;
@@ -1164,8 +1161,8 @@ int PIO_Recv(int partner, int process_ID, int tag, void *addr, int datatype, siz
     return rc;
 }
 
-int PIO_Isend(int partner, int process_ID, int tag, int connection, const void *addr,
-              int datatype, size_t count, int mode, PIO_Request *req)
+int PIO_Isend(int partner, int process_ID, int tag, int connection, const void *addr, int datatype,
+              size_t count, int mode, PIO_Request *req)
 {
     if (!req)
         return PIO_EINVAL;

@@ -67,12 +67,11 @@ const char *PIO_Strerror(int status);
 /* PIO_Errname - the code's name, e.g. "PIO_ETIMEDOUT" (static, never NULL). */
 const char *PIO_Errname(int status);
 
-
 /* ---- Datatypes -------------------------------------------------------------
  * X(name, code, bytes). The wire carries the code and the sender's byte order;
  * the receiver converts. Fortran types are those of gfortran's defaults. */
 #define PIO_DATATYPES(X)                                                                           \
-    X(PIO_BYTE, 1, 1)              /* raw bytes: never converted, receives anything */             \
+    X(PIO_BYTE, 1, 1) /* raw bytes: never converted, receives anything */                          \
     X(PIO_CHAR, 2, 1)                                                                              \
     X(PIO_INT8, 3, 1)                                                                              \
     X(PIO_UINT8, 4, 1)                                                                             \
@@ -103,9 +102,9 @@ enum pio_datatype { PIO_DATATYPES(PIO_DATATYPE_ENUM_) };
 #define PIO_SELF        (-2) /* PIO_Getappinfo: this application */
 
 /* connection argument of PIO_Send (load balancing over the bundle). */
-#define PIO_USER(i)  (i)  /* the caller names channel i (0 <= i < channels) */
-#define PIO_STATIC   (-1) /* fixed map from (source, destination) process to a channel */
-#define PIO_DYNAMIC  (-2) /* per chunk, the channel whose queue drains first */
+#define PIO_USER(i) (i)  /* the caller names channel i (0 <= i < channels) */
+#define PIO_STATIC  (-1) /* fixed map from (source, destination) process to a channel */
+#define PIO_DYNAMIC (-2) /* per chunk, the channel whose queue drains first */
 
 /* mode argument. */
 #define PIO_BLOCKING 0 /* send returns when addr may be reused (data in piod's pool) */
@@ -117,13 +116,13 @@ enum pio_datatype { PIO_DATATYPES(PIO_DATATYPE_ENUM_) };
 
 /* What a completed receive (or send) reports. */
 typedef struct PIO_Status {
-    int partner;    /* partner handle of the source (receives) */
-    int source;     /* process_ID of the sender */
-    int tag;        /* tag it was sent with */
-    int datatype;   /* datatype it was sent as */
-    size_t count;   /* elements received */
-    size_t bytes;   /* bytes received */
-    int error;      /* PIO_OK or the request's error */
+    int partner;  /* partner handle of the source (receives) */
+    int source;   /* process_ID of the sender */
+    int tag;      /* tag it was sent with */
+    int datatype; /* datatype it was sent as */
+    size_t count; /* elements received */
+    size_t bytes; /* bytes received */
+    int error;    /* PIO_OK or the request's error */
 } PIO_Status;
 
 typedef struct pio_request *PIO_Request; /* a non-blocking operation */
@@ -139,10 +138,10 @@ typedef struct PIO_Appinfo {
 typedef struct PIO_Hostinfo {
     char host[PIO_NAME_MAX];
     char system[PIO_NAME_MAX];
-    int version;          /* piod's protocol version */
-    size_t pool_size;     /* this process' shared-memory pool, bytes */
-    size_t eager_limit;   /* bytes: at or below, data rides with the request */
-    size_t chunk_size;    /* bytes: large messages are cut into chunks of this size */
+    int version;        /* piod's protocol version */
+    size_t pool_size;   /* this process' shared-memory pool, bytes */
+    size_t eager_limit; /* bytes: at or below, data rides with the request */
+    size_t chunk_size;  /* bytes: large messages are cut into chunks of this size */
 } PIO_Hostinfo;
 
 typedef struct PIO_Coninfo {
@@ -210,8 +209,8 @@ int PIO_Recv(int partner, int process_ID, int tag, void *addr, int datatype, siz
 /* PIO_Isend / PIO_Irecv - non-blocking forms; arguments as above.
  * req [out]: completed by PIO_Wait or PIO_Test, which free it. addr must stay
  * valid and untouched until then. */
-int PIO_Isend(int partner, int process_ID, int tag, int connection, const void *addr,
-              int datatype, size_t count, int mode, PIO_Request *req);
+int PIO_Isend(int partner, int process_ID, int tag, int connection, const void *addr, int datatype,
+              size_t count, int mode, PIO_Request *req);
 int PIO_Irecv(int partner, int process_ID, int tag, void *addr, int datatype, size_t count,
               int mode, PIO_Request *req);
 

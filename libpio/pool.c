@@ -128,7 +128,7 @@ int pio_shm_create(const char *name, size_t size, void **base)
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     PIO_CHECK(fd < 0, rc, pio_from_errno(errno), out);
     PIO_CHECK(ftruncate(fd, (off_t)size) != 0, rc, pio_from_errno(errno), unlink);
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     PIO_CHECK(p == MAP_FAILED, rc, pio_from_errno(errno), unlink);
     *base = p;
     close(fd);
@@ -147,7 +147,8 @@ int pio_shm_open(const char *name, void **base, size_t *size)
     int fd = shm_open(name, O_RDWR, 0);
     PIO_CHECK(fd < 0, rc, pio_from_errno(errno), out);
     PIO_CHECK(fstat(fd, &st) != 0, rc, pio_from_errno(errno), close);
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *p =
+        mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     PIO_CHECK(p == MAP_FAILED, rc, pio_from_errno(errno), close);
     *base = p;
     *size = (size_t)st.st_size;

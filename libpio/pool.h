@@ -17,10 +17,12 @@
 #define PIO_RALLOC_ALIGN 64 /* every range starts on a cache line */
 
 struct pio_ralloc {
-    uint64_t base, len;  /* the region, in pool offsets */
-    uint64_t used;       /* bytes allocated */
-    uint32_t n, cap;     /* free ranges, sorted by offset, never adjacent */
-    struct pio_rfree { uint64_t off, len; } *free;
+    uint64_t base, len; /* the region, in pool offsets */
+    uint64_t used;      /* bytes allocated */
+    uint32_t n, cap;    /* free ranges, sorted by offset, never adjacent */
+    struct pio_rfree {
+        uint64_t off, len;
+    } * free;
 };
 
 /* pio_ralloc_init - manage [base, base+len). Returns PIO_OK or PIO_ENOMEM. */

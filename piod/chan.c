@@ -65,8 +65,8 @@ void piod_proc_unref(struct piod *d, struct piod_proc *p)
 
 static size_t grant_hash(struct piod *d, int peer, uint64_t msgid, uint64_t off)
 {
-    uint64_t h = msgid * 0x9E3779B97F4A7C15ull ^ (off >> 16) * 0xC2B2AE3D27D4EB4Full ^
-                 (uint64_t)(peer + 1);
+    uint64_t h =
+        msgid * 0x9E3779B97F4A7C15ull ^ (off >> 16) * 0xC2B2AE3D27D4EB4Full ^ (uint64_t)(peer + 1);
     return (size_t)(h % d->ngrant_buckets);
 }
 
@@ -222,8 +222,8 @@ static void *tx_ack_reader(void *arg)
     if (!buf || !f)
         goto out;
     for (;;) {
-        int rc = chan_recv_frame(d, ch->conn, buf, PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64,
-                                 f);
+        int rc =
+            chan_recv_frame(d, ch->conn, buf, PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64, f);
         if (rc != PIO_OK || f->type != PIO_F_C_ACK)
             break;
         for (uint32_t i = 0; i < f->u.c_ack.n; i++) {

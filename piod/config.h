@@ -8,52 +8,52 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define PIOD_NAME_MAX   64
-#define PIOD_ADDR_MAX   48   /* textual IPv4/IPv6 address, no port */
-#define PIOD_PATH_MAX   1024
-#define PIOD_MAX_LINKS  16
-#define PIOD_MAX_PEERS  32
+#define PIOD_NAME_MAX  64
+#define PIOD_ADDR_MAX  48 /* textual IPv4/IPv6 address, no port */
+#define PIOD_PATH_MAX  1024
+#define PIOD_MAX_LINKS 16
+#define PIOD_MAX_PEERS 32
 
-#define PIOD_DEFAULT_CONFIG "/etc/pio/piod.conf"
-#define PIOD_DEFAULT_SOCKET "/run/pio/piod.sock"
+#define PIOD_DEFAULT_CONFIG  "/etc/pio/piod.conf"
+#define PIOD_DEFAULT_SOCKET  "/run/pio/piod.sock"
 #define PIOD_DEFAULT_PIDFILE "/run/pio/piod.pid"
-#define PIOD_DEFAULT_KEYS "/etc/pio/keys"
+#define PIOD_DEFAULT_KEYS    "/etc/pio/keys"
 
 enum piod_log_level { PIOD_LOG_ERROR = 0, PIOD_LOG_WARN, PIOD_LOG_INFO, PIOD_LOG_DEBUG };
 
 struct piod_peer {
-    char name[PIOD_NAME_MAX];              /* the peer's system name */
-    int naddr;                             /* its link addresses, in channel order */
+    char name[PIOD_NAME_MAX]; /* the peer's system name */
+    int naddr;                /* its link addresses, in channel order */
     char addr[PIOD_MAX_LINKS][PIOD_ADDR_MAX];
-    int control_port;                      /* 0: same as ours */
-    int data_port;                         /* 0: same as ours */
+    int control_port; /* 0: same as ours */
+    int data_port;    /* 0: same as ours */
 };
 
 struct piod_config {
-    char name[PIOD_NAME_MAX];              /* this host (default: gethostname) */
-    char system[PIOD_NAME_MAX];            /* this system (default: name) */
-    char socket[108];                      /* control socket for processes (ipc path) */
-    char keys[PIOD_PATH_MAX];              /* key directory */
-    char pidfile[PIOD_PATH_MAX];           /* "" when none */
-    char export_root[PIOD_PATH_MAX];       /* file service root ("" : disabled) */
-    char logfile[PIOD_PATH_MAX];           /* "" : stderr (or syslog) */
-    int nlisten;                           /* our link addresses, in channel order */
+    char name[PIOD_NAME_MAX];        /* this host (default: gethostname) */
+    char system[PIOD_NAME_MAX];      /* this system (default: name) */
+    char socket[108];                /* control socket for processes (ipc path) */
+    char keys[PIOD_PATH_MAX];        /* key directory */
+    char pidfile[PIOD_PATH_MAX];     /* "" when none */
+    char export_root[PIOD_PATH_MAX]; /* file service root ("" : disabled) */
+    char logfile[PIOD_PATH_MAX];     /* "" : stderr (or syslog) */
+    int nlisten;                     /* our link addresses, in channel order */
     char listen[PIOD_MAX_LINKS][PIOD_ADDR_MAX];
-    char control_addr[PIOD_ADDR_MAX];      /* where the control plane binds ("" : listen[0]) */
-    int control_port;                      /* default 7700 */
-    int data_port;                         /* default 7701; data channels listen here on every listen address */
-    int src_port_lo, src_port_hi;          /* outgoing channels bind source ports in this range (0,0: any) */
+    char control_addr[PIOD_ADDR_MAX]; /* where the control plane binds ("" : listen[0]) */
+    int control_port;                 /* default 7700 */
+    int data_port; /* default 7701; data channels listen here on every listen address */
+    int src_port_lo, src_port_hi; /* outgoing channels bind source ports in this range (0,0: any) */
     int npeers;
     struct piod_peer peers[PIOD_MAX_PEERS];
-    uint64_t pool;                         /* total pool bytes (default 1 GiB) */
-    uint64_t proc_pool;                    /* per process (default 64 MiB), <= pool */
-    uint32_t eager_limit;                  /* default 64 KiB */
-    uint32_t chunk;                        /* default 1 MiB */
-    int foreground;                        /* -f */
-    int log_syslog;                        /* log to syslog instead of stderr/logfile */
-    int log_level;                         /* enum piod_log_level, default INFO */
-    int curve;                             /* 1 (default): CURVE on the control plane; 0 only with --insecure */
-    const char *config_path;               /* file loaded, or NULL */
+    uint64_t pool;           /* total pool bytes (default 1 GiB) */
+    uint64_t proc_pool;      /* per process (default 64 MiB), <= pool */
+    uint32_t eager_limit;    /* default 64 KiB */
+    uint32_t chunk;          /* default 1 MiB */
+    int foreground;          /* -f */
+    int log_syslog;          /* log to syslog instead of stderr/logfile */
+    int log_level;           /* enum piod_log_level, default INFO */
+    int curve;               /* 1 (default): CURVE on the control plane; 0 only with --insecure */
+    const char *config_path; /* file loaded, or NULL */
 };
 
 /* piod_config_defaults - fill c with the defaults above (name from gethostname). */

@@ -42,7 +42,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#define TICK_MS 100
+#define TICK_MS        100
 #define RATE_WINDOW_MS 200
 
 static int proc_index(struct piod *d, const uint8_t *rid, size_t len);
@@ -79,6 +79,8 @@ static int send_rid(struct piod *d, const uint8_t *rid, size_t rid_len, const st
 
 static int send_proc(struct piod *d, int pi, const struct pio_frame *f)
 {
+    if (d->cfg.log_level >= PIOD_LOG_DEBUG)
+        PIOD_DEBUG("to proc %d: %s", pi, pio_wire_type_name(f->type));
     struct piod_proc *p = &d->procs[pi];
     if (p->gone)
         return PIO_EGONE;
@@ -275,8 +277,7 @@ static void answer_partner(struct piod *d, struct piod_pending_partner *pp, int 
         snprintf(f.u.p_partner_info.host, sizeof(f.u.p_partner_info.host), "%s",
                  d->peers[peer].host);
     } else if (n) {
-        snprintf(f.u.p_partner_info.system, sizeof(f.u.p_partner_info.system), "%s",
-                 d->cfg.system);
+        snprintf(f.u.p_partner_info.system, sizeof(f.u.p_partner_info.system), "%s", d->cfg.system);
         snprintf(f.u.p_partner_info.host, sizeof(f.u.p_partner_info.host), "%s", d->cfg.name);
     }
     send_rid(d, pp->rid, pp->rid_len, &f);
@@ -699,8 +700,7 @@ static void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
                     piod_proc_unref(d, g->proc);
                     free(g);
                 }
-                d->peers[m->peer].bal[m->chan[i]].outstanding -=
-                    chunk_len(m->size, m->chunk, i);
+                d->peers[m->peer].bal[m->chan[i]].outstanding -= chunk_len(m->size, m->chunk, i);
             }
             if ((m->state[i] == 1 || m->state[i] == 2) && !dst->gone) {
                 pio_ralloc_put(&dst->recv, m->pool_off[i], chunk_len(m->size, m->chunk, i));
@@ -865,8 +865,8 @@ static void on_hello(struct piod *d, const uint8_t *rid, size_t rid_len, struct 
     int slot = -1;
     w->status = PIO_OK;
     if (h->proto != PIO_WIRE_VERSION) {
-        PIOD_WARN("process %s:%u speaks protocol version %u, we speak %u: refused", h->app,
-                  h->proc, h->proto, PIO_WIRE_VERSION);
+        PIOD_WARN("process %s:%u speaks protocol version %u, we speak %u: refused", h->app, h->proc,
+                  h->proto, PIO_WIRE_VERSION);
         w->status = PIO_EVERSION;
     } else if (d->stopping || h->app[0] == 0 || h->nprocs == 0 || h->proc >= h->nprocs) {
         w->status = d->stopping ? PIO_EBUSY : PIO_EINVAL;
@@ -963,8 +963,8 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
     struct pio_h_request rq;
     memset(&rq, 0, sizeof(rq));
     rq.msgid = ++d->next_msgid;
-    struct piod_stream *st = stream_get(&d->tx_streams, peer, src->app, src->proc, s->partner,
-                                        s->dst_proc, s->tag);
+    struct piod_stream *st =
+        stream_get(&d->tx_streams, peer, src->app, src->proc, s->partner, s->dst_proc, s->tag);
     if (!st) {
         struct piod_omsg tmp = {.sid = s->sid, .src = pi};
         omsg_finish(d, &tmp, PIO_ENOMEM);
@@ -1001,7 +1001,8 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
         m->conn_arg = s->conn_arg;
         m->src_proc = src->proc;
         m->dst_proc = s->dst_proc;
-        m->nchunks = (s->flags & PIO_WF_EAGER) ? 0 : (uint32_t)((s->size + m->chunk - 1) / m->chunk);
+        m->nchunks =
+            (s->flags & PIO_WF_EAGER) ? 0 : (uint32_t)((s->size + m->chunk - 1) / m->chunk);
         m->data_off = malloc((m->nchunks + 1) * sizeof(*m->data_off));
         m->grant = malloc((m->nchunks + 1) * sizeof(*m->grant));
         m->state = calloc(m->nchunks + 1, 1);
@@ -1164,7 +1165,8 @@ static void on_info(struct piod *d, const uint8_t *rid, size_t rid_len, uint64_t
             continue;
         uint32_t k;
         for (k = 0; k < in->napp; k++)
-            if (strcmp(in->app[k].app, p->app) == 0 && strcmp(in->app[k].system, d->cfg.system) == 0)
+            if (strcmp(in->app[k].app, p->app) == 0 &&
+                strcmp(in->app[k].system, d->cfg.system) == 0)
                 break;
         if (k == in->napp) {
             in->napp++;
@@ -1194,6 +1196,8 @@ static void on_info(struct piod *d, const uint8_t *rid, size_t rid_len, uint64_t
 static void on_proc_frame(struct piod *d, const uint8_t *rid, size_t rid_len, const uint8_t *buf,
                           size_t len, struct pio_frame *f)
 {
+    if (d->cfg.log_level >= PIOD_LOG_DEBUG && len >= 6)
+        PIOD_DEBUG("proc frame %s (%zu bytes)", pio_wire_type_name(buf[5]), len);
     uint8_t ver = 0, type;
     uint32_t blen;
     int rc = pio_wire_peek(buf, len, &type, &blen, &ver);
@@ -1249,8 +1253,8 @@ static void on_proc_frame(struct piod *d, const uint8_t *rid, size_t rid_len, co
     case PIO_F_P_CLAIM: on_claim(d, pi, f->u.p_done.id); break;
     case PIO_F_P_CONSUMED: on_consumed(d, pi, f->u.p_done.id); break;
     default:
-        PIOD_WARN("unexpected %s from process %s:%u", pio_wire_type_name(f->type),
-                  d->procs[pi].app, d->procs[pi].proc);
+        PIOD_WARN("unexpected %s from process %s:%u", pio_wire_type_name(f->type), d->procs[pi].app,
+                  d->procs[pi].proc);
     }
 }
 
@@ -1313,8 +1317,8 @@ static void on_peer_hello(struct piod *d, int peer, struct pio_h_hello *h)
 {
     struct piod_peer_st *p = &d->peers[peer];
     if (h->proto != PIO_WIRE_VERSION) {
-        PIOD_ERR("peer %s speaks protocol version %u, we speak %u: ignored", p->cfg->name,
-                 h->proto, PIO_WIRE_VERSION);
+        PIOD_ERR("peer %s speaks protocol version %u, we speak %u: ignored", p->cfg->name, h->proto,
+                 PIO_WIRE_VERSION);
         return;
     }
     int fresh = memcmp(p->their_key, h->chan_key, PIO_WIRE_KEY) != 0;

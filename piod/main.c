@@ -62,8 +62,25 @@ static void usage(FILE *out)
 }
 
 enum {
-    O_CHECK = 256, O_KEYGEN, O_NAME, O_SYSTEM, O_LISTEN, O_PEER, O_CONTROL, O_CPORT, O_DPORT,
-    O_SPORTS, O_KEYS, O_SOCKET, O_POOL, O_PPOOL, O_EAGER, O_CHUNK, O_PIDFILE, O_LOG, O_LEVEL,
+    O_CHECK = 256,
+    O_KEYGEN,
+    O_NAME,
+    O_SYSTEM,
+    O_LISTEN,
+    O_PEER,
+    O_CONTROL,
+    O_CPORT,
+    O_DPORT,
+    O_SPORTS,
+    O_KEYS,
+    O_SOCKET,
+    O_POOL,
+    O_PPOOL,
+    O_EAGER,
+    O_CHUNK,
+    O_PIDFILE,
+    O_LOG,
+    O_LEVEL,
     O_DRAIN
 };
 
@@ -100,21 +117,31 @@ static int level_arg(const char *v)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"config", required_argument, 0, 'c'},  {"check-config", no_argument, 0, O_CHECK},
-        {"keygen", required_argument, 0, O_KEYGEN}, {"foreground", no_argument, 0, 'f'},
-        {"name", required_argument, 0, O_NAME},   {"system", required_argument, 0, O_SYSTEM},
-        {"listen", required_argument, 0, O_LISTEN}, {"peer", required_argument, 0, O_PEER},
+        {"config", required_argument, 0, 'c'},
+        {"check-config", no_argument, 0, O_CHECK},
+        {"keygen", required_argument, 0, O_KEYGEN},
+        {"foreground", no_argument, 0, 'f'},
+        {"name", required_argument, 0, O_NAME},
+        {"system", required_argument, 0, O_SYSTEM},
+        {"listen", required_argument, 0, O_LISTEN},
+        {"peer", required_argument, 0, O_PEER},
         {"control", required_argument, 0, O_CONTROL},
         {"control-port", required_argument, 0, O_CPORT},
         {"data-port", required_argument, 0, O_DPORT},
         {"source-ports", required_argument, 0, O_SPORTS},
-        {"keys", required_argument, 0, O_KEYS},   {"socket", required_argument, 0, O_SOCKET},
-        {"pool", required_argument, 0, O_POOL},   {"proc-pool", required_argument, 0, O_PPOOL},
+        {"keys", required_argument, 0, O_KEYS},
+        {"socket", required_argument, 0, O_SOCKET},
+        {"pool", required_argument, 0, O_POOL},
+        {"proc-pool", required_argument, 0, O_PPOOL},
         {"eager-limit", required_argument, 0, O_EAGER},
-        {"chunk", required_argument, 0, O_CHUNK}, {"pidfile", required_argument, 0, O_PIDFILE},
-        {"log", required_argument, 0, O_LOG},     {"log-level", required_argument, 0, O_LEVEL},
-        {"drain-ms", required_argument, 0, O_DRAIN}, {"verbose", no_argument, 0, 'v'},
-        {"version", no_argument, 0, 'V'},         {"help", no_argument, 0, 'h'},
+        {"chunk", required_argument, 0, O_CHUNK},
+        {"pidfile", required_argument, 0, O_PIDFILE},
+        {"log", required_argument, 0, O_LOG},
+        {"log-level", required_argument, 0, O_LEVEL},
+        {"drain-ms", required_argument, 0, O_DRAIN},
+        {"verbose", no_argument, 0, 'v'},
+        {"version", no_argument, 0, 'V'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     static struct piod d; /* large: keep it off the stack */
@@ -149,8 +176,9 @@ int main(int argc, char **argv)
         case 'c': break;
         case 'f': c->foreground = 1; break;
         case 'v': verbose = 1; break;
-        case 'V': printf("piod %d.%d.%d (protocol %d)\n", PIO_VERSION_MAJOR, PIO_VERSION_MINOR,
-                         PIO_VERSION_PATCH, PIO_WIRE_VERSION);
+        case 'V':
+            printf("piod %d.%d.%d (protocol %d)\n", PIO_VERSION_MAJOR, PIO_VERSION_MINOR,
+                   PIO_VERSION_PATCH, PIO_WIRE_VERSION);
             return 0;
         case 'h': usage(stdout); return 0;
         case O_CHECK: check = 1; break;

@@ -56,11 +56,11 @@ struct piod_txchan {
     pthread_t thr;
     pthread_mutex_t mtx;
     pthread_cond_t cv;
-    int state;                            /* 0 down, 1 connecting, 2 up */
+    int state; /* 0 down, 1 connecting, 2 up */
     int stop;
-    struct piod_chunk *q, *q_tail;        /* waiting to be sent */
-    struct piod_chunk *unacked;           /* sent, not acknowledged */
-    uint64_t queued_bytes;                /* in q and unacked */
+    struct piod_chunk *q, *q_tail; /* waiting to be sent */
+    struct piod_chunk *unacked;    /* sent, not acknowledged */
+    uint64_t queued_bytes;         /* in q and unacked */
     uint64_t tx_bytes;
     struct pio_tp_conn *conn;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
@@ -69,10 +69,10 @@ struct piod_txchan {
 /* One incoming channel (the peer opened it; we receive C_DATA on it). */
 struct piod_rxchan {
     struct piod *d;
-    int peer, index;                      /* peer -1 until authenticated */
+    int peer, index; /* peer -1 until authenticated */
     pthread_t thr;
     struct pio_tp_conn *conn;
-    atomic_int dead;                      /* set by the thread when it ends */
+    atomic_int dead; /* set by the thread when it ends */
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
 };
 
@@ -88,18 +88,18 @@ struct piod_rxbal {
 struct piod_remote_app {
     char app[PIO_WIRE_NAME];
     uint32_t nprocs;
-    uint8_t *joined;       /* nprocs flags */
+    uint8_t *joined; /* nprocs flags */
     uint32_t njoined;
 };
 
 struct piod_peer_st {
     struct piod_peer *cfg;
-    void *dealer;                       /* our DEALER to the peer's control ROUTER */
-    int hello_seen;                     /* we have the peer's H_HELLO of this session */
-    uint8_t my_key[PIO_WIRE_KEY];       /* its channels to us must prove this */
-    uint8_t their_key[PIO_WIRE_KEY];    /* our channels to it prove this (key_mtx) */
+    void *dealer;                    /* our DEALER to the peer's control ROUTER */
+    int hello_seen;                  /* we have the peer's H_HELLO of this session */
+    uint8_t my_key[PIO_WIRE_KEY];    /* its channels to us must prove this */
+    uint8_t their_key[PIO_WIRE_KEY]; /* our channels to it prove this (key_mtx) */
     char host[PIO_WIRE_NAME];
-    int nchan;                          /* min(our links, its links) */
+    int nchan; /* min(our links, its links) */
     struct piod_txchan *tx[PIOD_MAX_LINKS];
     struct piod_rxchan *rx[PIOD_MAX_LINKS]; /* key_mtx */
     struct piod_rxbal bal[PIOD_MAX_LINKS];
@@ -111,7 +111,7 @@ struct piod_peer_st {
 /* A process of a local application, joined through P_HELLO. */
 struct piod_proc {
     int used;
-    uint8_t rid[256];                   /* ZeroMQ routing id */
+    uint8_t rid[256]; /* ZeroMQ routing id */
     size_t rid_len;
     char app[PIO_WIRE_NAME];
     uint32_t proc, nprocs;
@@ -120,28 +120,28 @@ struct piod_proc {
     uint8_t *base;
     size_t size;
     uint64_t send_off, send_len, recv_off, recv_len;
-    struct pio_ralloc recv;             /* main thread only */
-    atomic_int refs;                    /* pool mapping references */
-    atomic_int gone;                    /* left; pool unmapped when refs drop to 0 */
-    atomic_int unmapped;                /* the pool mapping is gone (CAS winner unmaps) */
+    struct pio_ralloc recv; /* main thread only */
+    atomic_int refs;        /* pool mapping references */
+    atomic_int gone;        /* left; pool unmapped when refs drop to 0 */
+    atomic_int unmapped;    /* the pool mapping is gone (CAS winner unmaps) */
     uint64_t next_key;
-    uint64_t unclaimed_bytes;           /* granted to messages not yet claimed */
+    uint64_t unclaimed_bytes; /* granted to messages not yet claimed */
 };
 
 /* Outgoing message (this host sends it). */
 struct piod_omsg {
     struct piod_omsg *next;
     uint64_t msgid, sid;
-    int src;                 /* index in d->procs */
-    int peer;                /* -1: local delivery */
+    int src;  /* index in d->procs */
+    int peer; /* -1: local delivery */
     uint64_t size;
     uint32_t chunk, nchunks;
     uint32_t flags;
     uint16_t conn, conn_arg;
     uint32_t src_proc, dst_proc;
-    uint64_t *data_off;      /* per chunk: pool offset of its bytes (UINT64_MAX: not yet) */
-    int16_t *grant;          /* per chunk: channel granted (-1: not yet) */
-    uint8_t *state;          /* per chunk: 0 waiting, 1 queued, 2 acked, 3 waiting to be resent */
+    uint64_t *data_off; /* per chunk: pool offset of its bytes (UINT64_MAX: not yet) */
+    int16_t *grant;     /* per chunk: channel granted (-1: not yet) */
+    uint8_t *state;     /* per chunk: 0 waiting, 1 queued, 2 acked, 3 waiting to be resent */
     uint32_t nacked;
     int done_sent;
     /* local delivery: the matching incoming message */
@@ -151,21 +151,21 @@ struct piod_omsg {
 /* Incoming message (a local process receives it). */
 struct piod_imsg {
     struct piod_imsg *next;
-    int peer;                /* -1: from a local process */
-    uint64_t msgid;          /* the sender's id */
-    uint64_t key;            /* our key, told to the process */
-    int dst;                 /* index in d->procs, -1 until the process joins */
+    int peer;       /* -1: from a local process */
+    uint64_t msgid; /* the sender's id */
+    uint64_t key;   /* our key, told to the process */
+    int dst;        /* index in d->procs, -1 until the process joins */
     char src_app[PIO_WIRE_NAME], dst_app[PIO_WIRE_NAME];
     uint32_t src_proc, dst_proc;
     int32_t tag;
     uint64_t seq, size, count;
     uint32_t datatype, flags, chunk, nchunks;
     uint16_t conn, conn_arg;
-    uint8_t *eager;          /* eager payload copy (until announced) */
+    uint8_t *eager; /* eager payload copy (until announced) */
     int announced, claimed, consumed;
-    uint64_t *pool_off;      /* per chunk: recv-region offset (granted) */
-    uint8_t *state;          /* per chunk: 0 ungranted, 1 granted, 2 arrived, 3 freed */
-    uint8_t *chan;           /* per chunk: channel granted */
+    uint64_t *pool_off; /* per chunk: recv-region offset (granted) */
+    uint8_t *state;     /* per chunk: 0 ungranted, 1 granted, 2 arrived, 3 freed */
+    uint8_t *chan;      /* per chunk: channel granted */
     uint32_t ngranted, narrived, nfreed;
     struct piod_omsg *local; /* local delivery: the sender side */
 };
@@ -176,8 +176,8 @@ struct piod_grant {
     int peer;
     uint64_t msgid, off;
     uint32_t len;
-    uint8_t *dst;            /* where the payload goes */
-    struct piod_proc *proc;  /* the pool it is in */
+    uint8_t *dst;           /* where the payload goes */
+    struct piod_proc *proc; /* the pool it is in */
 };
 
 enum piod_ev_kind { PIOD_EV_ACK = 1, PIOD_EV_CHAN, PIOD_EV_ARRIVED, PIOD_EV_REQUEUE };
@@ -187,8 +187,8 @@ struct piod_ev {
     int kind, peer, index;
     uint64_t msgid, off;
     uint32_t len;
-    int state;                /* PIOD_EV_CHAN: new state */
-    struct piod_chunk *chunks;/* PIOD_EV_REQUEUE */
+    int state;                 /* PIOD_EV_CHAN: new state */
+    struct piod_chunk *chunks; /* PIOD_EV_REQUEUE */
 };
 
 struct piod_pending_partner {
@@ -238,7 +238,7 @@ struct piod {
     uint64_t next_msgid;
     uint64_t last_tick_ms;
     volatile int stopping;
-    uint8_t *scratch;   /* main thread frame buffer */
+    uint8_t *scratch; /* main thread frame buffer */
     size_t scratch_len;
 };
 
@@ -258,7 +258,7 @@ void piod_fini(struct piod *d);
 void piod_post(struct piod *d, struct piod_ev *ev);
 
 /* chan.c */
-int piod_chan_start(struct piod *d);             /* listeners + tx threads for known peers */
+int piod_chan_start(struct piod *d);              /* listeners + tx threads for known peers */
 int piod_txchans_start(struct piod *d, int peer); /* after the peer's H_HELLO */
 void piod_chan_stop(struct piod *d);
 void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c);

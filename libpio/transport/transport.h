@@ -26,10 +26,10 @@ struct pio_tp_listener; /* opaque, owned by the backend */
 struct pio_tp_conn;     /* opaque, owned by the backend */
 
 struct pio_tp_opts {
-    int sndbuf, rcvbuf;     /* socket buffer bytes (0: system default / autotuning) */
-    int src_port_lo;        /* connect: bind source port in [lo, hi] (0: any) */
+    int sndbuf, rcvbuf; /* socket buffer bytes (0: system default / autotuning) */
+    int src_port_lo;    /* connect: bind source port in [lo, hi] (0: any) */
     int src_port_hi;
-    int timeout_ms;         /* connect / accept limit (<0: none) */
+    int timeout_ms; /* connect / accept limit (<0: none) */
 };
 
 struct pio_transport_ops {

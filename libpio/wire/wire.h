@@ -35,17 +35,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PIO_WIRE_MAGIC   0x314F4950u /* "PIO1" read as a little-endian u32 */
-#define PIO_WIRE_VERSION 1
-#define PIO_WIRE_HDR     16
-#define PIO_WIRE_NAME    64 /* names: at most 63 bytes + NUL */
-#define PIO_WIRE_ADDR    64 /* "a.b.c.d:port" or "[IPv6]:port" */
+#define PIO_WIRE_MAGIC        0x314F4950u /* "PIO1" read as a little-endian u32 */
+#define PIO_WIRE_VERSION      1
+#define PIO_WIRE_HDR          16
+#define PIO_WIRE_NAME         64 /* names: at most 63 bytes + NUL */
+#define PIO_WIRE_ADDR         64 /* "a.b.c.d:port" or "[IPv6]:port" */
 #define PIO_WIRE_MAX_GRANTS   64
 #define PIO_WIRE_MAX_REG      128
 #define PIO_WIRE_MAX_RANGES   128
 #define PIO_WIRE_MAX_CHANNELS 64
-#define PIO_WIRE_KEY     32 /* channel key / challenge / MAC length */
-#define PIO_WIRE_MAX_BODY (1u << 24) /* control bodies; eager payload fits */
+#define PIO_WIRE_KEY          32         /* channel key / challenge / MAC length */
+#define PIO_WIRE_MAX_BODY     (1u << 24) /* control bodies; eager payload fits */
 
 /* Frame types. P_ process<->piod, H_ piod<->piod control, C_ data channel. */
 #define PIO_FTYPES(X)                                                                              \
@@ -84,9 +84,9 @@ enum pio_ftype { PIO_FTYPES(PIO_FTYPE_ENUM_) };
 #undef PIO_FTYPE_ENUM_
 
 /* Send/receive flags carried in P_SEND, H_REQUEST, P_MSG_NEW. */
-#define PIO_WF_SYNC    0x01 /* sender wants H_DONE / P_SEND_DONE on delivery */
-#define PIO_WF_BIGEND  0x02 /* payload is big-endian */
-#define PIO_WF_EAGER   0x04 /* payload is inline in this frame */
+#define PIO_WF_SYNC   0x01 /* sender wants H_DONE / P_SEND_DONE on delivery */
+#define PIO_WF_BIGEND 0x02 /* payload is big-endian */
+#define PIO_WF_EAGER  0x04 /* payload is inline in this frame */
 
 /* Connection (balancing) codes on the wire. */
 enum pio_wconn { PIO_WCONN_USER = 0, PIO_WCONN_STATIC = 1, PIO_WCONN_DYNAMIC = 2 };
@@ -98,94 +98,94 @@ struct pio_range {
 
 /* ---- process <-> piod ---- */
 struct pio_p_hello {
-    uint32_t proto;               /* PIO_WIRE_VERSION the process speaks */
-    uint32_t proc;                /* process_ID */
-    uint32_t nprocs;              /* processes in the application */
-    uint32_t pid;                 /* OS pid, for liveness checks */
-    char app[PIO_WIRE_NAME];      /* application name */
+    uint32_t proto;          /* PIO_WIRE_VERSION the process speaks */
+    uint32_t proc;           /* process_ID */
+    uint32_t nprocs;         /* processes in the application */
+    uint32_t pid;            /* OS pid, for liveness checks */
+    char app[PIO_WIRE_NAME]; /* application name */
 };
 struct pio_p_welcome {
-    int32_t status;               /* PIO_OK or why refused */
-    uint32_t eager_limit;         /* bytes */
-    uint32_t chunk;               /* chunk size in bytes */
-    uint64_t send_off, send_len;  /* send region within the pool */
-    uint64_t recv_off, recv_len;  /* recv region within the pool */
-    char shm[PIO_WIRE_NAME];      /* shm_open name of the pool */
+    int32_t status;              /* PIO_OK or why refused */
+    uint32_t eager_limit;        /* bytes */
+    uint32_t chunk;              /* chunk size in bytes */
+    uint64_t send_off, send_len; /* send region within the pool */
+    uint64_t recv_off, recv_len; /* recv region within the pool */
+    char shm[PIO_WIRE_NAME];     /* shm_open name of the pool */
     char host[PIO_WIRE_NAME];
     char system[PIO_WIRE_NAME];
 };
 struct pio_p_partner {
-    uint64_t req;                 /* caller's request id, echoed */
-    uint32_t timeout_ms;          /* how long to wait for it to appear */
+    uint64_t req;        /* caller's request id, echoed */
+    uint32_t timeout_ms; /* how long to wait for it to appear */
     char app[PIO_WIRE_NAME];
 };
 struct pio_p_partner_info {
     uint64_t req;
     int32_t status;
     uint32_t nprocs;
-    uint32_t channels;            /* channels in the bundle to it (0: same host) */
+    uint32_t channels; /* channels in the bundle to it (0: same host) */
     char system[PIO_WIRE_NAME];
     char host[PIO_WIRE_NAME];
 };
 struct pio_p_send {
-    uint64_t sid;                 /* sender-local id (unique per process) */
-    uint64_t size;                /* bytes */
-    uint64_t count;               /* elements */
+    uint64_t sid;   /* sender-local id (unique per process) */
+    uint64_t size;  /* bytes */
+    uint64_t count; /* elements */
     uint32_t dst_proc;
     int32_t tag;
-    uint32_t datatype;            /* enum pio_type code (types.h) */
-    uint16_t conn;                /* enum pio_wconn */
-    uint16_t conn_arg;            /* channel index for USER */
-    uint32_t flags;               /* PIO_WF_* */
-    char partner[PIO_WIRE_NAME];  /* destination application */
-    const uint8_t *payload;       /* eager bytes (PIO_WF_EAGER), len == size */
+    uint32_t datatype;           /* enum pio_type code (types.h) */
+    uint16_t conn;               /* enum pio_wconn */
+    uint16_t conn_arg;           /* channel index for USER */
+    uint32_t flags;              /* PIO_WF_* */
+    char partner[PIO_WIRE_NAME]; /* destination application */
+    const uint8_t *payload;      /* eager bytes (PIO_WF_EAGER), len == size */
 };
-struct pio_p_ranges {             /* P_SEND_DATA, P_RELEASE, P_MSG_DATA, P_FREE */
-    uint64_t id;                  /* sid (send side) or message key (recv side); 0 in P_RELEASE/P_FREE */
-    uint64_t msg_off;             /* offset in the message of ranges[0] (P_SEND_DATA, P_MSG_DATA) */
+struct pio_p_ranges { /* P_SEND_DATA, P_RELEASE, P_MSG_DATA, P_FREE */
+    uint64_t id;      /* sid (send side) or message key (recv side); 0 in P_RELEASE/P_FREE */
+    uint64_t msg_off; /* offset in the message of ranges[0] (P_SEND_DATA, P_MSG_DATA) */
     uint32_t n;
     struct pio_range r[PIO_WIRE_MAX_RANGES];
 };
-struct pio_p_done {               /* P_SEND_DONE, P_CONSUMED, P_CLAIM */
-    uint64_t id;                  /* sid, or message key */
+struct pio_p_done { /* P_SEND_DONE, P_CONSUMED, P_CLAIM */
+    uint64_t id;    /* sid, or message key */
     int32_t status;
 };
 struct pio_p_msg_new {
-    uint64_t key;                 /* receiver-local message key */
+    uint64_t key; /* receiver-local message key */
     uint64_t size, count;
-    uint64_t seq;                 /* per (src proc, dst proc, tag) */
+    uint64_t seq; /* per (src proc, dst proc, tag) */
     uint32_t src_proc;
     int32_t tag;
     uint32_t datatype;
     uint32_t flags;
     char src_app[PIO_WIRE_NAME];
-    const uint8_t *payload;       /* eager bytes, len == size */
+    const uint8_t *payload; /* eager bytes, len == size */
 };
 struct pio_p_event {
-    uint32_t kind;                /* 1 joined, 2 left */
+    uint32_t kind; /* 1 joined, 2 left */
     uint32_t proc;
     uint32_t nprocs;
     char app[PIO_WIRE_NAME];
 };
 struct pio_p_info_req {
     uint64_t req;
-    uint32_t what;                /* bit 0 host, bit 1 channels, bit 2 apps */
+    uint32_t what; /* bit 0 host, bit 1 channels, bit 2 apps */
 };
 struct pio_chan_info {
     char peer[PIO_WIRE_NAME];
     char local[PIO_WIRE_ADDR];
     char remote[PIO_WIRE_ADDR];
     uint32_t index;
-    uint32_t state;               /* 0 down, 1 connecting, 2 up */
+    uint32_t state; /* 0 down, 1 connecting, 2 up */
     uint64_t tx_bytes, rx_bytes;
-    uint64_t queued;              /* bytes granted/queued not yet acknowledged */
-    uint64_t rate;                /* measured bytes/s (recent) */
+    uint64_t queued; /* bytes granted/queued not yet acknowledged */
+    uint64_t rate;   /* measured bytes/s (recent) */
 };
 struct pio_app_info {
     char app[PIO_WIRE_NAME];
     char system[PIO_WIRE_NAME];
     uint32_t nprocs;
-    uint32_t joined;              /* processes currently joined */
+    uint32_t joined; /* processes currently joined */
 };
 struct pio_p_info {
     uint64_t req;
@@ -201,7 +201,7 @@ struct pio_p_info {
 /* ---- piod <-> piod control ---- */
 struct pio_h_hello {
     uint32_t proto;
-    uint32_t nchan;               /* channels this piod opens to the receiver */
+    uint32_t nchan; /* channels this piod opens to the receiver */
     char system[PIO_WIRE_NAME];
     char host[PIO_WIRE_NAME];
     uint8_t chan_key[PIO_WIRE_KEY]; /* key the receiver's channels must prove */
@@ -210,32 +210,32 @@ struct pio_reg_entry {
     char app[PIO_WIRE_NAME];
     uint32_t nprocs;
     uint32_t proc;
-    uint32_t state;               /* 1 joined, 2 left */
+    uint32_t state; /* 1 joined, 2 left */
 };
 struct pio_h_registry {
-    uint32_t full;                /* 1: this is the whole list (replaces), 0: changes */
+    uint32_t full; /* 1: this is the whole list (replaces), 0: changes */
     uint32_t n;
     struct pio_reg_entry e[PIO_WIRE_MAX_REG];
 };
 struct pio_h_request {
-    uint64_t msgid;               /* unique per sending system */
-    uint64_t seq;                 /* per (src app/proc, dst app/proc, tag) */
+    uint64_t msgid; /* unique per sending system */
+    uint64_t seq;   /* per (src app/proc, dst app/proc, tag) */
     uint64_t size, count;
     uint32_t src_proc, dst_proc;
     int32_t tag;
     uint32_t datatype;
-    uint32_t flags;               /* PIO_WF_* */
-    uint32_t chunk;               /* chunk size the sender cut the message into */
+    uint32_t flags; /* PIO_WF_* */
+    uint32_t chunk; /* chunk size the sender cut the message into */
     uint16_t conn, conn_arg;
     char src_app[PIO_WIRE_NAME];
     char dst_app[PIO_WIRE_NAME];
-    const uint8_t *payload;       /* eager bytes */
+    const uint8_t *payload; /* eager bytes */
 };
 struct pio_grant {
-    uint64_t off;                 /* offset of the chunk in the message */
+    uint64_t off; /* offset of the chunk in the message */
     uint32_t len;
-    uint16_t channel;             /* index in the sender's bundle to us */
-    uint16_t host;                /* sending host in the system (0: the only one) */
+    uint16_t channel; /* index in the sender's bundle to us */
+    uint16_t host;    /* sending host in the system (0: the only one) */
 };
 struct pio_h_reply {
     uint64_t msgid;
@@ -250,30 +250,32 @@ struct pio_h_done {
 /* ---- data channel ---- */
 struct pio_c_hello {
     uint32_t proto;
-    uint32_t index;               /* channel index in the bundle */
-    char system[PIO_WIRE_NAME];   /* opener's system */
+    uint32_t index;             /* channel index in the bundle */
+    char system[PIO_WIRE_NAME]; /* opener's system */
     char host[PIO_WIRE_NAME];
 };
-struct pio_c_key {                /* C_CHALLENGE (nonce) and C_PROOF (MAC) */
+struct pio_c_key { /* C_CHALLENGE (nonce) and C_PROOF (MAC) */
     uint8_t b[PIO_WIRE_KEY];
 };
 struct pio_c_accept {
     int32_t status;
 };
-struct pio_c_data {               /* fixed body; payload of len bytes follows */
+struct pio_c_data { /* fixed body; payload of len bytes follows */
     uint64_t msgid;
     uint64_t off;
     uint32_t len;
-    uint32_t resend;              /* 1: a retransmission after a channel failure */
+    uint32_t resend; /* 1: a retransmission after a channel failure */
 };
 struct pio_c_ack {
     uint32_t n;
-    struct { uint64_t msgid, off; } a[PIO_WIRE_MAX_RANGES];
+    struct {
+        uint64_t msgid, off;
+    } a[PIO_WIRE_MAX_RANGES];
 };
 
 /* One decoded (or to-be-encoded) frame. */
 struct pio_frame {
-    uint8_t type;                 /* enum pio_ftype */
+    uint8_t type; /* enum pio_ftype */
     uint16_t flags;
     union {
         struct pio_p_hello p_hello;
@@ -281,8 +283,8 @@ struct pio_frame {
         struct pio_p_partner p_partner;
         struct pio_p_partner_info p_partner_info;
         struct pio_p_send p_send;
-        struct pio_p_ranges p_ranges;  /* P_SEND_DATA, P_RELEASE, P_MSG_DATA, P_FREE */
-        struct pio_p_done p_done;      /* P_SEND_DONE, P_CLAIM, P_CONSUMED, P_BYE (id 0) */
+        struct pio_p_ranges p_ranges; /* P_SEND_DATA, P_RELEASE, P_MSG_DATA, P_FREE */
+        struct pio_p_done p_done;     /* P_SEND_DONE, P_CLAIM, P_CONSUMED, P_BYE (id 0) */
         struct pio_p_msg_new p_msg_new;
         struct pio_p_event p_event;
         struct pio_p_info_req p_info_req;
@@ -291,9 +293,9 @@ struct pio_frame {
         struct pio_h_registry h_registry;
         struct pio_h_request h_request;
         struct pio_h_reply h_reply;
-        struct pio_h_done h_done;      /* H_DONE, H_BYE */
+        struct pio_h_done h_done; /* H_DONE, H_BYE */
         struct pio_c_hello c_hello;
-        struct pio_c_key c_key;        /* C_CHALLENGE, C_PROOF */
+        struct pio_c_key c_key; /* C_CHALLENGE, C_PROOF */
         struct pio_c_accept c_accept;
         struct pio_c_data c_data;
         struct pio_c_ack c_ack;

@@ -184,8 +184,8 @@ static int tcp_bind_src(int fd, const char *local, const struct pio_tp_opts *o)
     return PIO_EADDR;
 }
 
-static int tcp_connect(const char *local, const char *remote, int port,
-                       const struct pio_tp_opts *o, struct pio_tp_conn **cp)
+static int tcp_connect(const char *local, const char *remote, int port, const struct pio_tp_opts *o,
+                       struct pio_tp_conn **cp)
 {
     int rc = PIO_OK, one = 1;
     struct sockaddr_storage ss;
