@@ -77,8 +77,11 @@ MANS :=          # Markdown man pages (docs/man/NAME.SECTION.md)
 include libpio/module.mk
 include libpio/wire/module.mk
 include piod/module.mk
+include tools/module.mk
 include tests/module.mk
 include docs/module.mk
+# optional fragments: present when their component exists
+include $(wildcard tests/conformance/module.mk examples/module.mk bench/module.mk)
 
 $(B)/%.o: %.c $(SETTINGS)
 	@mkdir -p $(@D)

@@ -1,0 +1,12 @@
+# tools/module.mk - command-line tools linked with libpio: tools/NAME/*.c -> bin/NAME.
+TOOLS := pio-info
+
+define tool_rule
+$(1)_OBJS := $$(patsubst %.c,$$(B)/%.o,$$(wildcard tools/$(1)/*.c))
+OBJS += $$($(1)_OBJS)
+BINS += $$(B)/bin/$(1)
+$$(B)/bin/$(1): $$($(1)_OBJS) $$(LIBPIO_A)
+	@mkdir -p $$(@D)
+	$$(call msg,LD,$$@)$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+endef
+$(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))

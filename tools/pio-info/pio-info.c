@@ -1,0 +1,160 @@
+/* pio-info.c - show a piod: host, channels, peers and applications (like fi_info).
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Talks to the piod's control socket directly (one P_INFO_REQ, one P_INFO),
+ * so it works without joining as a process. Output: a table for people,
+ * --json for scripts, --count-up for scripts that wait for the bundle.
+ */
+#include "pio.h"
+#include "wire/wire.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+static const char *state_name(uint32_t s)
+{
+    return s == 2 ? "up" : s == 1 ? "connecting" : "down";
+}
+
+static void human_bytes(uint64_t b, char *out, size_t n)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+static void print_json(const struct pio_p_info *in)
+{
+    printf("{\"host\": \"%s\", \"system\": \"%s\", \"protocol\": %u,\n", in->host, in->system,
+           in->version);
+    printf(" \"pool_size\": %llu, \"pool_used\": %llu,\n", (unsigned long long)in->pool_size,
+           (unsigned long long)in->pool_used);
+    printf(" \"channels\": [");
+    for (uint32_t i = 0; i < in->nchan; i++) {
+        const struct pio_chan_info *c = &in->chan[i];
+        printf("%s\n  {\"peer\": \"%s\", \"index\": %u, \"state\": \"%s\", \"local\": \"%s\", "
+               "\"remote\": \"%s\", \"tx_bytes\": %llu, \"rx_bytes\": %llu, \"queued\": %llu, "
+               "\"rate\": %llu}",
+               i ? "," : "", c->peer, c->index, state_name(c->state), c->local, c->remote,
+               (unsigned long long)c->tx_bytes, (unsigned long long)c->rx_bytes,
+               (unsigned long long)c->queued, (unsigned long long)c->rate);
+    }
+    printf("],\n \"applications\": [");
+    for (uint32_t i = 0; i < in->napp; i++)
+        printf("%s\n  {\"name\": \"%s\", \"system\": \"%s\", \"nprocs\": %u, \"joined\": %u}",
+               i ? "," : "", in->app[i].app, in->app[i].system, in->app[i].nprocs,
+               in->app[i].joined);
+    printf("]}\n");
+}
+
+static void print_table(const struct pio_p_info *in)
+{
+    char a[32], b[32], q[32], r[32];
+    printf("host %s, system %s, protocol %u\n", in->host, in->system, in->version);
+    human_bytes(in->pool_size, a, sizeof(a));
+    human_bytes(in->pool_used, b, sizeof(b));
+    printf("pool: %s, %s mapped by processes\n\n", a, b);
+    printf("%-10s %3s  %-10s %-22s %-22s %10s %10s %10s %10s\n", "peer", "ch", "state", "local",
+           "remote", "tx", "rx", "queued", "rate/s");
+    for (uint32_t i = 0; i < in->nchan; i++) {
+        const struct pio_chan_info *c = &in->chan[i];
+        human_bytes(c->tx_bytes, a, sizeof(a));
+        human_bytes(c->rx_bytes, b, sizeof(b));
+        human_bytes(c->queued, q, sizeof(q));
+        human_bytes(c->rate, r, sizeof(r));
+        printf("%-10s %3u  %-10s %-22s %-22s %10s %10s %10s %10s\n", c->peer, c->index,
+               state_name(c->state), c->local, c->remote, a, b, q, r);
+    }
+    if (in->nchan == 0)
+        printf("(no peers configured)\n");
+    printf("\n%-20s %-12s %8s %8s\n", "application", "system", "nprocs", "joined");
+    for (uint32_t i = 0; i < in->napp; i++)
+        printf("%-20s %-12s %8u %8u\n", in->app[i].app, in->app[i].system, in->app[i].nprocs,
+               in->app[i].joined);
+    if (in->napp == 0)
+        printf("(none)\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                         {"count-up", no_argument, 0, 'u'},
+                                         {"socket", required_argument, 0, 's'},
+                                         {"timeout", required_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int json = 0, count_up = 0, timeout = 3000, c;
+    const char *path = getenv("PIO_SOCKET");
+    if (!path || !*path)
+        path = "/run/pio/piod.sock";
+    while ((c = getopt_long(argc, argv, "jus:t:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'u': count_up = 1; break;
+        case 's': path = optarg; break;
+        case 't': timeout = atoi(optarg); break;
+        case 'h':
+            printf("usage: pio-info [--json | --count-up] [--socket PATH] [--timeout MS]\n"
+                   "Shows this host's piod: channels (addresses, state, bytes, queued, rate),\n"
+                   "peers and applications. The socket is $PIO_SOCKET, else "
+                   "/run/pio/piod.sock.\n");
+            return 0;
+        default: return 2;
+        }
+    }
+    void *ctx = zmq_ctx_new();
+    void *s = zmq_socket(ctx, ZMQ_DEALER);
+    int zero = 0, rc = 1;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+    char ep[1100];
+    snprintf(ep, sizeof(ep), "ipc://%s", path);
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    uint8_t req[64];
+    size_t len;
+    if (!f || zmq_connect(s, ep) != 0)
+        goto out;
+    f->type = PIO_F_P_INFO_REQ;
+    f->u.p_info_req.req = 1;
+    f->u.p_info_req.what = 7;
+    pio_wire_encode(f, req, sizeof(req), &len);
+    zmq_send(s, req, len, 0);
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    if (zmq_msg_recv(&m, s, 0) < 0) {
+        fprintf(stderr, "pio-info: no piod answers at %s (is piod running? is PIO_SOCKET right?)\n",
+                path);
+        zmq_msg_close(&m);
+        goto out;
+    }
+    int drc = pio_wire_decode(zmq_msg_data(&m), zmq_msg_size(&m), f, NULL);
+    zmq_msg_close(&m);
+    if (drc != PIO_OK || f->type != PIO_F_P_INFO) {
+        fprintf(stderr, "pio-info: unexpected answer from %s: %s\n", path, PIO_Strerror(drc));
+        goto out;
+    }
+    if (count_up) {
+        unsigned n = 0;
+        for (uint32_t i = 0; i < f->u.p_info.nchan; i++)
+            n += f->u.p_info.chan[i].state == 2;
+        printf("%u\n", n);
+    } else if (json) {
+        print_json(&f->u.p_info);
+    } else {
+        print_table(&f->u.p_info);
+    }
+    rc = 0;
+out:
+    free(f);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return rc;
+}
