@@ -522,7 +522,11 @@ static void announce(struct piod *d, struct piod_imsg *m)
 
 static int app_proc_left(struct piod *d, const char *app, uint32_t proc);
 
-/* Announce, in sequence order per stream, every message whose process is here. */
+/* Announce every message whose process is here, in arrival order. Requests
+ * from one sending process all come through its own piod's single control
+ * connection, so arrival order is send order for every (source, destination,
+ * tag) stream; a message waiting for its process to join holds back only the
+ * later messages to that same process. */
 static void announce_all(struct piod *d)
 {
     int progress = 1;
@@ -549,13 +553,6 @@ static void announce_all(struct piod *d)
                 }
                 m->key = ++d->procs[m->dst].next_key;
             }
-            struct piod_stream *s = stream_get(&d->rx_streams, m->peer, m->src_app, m->src_proc,
-                                               m->dst_app, m->dst_proc, m->tag);
-            if (!s || s->next_seq != m->seq) {
-                m = next;
-                continue;
-            }
-            s->next_seq++;
             announce(d, m);
             progress = 1;
             if ((m->flags & PIO_WF_EAGER) && !(m->flags & PIO_WF_SYNC)) {
@@ -835,6 +832,8 @@ static void proc_leave(struct piod *d, int pi, const char *why)
                     complete = 0;
             m->done_sent = 1; /* nobody to tell */
             if (!complete) {
+                PIOD_WARN("message %llu of %s:%u lost its sender before all its bytes came",
+                          (unsigned long long)m->msgid, p->app, p->proc);
                 if (m->peer >= 0)
                     send_h_done(d, m->peer, m->msgid, PIO_EGONE);
                 else if (m->local)
@@ -1064,6 +1063,9 @@ static void on_send_data(struct piod *d, int pi, struct pio_p_ranges *r)
                   m->data_off[msg_off / m->chunk] != UINT64_MAX;
         if (bad) {
             /* not ours to keep (a cancelled message, or a confused process) */
+            PIOD_DEBUG("P_SEND_DATA sid %llu off %llu len %llu refused (%s)",
+                       (unsigned long long)r->id, (unsigned long long)msg_off,
+                       (unsigned long long)len, m ? "bad range" : "no such message");
             send_ranges(d, pi, PIO_F_P_RELEASE, 0, 0, off, len);
             msg_off += len;
             continue;

@@ -6,3 +6,11 @@ OBJS       += $(UNIT_SRCS:%.c=$(B)/%.o)
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(LIBPIOD_A) $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(LIBPIOD_A) $(LIBPIO_A) $(LDLIBS) $(call pkg,--libs,cmocka)
+
+# Helper programs the Bats tests run: tests/prog/NAME.c -> $(B)/tests/prog/NAME.
+PROG_SRCS := $(wildcard tests/prog/*.c)
+TEST_BINS += $(PROG_SRCS:%.c=$(B)/%)
+OBJS      += $(PROG_SRCS:%.c=$(B)/%.o)
+
+$(B)/tests/prog/%: $(B)/tests/prog/%.o $(LIBPIO_A)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(LIBPIO_A) $(LDLIBS)

@@ -1,5 +1,5 @@
 # tools/module.mk - command-line tools linked with libpio: tools/NAME/*.c -> bin/NAME.
-TOOLS := pio-info
+TOOLS := pio-info pio-perf
 
 define tool_rule
 $(1)_OBJS := $$(patsubst %.c,$$(B)/%.o,$$(wildcard tools/$(1)/*.c))

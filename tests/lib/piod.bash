@@ -28,7 +28,7 @@ _pio_port() {
 _pio_start() {
   local name=$1 dir=$2 ns=$3; shift 4
   local cmd=("$PIOD" -f --name "$name" --system "$name" --keys "$dir/keys"
-             --socket "$dir/$name.sock" $PIO_PIOD_FLAGS "$@")
+             --socket "$dir/$name.sock" ${PIO_PIOD_FLAGS:-} "$@")
   [ -n "$ns" ] && cmd=(ip netns exec "$ns" "${cmd[@]}")
   "${cmd[@]}" >"$dir/$name.log" 2>&1 </dev/null &
   local pid=$!

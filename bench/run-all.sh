@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# run-all.sh - run every PIO benchmark once and sum up their targets (used by `make bench`).
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Runs bench/pingpong.sh (loopback) and bench/throughput.sh (namespace test
+# bed; skipped with a note when not root), each printing its own table and
+# writing bench/results/*.csv and *.png. Afterwards repeats every PASS/MISS
+# line. Exit status: non-zero when a script failed (could not measure);
+# a MISS is printed clearly but is not a failure of the run.
+#
+# Environment: BUILD (build folder relative to the repo root, or absolute;
+# default build/default) is passed on; so are the scripts' own variables.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 2
+export BUILD=${BUILD:-build/default}
+logdir=$(mktemp -d /tmp/pio-bench-logs.XXXXXX)
+trap 'rm -rf "$logdir"' EXIT
+
+status=0
+summary=()
+for s in pingpong throughput; do
+  echo "======== bench/$s.sh ========"
+  if [ "$s" = throughput ] && [ "$(id -u)" -ne 0 ]; then
+    echo "skip: bench/throughput.sh needs root (network namespaces)"
+    summary+=("SKIP: $s: needs root")
+    continue
+  fi
+  bash "bench/$s.sh" 2>&1 | tee "$logdir/$s.log"
+  rc=${PIPESTATUS[0]}
+  while IFS= read -r line; do summary+=("$line  [$s]"); done \
+    < <(grep -E '^(PASS|MISS|FAIL):' "$logdir/$s.log")
+  if [ "$rc" -ne 0 ]; then
+    summary+=("FAILED: bench/$s.sh exited $rc")
+    status=1
+  fi
+  echo
+done
+
+echo "======== summary ========"
+printf '%s\n' "${summary[@]}"
+misses=$(printf '%s\n' "${summary[@]}" | grep -c '^MISS:')
+if [ "$status" -ne 0 ]; then
+  echo "bench: a benchmark FAILED to run (see above)"
+elif [ "$misses" -gt 0 ]; then
+  echo "bench: all benchmarks ran; $misses target(s) MISSED"
+else
+  echo "bench: all benchmarks ran; every target met"
+fi
+exit $status

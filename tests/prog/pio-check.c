@@ -1,0 +1,553 @@
+/* pio-check.c - end-to-end checks of the PIO API, run as a sender and a receiver.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Usage: pio-check ROLE TEST [-a APP] [-p PARTNER] [-n N] [-r RANK] [-P NPROCS]
+ *                  [-m blocking|sync] [-c USER:i|STATIC|DYNAMIC] [-S sizes] [-T threads]
+ * ROLE is send or recv; the two halves of a TEST run as two applications
+ * (usually through two piods). Every payload is a pattern derived from
+ * (message index, byte offset), so the receiver checks every byte without
+ * the sender telling it anything. Exit 0 and a line "OK ..." on success;
+ * exit 1 with "FAIL ..." on any mismatch or unexpected status.
+ */
+#include "pio.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *app = NULL, *partner_name = NULL;
+static int nmsg = 0, rank = 0, nprocs = 1, mode = PIO_BLOCKING, conn = PIO_DYNAMIC, nthreads = 8;
+static const char *sizes_arg = NULL;
+static int partner;
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        printf("FAIL %s:%d: ", __func__, __LINE__);                                                \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        fflush(stdout);                                                                            \
+        exit(1);                                                                                   \
+    } while (0)
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != PIO_OK)                                                                         \
+            FAIL("%s -> %s (%s)", #call, PIO_Errname(rc_), PIO_Strerror(rc_));                     \
+    } while (0)
+
+#define EXPECT(call, want)                                                                         \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != (want))                                                                         \
+            FAIL("%s -> %s, expected %s", #call, PIO_Errname(rc_), PIO_Errname(want));             \
+    } while (0)
+
+static uint8_t pat(uint64_t msg, uint64_t off)
+{
+    uint64_t x = (msg + 1) * 0x9E3779B97F4A7C15ull ^ (off >> 3) * 0xBF58476D1CE4E5B9ull;
+    return (uint8_t)((x >> 29) ^ off);
+}
+
+static void fill(uint8_t *b, size_t n, uint64_t msg)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = pat(msg, i);
+}
+
+static void verify_from(const uint8_t *b, size_t from, size_t n, uint64_t msg)
+{
+    for (size_t i = from; i < n; i++)
+        if (b[i] != pat(msg, i))
+            FAIL("message %llu byte %zu of %zu: got %u want %u", (unsigned long long)msg, i, n,
+                 b[i], pat(msg, i));
+}
+
+static void verify(const uint8_t *b, size_t n, uint64_t msg)
+{
+    verify_from(b, 0, n, msg);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*end == 'K' || *end == 'k')
+        v *= 1024;
+    else if (*end == 'M' || *end == 'm')
+        v *= 1024 * 1024;
+    else if (*end == 'G' || *end == 'g')
+        v *= 1024.0 * 1024 * 1024;
+    return (size_t)v;
+}
+
+static int parse_sizes(size_t *out, int max)
+{
+    PIO_Hostinfo h;
+    CHECK(PIO_Gethostinfo(&h));
+    const char *s = sizes_arg;
+    char dflt[256];
+    if (!s) {
+        snprintf(dflt, sizeof(dflt), "0,1,%zu,%zu,%zu,1M", h.eager_limit - 1, h.eager_limit,
+                 h.eager_limit + 1);
+        s = dflt;
+    }
+    int n = 0;
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save))
+        out[n++] = parse_size(t);
+    free(copy);
+    return n;
+}
+
+/* ---- tests ---- */
+
+static void t_sizes(int send)
+{
+    size_t sz[64];
+    int n = parse_sizes(sz, 64);
+    for (int i = 0; i < n; i++) {
+        uint8_t *b = malloc(sz[i] ? sz[i] : 1);
+        if (!b)
+            FAIL("malloc %zu", sz[i]);
+        if (send) {
+            fill(b, sz[i], (uint64_t)i);
+            CHECK(PIO_Send(partner, 0, 1, conn, b, PIO_BYTE, sz[i], mode));
+        } else {
+            PIO_Status st;
+            memset(b, 0xEE, sz[i]);
+            CHECK(PIO_Recv(partner, 0, 1, b, PIO_BYTE, sz[i], 60000, mode, &st));
+            if (st.bytes != sz[i] || st.count != sz[i] || st.tag != 1 || st.source != 0)
+                FAIL("status: bytes %zu count %zu tag %d source %d for size %zu", st.bytes,
+                     st.count, st.tag, st.source, sz[i]);
+            verify(b, sz[i], (uint64_t)i);
+        }
+        free(b);
+    }
+    printf("OK sizes: %d messages (%s)\n", n, sizes_arg ? sizes_arg : "default");
+}
+
+/* Typed values: element i of datatype t, written in host order. */
+static void typed_fill(int t, void *buf, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        int64_t v = (int64_t)(i * 2654435761u) - 1000000;
+        switch (t) {
+        case PIO_BYTE: case PIO_CHAR: case PIO_INT8: case PIO_UINT8: case PIO_CHARACTER:
+            ((uint8_t *)buf)[i] = (uint8_t)v;
+            break;
+        case PIO_INT16: case PIO_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
+        case PIO_INT32: case PIO_UINT32: case PIO_INTEGER: case PIO_LOGICAL:
+            ((uint32_t *)buf)[i] = (uint32_t)v;
+            break;
+        case PIO_INT64: case PIO_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v * 977; break;
+        case PIO_FLOAT: case PIO_REAL: ((float *)buf)[i] = (float)v / 7.0f; break;
+        case PIO_DOUBLE: case PIO_DOUBLE_PRECISION: ((double *)buf)[i] = (double)v / 7.0; break;
+        case PIO_COMPLEX:
+            ((float *)buf)[2 * i] = (float)v;
+            ((float *)buf)[2 * i + 1] = -(float)v / 3;
+            break;
+        case PIO_DOUBLE_COMPLEX:
+            ((double *)buf)[2 * i] = (double)v;
+            ((double *)buf)[2 * i + 1] = -(double)v / 3;
+            break;
+        }
+    }
+}
+
+static size_t tsize(int t)
+{
+#define TS_(name, code, bytes)                                                                     \
+    if (t == code)                                                                                 \
+        return bytes;
+    PIO_DATATYPES(TS_)
+#undef TS_
+    return 0;
+}
+
+static void t_types(int send)
+{
+    const size_t counts[2] = {100, 300000}; /* eager and large */
+    int types[] = {
+#define TL_(name, code, bytes) code,
+        PIO_DATATYPES(TL_)
+#undef TL_
+    };
+    int nt = (int)(sizeof(types) / sizeof(types[0]));
+    int msgs = 0;
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < nt; k++) {
+            int t = types[k];
+            size_t n = counts[c], bytes = n * tsize(t);
+            uint8_t *want = malloc(bytes), *got = malloc(bytes);
+            typed_fill(t, want, n);
+            if (send) {
+                CHECK(PIO_Send(partner, 0, 100 + t, conn, want, t, n, mode));
+            } else {
+                PIO_Status st;
+                memset(got, 0, bytes);
+                CHECK(PIO_Recv(partner, 0, 100 + t, got, t, n, 60000, mode, &st));
+                if (memcmp(got, want, bytes) != 0 || st.datatype != t || st.count != n)
+                    FAIL("type %d count %zu: data or status wrong", t, n);
+            }
+            msgs++;
+            free(want);
+            free(got);
+        }
+    /* compatible pairs, raw bytes, and refusals that keep the message */
+    static const int pairs[][2] = {{PIO_INT32, PIO_INTEGER}, {PIO_FLOAT, PIO_REAL},
+                                   {PIO_DOUBLE, PIO_DOUBLE_PRECISION},
+                                   {PIO_DOUBLE, PIO_BYTE}};
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < 4; k++) {
+            int ts = pairs[k][0], tr = pairs[k][1];
+            size_t n = counts[c], bytes = n * tsize(ts);
+            uint8_t *want = malloc(bytes), *got = malloc(bytes);
+            typed_fill(ts, want, n);
+            if (send) {
+                CHECK(PIO_Send(partner, 0, 200 + k, conn, want, ts, n, mode));
+            } else {
+                size_t rn = bytes / tsize(tr);
+                CHECK(PIO_Recv(partner, 0, 200 + k, got, tr, rn, 60000, mode, NULL));
+                if (memcmp(got, want, bytes) != 0)
+                    FAIL("compatible pair %d -> %d count %zu: data wrong", ts, tr, n);
+            }
+            msgs++;
+            free(want);
+            free(got);
+        }
+    for (int c = 0; c < 2; c++) {
+        size_t n = counts[c], bytes = n * 4;
+        int32_t *want = malloc(bytes), *got = malloc(bytes);
+        typed_fill(PIO_INT32, want, n);
+        if (send) {
+            CHECK(PIO_Send(partner, 0, 300, conn, want, PIO_INT32, n, mode));
+        } else {
+            PIO_Status st;
+            EXPECT(PIO_Recv(partner, 0, 300, got, PIO_FLOAT, n, 60000, mode, &st), PIO_ETYPE);
+            EXPECT(PIO_Recv(partner, 0, 300, got, PIO_INT32, n - 1, 60000, mode, &st), PIO_ETRUNC);
+            CHECK(PIO_Recv(partner, 0, 300, got, PIO_INT32, n + 5, 60000, mode, &st));
+            if (memcmp(got, want, bytes) != 0 || st.count != n)
+                FAIL("message kept after ETYPE/ETRUNC (count %zu): wrong data", n);
+        }
+        msgs++;
+        free(want);
+        free(got);
+    }
+    printf("OK types: %d messages, %d datatypes, eager and chunked\n", msgs, nt);
+}
+
+/* n senders (ranks of one application) x 3 tags; the receiver uses wildcards. */
+static void t_wild(int send)
+{
+    int per = 3;
+    if (send) {
+        for (int k = 0; k < per; k++) {
+            size_t len = 100 + (size_t)k * 40000;
+            uint8_t *b = malloc(len);
+            fill(b, len, (uint64_t)(rank * 10 + k));
+            CHECK(PIO_Send(partner, 0, 10 + k, conn, b, PIO_BYTE, len, mode));
+            free(b);
+        }
+        printf("OK wild: rank %d sent %d\n", rank, per);
+        return;
+    }
+    int senders = nmsg > 0 ? nmsg : 2;
+    int seen[64][8];
+    memset(seen, 0, sizeof(seen));
+    uint8_t *b = malloc(1 << 20);
+    for (int i = 0; i < senders * per; i++) {
+        PIO_Status st;
+        CHECK(PIO_Recv(PIO_ANY_PARTNER, PIO_ANY_PROCESS, PIO_ANY_TAG, b, PIO_BYTE, 1 << 20, 60000,
+                       mode, &st));
+        if (st.source < 0 || st.source >= senders || st.tag < 10 || st.tag >= 10 + per)
+            FAIL("status source %d tag %d", st.source, st.tag);
+        if (st.partner != partner)
+            FAIL("status partner %d, expected %d", st.partner, partner);
+        int k = st.tag - 10;
+        if (seen[st.source][k]++)
+            FAIL("duplicate source %d tag %d", st.source, st.tag);
+        if (st.bytes != 100 + (size_t)k * 40000)
+            FAIL("size %zu for tag %d", st.bytes, st.tag);
+        verify(b, st.bytes, (uint64_t)(st.source * 10 + k));
+    }
+    /* a specific source with any tag, nothing left: times out */
+    EXPECT(PIO_Recv(partner, 0, PIO_ANY_TAG, b, PIO_BYTE, 16, 200, mode, NULL), PIO_ETIMEDOUT);
+    free(b);
+    printf("OK wild: %d messages from %d senders via wildcards\n", senders * per, senders);
+}
+
+static size_t order_size(int i)
+{
+    uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 31;
+    int r = (int)(x % 100);
+    if (r < 70)
+        return 8 + x % 1024;
+    if (r < 95)
+        return 8 + x % (70 * 1024);
+    return 8 + x % (3u << 20);
+}
+
+static void t_order(int send)
+{
+    int n = nmsg > 0 ? nmsg : 10000;
+    uint8_t *b = malloc((3u << 20) + 16);
+    double t0 = now();
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = order_size(i);
+        if (send) {
+            fill(b, len, (uint64_t)i);
+            memcpy(b, &i, sizeof(i));
+            CHECK(PIO_Send(partner, 0, 7, conn, b, PIO_BYTE, len, mode));
+        } else {
+            PIO_Status st;
+            CHECK(PIO_Recv(partner, 0, 7, b, PIO_BYTE, (3u << 20) + 16, 60000, mode, &st));
+            int got;
+            memcpy(&got, b, sizeof(got));
+            if (got != i || st.bytes != len)
+                FAIL("message %d arrived as number %d (%zu bytes, want %zu): out of order", i,
+                     got, st.bytes, len);
+            verify_from(b, sizeof(int), len, (uint64_t)i);
+        }
+        bytes += len;
+    }
+    free(b);
+    printf("OK order: %d messages, %.1f MB in order in %.2f s\n", n, bytes / 1e6, now() - t0);
+}
+
+static int threads_failed;
+
+struct targ {
+    int t, send;
+};
+
+static void *thread_main(void *arg)
+{
+    struct targ *a = arg;
+    int per = nmsg > 0 ? nmsg : 200;
+    uint8_t *b = malloc(300000);
+    for (int i = 0; i < per; i++) {
+        size_t len = (size_t)((i * 7919 + a->t * 131) % 5 == 0 ? 200000 : 1 + (i * 31) % 3000);
+        uint64_t id = (uint64_t)a->t * 100000 + (uint64_t)i;
+        if (a->send) {
+            fill(b, len, id);
+            int rc = PIO_Send(partner, 0, 1000 + a->t, conn, b, PIO_BYTE, len, mode);
+            if (rc != PIO_OK) {
+                printf("FAIL thread %d send %d: %s\n", a->t, i, PIO_Strerror(rc));
+                threads_failed = 1;
+                break;
+            }
+        } else {
+            PIO_Status st;
+            int rc = PIO_Recv(partner, 0, 1000 + a->t, b, PIO_BYTE, 300000, 60000, mode, &st);
+            if (rc != PIO_OK || st.bytes != len) {
+                printf("FAIL thread %d recv %d: %s (%zu bytes, want %zu)\n", a->t, i,
+                       PIO_Strerror(rc), st.bytes, len);
+                threads_failed = 1;
+                break;
+            }
+            for (size_t k = 0; k < len; k++)
+                if (b[k] != pat(id, k)) {
+                    printf("FAIL thread %d message %d byte %zu\n", a->t, i, k);
+                    threads_failed = 1;
+                    break;
+                }
+        }
+    }
+    free(b);
+    return NULL;
+}
+
+static void t_threads(int send)
+{
+    pthread_t th[64];
+    struct targ a[64];
+    for (int t = 0; t < nthreads; t++) {
+        a[t].t = t;
+        a[t].send = send;
+        pthread_create(&th[t], NULL, thread_main, &a[t]);
+    }
+    for (int t = 0; t < nthreads; t++)
+        pthread_join(th[t], NULL);
+    if (threads_failed)
+        FAIL("a thread failed");
+    printf("OK threads: %d threads x %d messages\n", nthreads, nmsg > 0 ? nmsg : 200);
+}
+
+static void t_timeout(int send)
+{
+    if (send) {
+        printf("OK timeout: sender has nothing to do\n");
+        return;
+    }
+    char b[16];
+    double t0 = now();
+    EXPECT(PIO_Recv(partner, 0, 55, b, PIO_BYTE, sizeof(b), 300, PIO_BLOCKING, NULL),
+           PIO_ETIMEDOUT);
+    double el = now() - t0;
+    if (el < 0.25 || el > 3.0)
+        FAIL("timeout of 300 ms took %.3f s", el);
+    PIO_Request r;
+    int done = 1;
+    CHECK(PIO_Irecv(partner, 0, 56, b, PIO_BYTE, sizeof(b), PIO_BLOCKING, &r));
+    CHECK(PIO_Test(&r, &done, NULL));
+    if (done)
+        FAIL("PIO_Test says done with nothing sent");
+    EXPECT(PIO_Wait(&r, 100, NULL), PIO_ETIMEDOUT);
+    if (!r)
+        FAIL("request freed after a timed-out wait");
+    printf("OK timeout: %.3f s for 300 ms\n", el); /* PIO_Exit cancels the posted receive */
+}
+
+/* The sender of the gone test exits without sending; the receiver waits on it. */
+static void t_gone(int send)
+{
+    if (send) {
+        printf("OK gone: sender leaves without sending\n");
+        return;
+    }
+    char b[16];
+    double t0 = now();
+    EXPECT(PIO_Recv(partner, 0, 5, b, PIO_BYTE, sizeof(b), 30000, PIO_BLOCKING, NULL), PIO_EGONE);
+    EXPECT(PIO_Send(partner, 0, 5, conn, b, PIO_BYTE, 4, PIO_BLOCKING), PIO_EGONE);
+    printf("OK gone: PIO_EGONE after %.2f s\n", now() - t0);
+}
+
+/* Non-blocking: several outstanding sends and receives completed out of order. */
+static void t_nonblock(int send)
+{
+    enum { N = 6 };
+    size_t len[N] = {10, 70000, 2000000, 3, 1 << 20, 65536};
+    uint8_t *b[N];
+    PIO_Request r[N];
+    for (int i = 0; i < N; i++) {
+        b[i] = malloc(len[i]);
+        if (send) {
+            fill(b[i], len[i], (uint64_t)i + 500);
+            CHECK(PIO_Isend(partner, 0, 60 + i, conn, b[i], PIO_BYTE, len[i], mode, &r[i]));
+        } else {
+            CHECK(PIO_Irecv(partner, 0, 60 + i, b[i], PIO_BYTE, len[i], mode, &r[i]));
+        }
+    }
+    for (int i = N - 1; i >= 0; i--) {
+        PIO_Status st;
+        CHECK(PIO_Wait(&r[i], 60000, &st));
+        if (r[i])
+            FAIL("request not freed");
+        if (!send)
+            verify(b[i], len[i], (uint64_t)i + 500);
+        free(b[i]);
+    }
+    printf("OK nonblock: %d requests\n", N);
+}
+
+/* Errors that need no partner. */
+static void t_errors(void)
+{
+    char b[8] = {0};
+    EXPECT(PIO_Send(0, 0, 0, PIO_DYNAMIC, b, PIO_BYTE, 1, PIO_BLOCKING), PIO_ENOTINIT);
+    EXPECT(PIO_Exit(), PIO_ENOTINIT);
+    const char *sock = getenv("PIO_SOCKET");
+    setenv("PIO_SOCKET", "/nonexistent/piod.sock", 1);
+    EXPECT(PIO_Init("e", 0, 1), PIO_ENOPIOD);
+    setenv("PIO_SOCKET", sock, 1);
+    EXPECT(PIO_Init(NULL, 0, 1), getenv("PIO_APP") ? PIO_OK : PIO_EINVAL);
+    EXPECT(PIO_Init(app, 3, 2), PIO_EINVAL);
+    CHECK(PIO_Init(app, 0, 1));
+    EXPECT(PIO_Init(app, 0, 1), PIO_EINITED);
+    int p;
+    setenv("PIO_PARTNER_TIMEOUT", "1", 1);
+    EXPECT(PIO_Setpartner("no-such-application", &p), PIO_EPARTNER);
+    EXPECT(PIO_Setpartner(NULL, &p), PIO_EINVAL);
+    EXPECT(PIO_Send(7, 0, 0, PIO_DYNAMIC, b, PIO_BYTE, 1, PIO_BLOCKING), PIO_EPARTNER);
+    EXPECT(PIO_Recv(7, 0, 0, b, PIO_BYTE, 1, 10, PIO_BLOCKING, NULL), PIO_EPARTNER);
+    EXPECT(PIO_Recv(PIO_ANY_PARTNER, 0, 0, b, 999, 1, 10, PIO_BLOCKING, NULL), PIO_EINVAL);
+    EXPECT(PIO_Recv(PIO_ANY_PARTNER, 0, 0, NULL, PIO_BYTE, 1, 10, PIO_BLOCKING, NULL), PIO_EINVAL);
+    EXPECT(PIO_Recv(PIO_ANY_PARTNER, 0, -5, b, PIO_BYTE, 1, 10, PIO_BLOCKING, NULL), PIO_EINVAL);
+    EXPECT(PIO_Recv(PIO_ANY_PARTNER, 0, 0, b, PIO_BYTE, 1, 10, 9, NULL), PIO_EINVAL);
+    EXPECT(PIO_Wait(NULL, 0, NULL), PIO_EINVAL);
+    PIO_Hostinfo h;
+    CHECK(PIO_Gethostinfo(&h));
+    if (h.eager_limit == 0 || h.chunk_size == 0 || h.pool_size == 0 || !h.host[0])
+        FAIL("host info incomplete");
+    PIO_Appinfo ai;
+    CHECK(PIO_Getappinfo(PIO_SELF, &ai));
+    if (strcmp(ai.name, app) != 0 || ai.joined != 1 || ai.nprocs != 1)
+        FAIL("self info: %s joined %d nprocs %d", ai.name, ai.joined, ai.nprocs);
+    CHECK(PIO_Exit());
+    EXPECT(PIO_Exit(), PIO_ENOTINIT);
+    printf("OK errors\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: pio-check send|recv|local TEST [options]\n");
+        return 2;
+    }
+    const char *role = argv[1], *test = argv[2];
+    int send = strcmp(role, "send") == 0;
+    int c;
+    optind = 3;
+    while ((c = getopt(argc, argv, "a:p:n:r:P:m:c:S:T:")) != -1) {
+        switch (c) {
+        case 'a': app = optarg; break;
+        case 'p': partner_name = optarg; break;
+        case 'n': nmsg = atoi(optarg); break;
+        case 'r': rank = atoi(optarg); break;
+        case 'P': nprocs = atoi(optarg); break;
+        case 'm': mode = strcmp(optarg, "sync") == 0 ? PIO_SYNC : PIO_BLOCKING; break;
+        case 'c':
+            conn = strcmp(optarg, "STATIC") == 0    ? PIO_STATIC
+                   : strcmp(optarg, "DYNAMIC") == 0 ? PIO_DYNAMIC
+                                                    : atoi(optarg + 5);
+            break;
+        case 'S': sizes_arg = optarg; break;
+        case 'T': nthreads = atoi(optarg); break;
+        default: return 2;
+        }
+    }
+    if (!app)
+        app = send ? "chk-send" : "chk-recv";
+    if (!partner_name)
+        partner_name = send ? "chk-recv" : "chk-send";
+    if (strcmp(test, "errors") == 0) {
+        t_errors();
+        return 0;
+    }
+    CHECK(PIO_Init(app, rank, nprocs));
+    CHECK(PIO_Setpartner(partner_name, &partner));
+    if (strcmp(test, "sizes") == 0)
+        t_sizes(send);
+    else if (strcmp(test, "types") == 0)
+        t_types(send);
+    else if (strcmp(test, "wild") == 0)
+        t_wild(send);
+    else if (strcmp(test, "order") == 0)
+        t_order(send);
+    else if (strcmp(test, "threads") == 0)
+        t_threads(send);
+    else if (strcmp(test, "timeout") == 0) {
+        t_timeout(send);
+    } else if (strcmp(test, "gone") == 0)
+        t_gone(send);
+    else if (strcmp(test, "nonblock") == 0)
+        t_nonblock(send);
+    else
+        FAIL("unknown test %s", test);
+    CHECK(PIO_Exit());
+    return 0;
+}

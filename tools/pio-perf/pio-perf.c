@@ -1,0 +1,726 @@
+/* pio-perf.c - PIO latency and bandwidth test between two applications (like ucx_perftest).
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * One process runs as the server (--server, application perf-srv), one as
+ * the client (application perf-cli); each joins its own piod ($PIO_SOCKET)
+ * as process 0 of a one-process application. Only the client takes test
+ * options: before every round it sends the server a small control message
+ * (tag PERF_TAG_CTRL, ten PIO_UINT64) naming the test, size, warm-up and
+ * iteration counts, balancing and mode; the server answers READY and then
+ * plays its part. A round is either
+ *   pingpong: the client sends `size` bytes, the server receives them and
+ *             sends the same bytes back; reported: half the round trip;
+ *   stream:   the client sends N messages, the server receives them all and
+ *             answers with a 1-byte ack (tag PERF_TAG_ACK); reported: N x size
+ *             over the time from the first send to the ack.
+ * Data is checked cheaply: the send buffer is filled with a pattern once;
+ * each message carries a per-message stamp in its first (up to) 8 bytes;
+ * the receiver poisons, then checks, the first 8, the middle and the last
+ * byte. A mismatch is a loud failure (exit 1).
+ *
+ * Single-threaded apart from a watchdog thread that only reads the progress
+ * clock (atomic) and ends the process when nothing completed for --timeout
+ * seconds (PIO_Send has no timeout of its own). Never sends a byte outside
+ * PIO.
+ */
+#include "pio.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PERF_TAG_DATA  1
+#define PERF_TAG_ACK   2
+#define PERF_TAG_CTRL  0x50455246                   /* "PERF": reserved for control messages */
+#define PERF_MAGIC     UINT64_C(0x50494f5045524631) /* "PIOPERF1" */
+#define PERF_NCTRL     10
+#define PERF_MAX_SIZES 256
+#define PERF_TARGET_S  0.5 /* default: each size takes about this long */
+
+enum { OP_RUN = 1, OP_QUIT = 2 };
+enum { T_PINGPONG = 0, T_STREAM = 1 };
+enum { B_USER = 0, B_STATIC = 1, B_DYNAMIC = 2 };
+
+/* control message: ten u64 in this order */
+enum { C_MAGIC, C_OP, C_TEST, C_SIZE, C_WARMUP, C_ITERS, C_BAL, C_K, C_MODE, C_ROUND };
+
+static const char *const test_names[] = {"pingpong", "stream"};
+static const char *const bal_names[] = {"USER", "STATIC", "DYNAMIC"};
+static const char *const mode_names[] = {"blocking", "sync"};
+
+static struct {
+    int server, test, bal, k, mode, quiet;
+    long iters, warmup; /* < 0: adapt */
+    int timeout_s;
+    const char *app, *partner, *csv;
+    size_t sizes[PERF_MAX_SIZES];
+    int nsizes;
+} opt = {.test = T_PINGPONG,
+         .bal = B_USER,
+         .k = 0,
+         .mode = PIO_BLOCKING,
+         .iters = -1,
+         .warmup = -1,
+         .timeout_s = 60};
+
+static int partner_h;
+static uint8_t *sbuf, *rbuf; /* sbuf: pattern + stamps; rbuf: receive target */
+static size_t buf_size;
+static uint64_t msg_counter; /* stamps: unique per message in this run */
+
+/* ---- progress watchdog ---- */
+
+static atomic_llong last_progress_ns;
+static const char *volatile doing = "starting";
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void progress(const char *what)
+{
+    doing = what;
+    atomic_store(&last_progress_ns, now_ns());
+}
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        usleep(200000);
+        long long idle = now_ns() - atomic_load(&last_progress_ns);
+        if (idle > ((long long)opt.timeout_s + 2) * 1000000000LL) {
+            fprintf(stderr,
+                    "pio-perf: timed out: nothing completed for %d s while %s "
+                    "(raise --timeout, or PIO is stuck)\n",
+                    opt.timeout_s, doing);
+            fflush(stdout);
+            _exit(1);
+        }
+    }
+    return NULL;
+}
+
+/* ---- errors ---- */
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "pio-perf: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stdout);
+    exit(1);
+}
+
+static void pio_check(int rc, const char *call, const char *ctx)
+{
+    if (rc == PIO_OK)
+        return;
+    die("%s%s%s: %s: %s", call, ctx && *ctx ? " " : "", ctx ? ctx : "", PIO_Errname(rc),
+        PIO_Strerror(rc));
+}
+
+/* ---- sizes ---- */
+
+/* One size: digits with an optional K/M/G (binary) suffix, optionally
+ * followed by +N or -N (same syntax), e.g. 64K+1. Returns 0 on success. */
+static int parse_one(const char *s, const char **end, uint64_t *out)
+{
+    char *e;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &e, 10);
+    if (errno)
+        return -1;
+    uint64_t mul = 1;
+    switch (*e) {
+    case 'k':
+    case 'K':
+        mul = 1ULL << 10;
+        e++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1ULL << 20;
+        e++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1ULL << 30;
+        e++;
+        break;
+    default: break;
+    }
+    if (*e == 'i' || *e == 'B') /* KiB, MB: binary either way */
+        e += (*e == 'i' && e[1] == 'B') ? 2 : 1;
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    *end = e;
+    return 0;
+}
+
+static int parse_size(const char *s, const char **end, uint64_t *out)
+{
+    if (parse_one(s, &s, out) != 0)
+        return -1;
+    while (*s == '+' || *s == '-') {
+        char op = *s;
+        uint64_t d;
+        if (parse_one(s + 1, &s, &d) != 0)
+            return -1;
+        if (op == '-' && d > *out)
+            return -1;
+        *out = op == '+' ? *out + d : *out - d;
+    }
+    *end = s;
+    return 0;
+}
+
+/* SIZES: comma-separated items, each a size or A:B (A, 2A, 4A ... up to B;
+ * from 0: 0, 1, 2, 4 ...). */
+static int parse_sizes(const char *arg)
+{
+    const char *s = arg;
+    opt.nsizes = 0;
+    while (*s) {
+        uint64_t a, b;
+        if (parse_size(s, &s, &a) != 0)
+            return -1;
+        b = a;
+        if (*s == ':' && parse_size(s + 1, &s, &b) != 0)
+            return -1;
+        if (b < a || b > (uint64_t)SIZE_MAX / 2)
+            return -1;
+        for (uint64_t v = a;;) {
+            if (opt.nsizes == PERF_MAX_SIZES)
+                return -1;
+            opt.sizes[opt.nsizes++] = (size_t)v;
+            uint64_t next = v ? v * 2 : 1;
+            if (next > b || v == b)
+                break;
+            v = next;
+        }
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return opt.nsizes ? 0 : -1;
+}
+
+/* ---- data pattern ---- */
+
+static inline uint8_t pat(size_t i)
+{
+    return (uint8_t)(i * 131u + (i >> 8) * 7u + (i >> 16) * 3u + 0x5a);
+}
+
+static void buffers_need(size_t size)
+{
+    if (size <= buf_size && sbuf)
+        return;
+    size_t n = size ? size : 1;
+    uint8_t *s = realloc(sbuf, n), *r = realloc(rbuf, n);
+    if (!s || !r)
+        die("cannot allocate two buffers of %zu bytes", n);
+    sbuf = s;
+    rbuf = r;
+    for (size_t i = buf_size; i < n; i++)
+        sbuf[i] = pat(i);
+    buf_size = n;
+}
+
+/* Expected byte at position p of a message of `size` bytes stamped `stamp`. */
+static inline uint8_t expect(size_t p, uint64_t stamp)
+{
+    return p < 8 ? (uint8_t)(stamp >> (8 * p)) ^ pat(p) : pat(p);
+}
+
+static void stamp(uint8_t *buf, size_t size, uint64_t st)
+{
+    for (size_t p = 0; p < size && p < 8; p++)
+        buf[p] = expect(p, st);
+}
+
+static void poison(uint8_t *buf, size_t size, uint64_t st)
+{
+    if (!size)
+        return;
+    for (size_t p = 0; p < size && p < 8; p++)
+        buf[p] = (uint8_t)~expect(p, st);
+    buf[size / 2] = (uint8_t)~expect(size / 2, st);
+    buf[size - 1] = (uint8_t)~expect(size - 1, st);
+}
+
+static void verify(const uint8_t *buf, size_t size, uint64_t st, size_t got, const char *who)
+{
+    if (got != size)
+        die("data check failed (%s): message %" PRIu64 " has %zu bytes, expected %zu", who, st, got,
+            size);
+    if (!size)
+        return;
+    size_t pos[10];
+    int n = 0;
+    for (size_t p = 0; p < size && p < 8; p++)
+        pos[n++] = p;
+    pos[n++] = size / 2;
+    pos[n++] = size - 1;
+    for (int i = 0; i < n; i++)
+        if (buf[pos[i]] != expect(pos[i], st))
+            die("data check failed (%s): message %" PRIu64 " of %zu bytes: byte %zu is 0x%02x, "
+                "expected 0x%02x (lost, stale or reordered data)",
+                who, st, size, pos[i], buf[pos[i]], expect(pos[i], st));
+}
+
+/* ---- PIO helpers ---- */
+
+static int conn_for(int bal, int k, uint64_t i)
+{
+    if (bal == B_STATIC)
+        return PIO_STATIC;
+    if (bal == B_DYNAMIC)
+        return PIO_DYNAMIC;
+    return PIO_USER((int)(i % (uint64_t)(k > 0 ? k : 1)));
+}
+
+static int recv_timeout_ms(void)
+{
+    return opt.timeout_s * 1000; /* <= 10^9: --timeout is at most 10^6 s */
+}
+
+static void send_ctrl(const uint64_t *c, int n, const char *what)
+{
+    progress(what);
+    pio_check(
+        PIO_Send(partner_h, 0, PERF_TAG_CTRL, PIO_DYNAMIC, c, PIO_UINT64, (size_t)n, PIO_SYNC),
+        "PIO_Send", what);
+}
+
+/* Receive a control message; returns its length in u64. */
+static size_t recv_ctrl(uint64_t *c, int timeout_ms, const char *what)
+{
+    PIO_Status st;
+    progress(what);
+    int rc = PIO_Recv(partner_h, 0, PERF_TAG_CTRL, c, PIO_UINT64, PERF_NCTRL, timeout_ms,
+                      PIO_BLOCKING, &st);
+    if (rc == PIO_EGONE)
+        die("%s: the partner left (PIO_EGONE): see its output", what);
+    pio_check(rc, "PIO_Recv", what);
+    if (st.count < 3 || c[C_MAGIC] != PERF_MAGIC)
+        die("%s: not a pio-perf control message (%zu values): is the partner pio-perf of this "
+            "version?",
+            what, st.count);
+    return st.count;
+}
+
+static void send_data(const void *buf, size_t size, int conn, int mode, const char *what)
+{
+    progress(what);
+    int rc = PIO_Send(partner_h, 0, PERF_TAG_DATA, conn, buf, PIO_BYTE, size, mode);
+    if (rc != PIO_OK) {
+        char ctx[96];
+        snprintf(ctx, sizeof(ctx), "(%s, %zu bytes)", what, size);
+        pio_check(rc, "PIO_Send", ctx);
+    }
+}
+
+static size_t recv_data(int tag, void *buf, size_t size, int mode, const char *what)
+{
+    PIO_Status st;
+    progress(what);
+    int rc = PIO_Recv(partner_h, 0, tag, buf, PIO_BYTE, size, recv_timeout_ms(), mode, &st);
+    if (rc == PIO_EGONE)
+        die("%s: the partner left (PIO_EGONE): see its output", what);
+    if (rc != PIO_OK) {
+        char ctx[96];
+        snprintf(ctx, sizeof(ctx), "(%s, %zu bytes)", what, size);
+        pio_check(rc, "PIO_Recv", ctx);
+    }
+    return st.bytes;
+}
+
+static void join(const char *app, const char *partner)
+{
+    const char *sock = getenv("PIO_SOCKET");
+    char ctx[1200];
+    snprintf(ctx, sizeof(ctx), "(%s at %s)", app, sock && *sock ? sock : "/run/pio/piod.sock");
+    progress("joining the piod (PIO_Init)");
+    pio_check(PIO_Init(app, 0, 1), "PIO_Init", ctx);
+    if (!getenv("PIO_PARTNER_TIMEOUT")) {
+        char v[32];
+        snprintf(v, sizeof(v), "%d", opt.timeout_s);
+        setenv("PIO_PARTNER_TIMEOUT", v, 0);
+    }
+    snprintf(ctx, sizeof(ctx), "(%s): is pio-perf %s running on the other side?", partner,
+             opt.server ? "(the client)" : "--server");
+    progress("waiting for the partner (PIO_Setpartner)");
+    pio_check(PIO_Setpartner(partner, &partner_h), "PIO_Setpartner", ctx);
+}
+
+/* ---- server ---- */
+
+static void serve_pingpong(const uint64_t *c)
+{
+    size_t size = (size_t)c[C_SIZE];
+    uint64_t total = c[C_WARMUP] + c[C_ITERS];
+    int mode = (int)c[C_MODE], bal = (int)c[C_BAL], k = (int)c[C_K];
+    for (uint64_t i = 0; i < total; i++) {
+        uint64_t st = ++msg_counter;
+        poison(rbuf, size, st);
+        size_t got = recv_data(PERF_TAG_DATA, rbuf, size, mode, "server: receiving a ping");
+        verify(rbuf, size, st, got, "server, ping");
+        send_data(rbuf, size, conn_for(bal, k, i), mode, "server: sending a pong");
+    }
+}
+
+static void serve_stream(const uint64_t *c)
+{
+    size_t size = (size_t)c[C_SIZE];
+    int mode = (int)c[C_MODE], bal = (int)c[C_BAL], k = (int)c[C_K];
+    uint64_t phases[2] = {c[C_WARMUP], c[C_ITERS]};
+    for (int ph = 0; ph < 2; ph++) {
+        if (ph == 0 && phases[0] == 0)
+            continue;
+        for (uint64_t i = 0; i < phases[ph]; i++) {
+            uint64_t st = ++msg_counter;
+            poison(rbuf, size, st);
+            size_t got = recv_data(PERF_TAG_DATA, rbuf, size, mode, "server: receiving a stream");
+            verify(rbuf, size, st, got, "server, stream");
+        }
+        uint8_t ack = 'K';
+        progress("server: sending the stream ack");
+        pio_check(
+            PIO_Send(partner_h, 0, PERF_TAG_ACK, conn_for(bal, k, 0), &ack, PIO_BYTE, 1, mode),
+            "PIO_Send", "(stream ack)");
+    }
+}
+
+static int run_server(void)
+{
+    join(opt.app ? opt.app : "perf-srv", opt.partner ? opt.partner : "perf-cli");
+    if (!opt.quiet)
+        printf("pio-perf server: %s ready, partner %s\n", opt.app ? opt.app : "perf-srv",
+               opt.partner ? opt.partner : "perf-cli");
+    fflush(stdout);
+    int rounds = 0;
+    for (;;) {
+        uint64_t c[PERF_NCTRL] = {0};
+        size_t n = recv_ctrl(c, recv_timeout_ms(), "server: waiting for the client's next test");
+        if (c[C_OP] == OP_QUIT)
+            break;
+        uint64_t reply[3] = {PERF_MAGIC, PIO_OK, 0};
+        if (n < PERF_NCTRL || c[C_OP] != OP_RUN || c[C_TEST] > T_STREAM || c[C_BAL] > B_DYNAMIC ||
+            c[C_MODE] > PIO_SYNC || c[C_SIZE] > (uint64_t)SIZE_MAX / 2)
+            reply[1] = PIO_EINVAL;
+        reply[2] = n >= PERF_NCTRL ? c[C_ROUND] : 0;
+        if (reply[1] == PIO_OK)
+            buffers_need((size_t)c[C_SIZE]);
+        send_ctrl(reply, 3, "server: answering READY");
+        if (reply[1] != PIO_OK)
+            continue;
+        if (c[C_TEST] == T_PINGPONG)
+            serve_pingpong(c);
+        else
+            serve_stream(c);
+        rounds++;
+    }
+    if (!opt.quiet)
+        printf("pio-perf server: done, %d rounds\n", rounds);
+    pio_check(PIO_Exit(), "PIO_Exit", NULL);
+    return 0;
+}
+
+/* ---- client ---- */
+
+static uint64_t round_id;
+
+/* Run one round on both sides; returns the seconds of its timed part. */
+static double client_round(size_t size, uint64_t warmup, uint64_t iters)
+{
+    uint64_t c[PERF_NCTRL] = {
+        PERF_MAGIC,        OP_RUN,          (uint64_t)opt.test, size,      warmup, iters,
+        (uint64_t)opt.bal, (uint64_t)opt.k, (uint64_t)opt.mode, ++round_id};
+    send_ctrl(c, PERF_NCTRL, "client: sending a test's parameters");
+    uint64_t r[PERF_NCTRL];
+    recv_ctrl(r, recv_timeout_ms(), "client: waiting for the server's READY");
+    if ((int)r[1] != PIO_OK)
+        die("the server refused the test: %s: %s", PIO_Errname((int)r[1]), PIO_Strerror((int)r[1]));
+    if (r[2] != round_id)
+        die("the server answered round %" PRIu64 ", expected %" PRIu64 " (another client?)", r[2],
+            round_id);
+
+    long long t0 = 0, t1;
+    if (opt.test == T_PINGPONG) {
+        for (uint64_t i = 0; i < warmup + iters; i++) {
+            if (i == warmup)
+                t0 = now_ns();
+            uint64_t st = ++msg_counter;
+            stamp(sbuf, size, st);
+            poison(rbuf, size, st);
+            send_data(sbuf, size, conn_for(opt.bal, opt.k, i), opt.mode, "client: sending a ping");
+            size_t got =
+                recv_data(PERF_TAG_DATA, rbuf, size, opt.mode, "client: waiting for a pong");
+            verify(rbuf, size, st, got, "client, pong");
+        }
+        t1 = now_ns();
+    } else {
+        uint64_t phases[2] = {warmup, iters};
+        t1 = 0;
+        for (int ph = 0; ph < 2; ph++) {
+            if (ph == 0 && warmup == 0)
+                continue;
+            if (ph == 1)
+                t0 = now_ns();
+            for (uint64_t i = 0; i < phases[ph]; i++) {
+                uint64_t st = ++msg_counter;
+                stamp(sbuf, size, st);
+                send_data(sbuf, size, conn_for(opt.bal, opt.k, i), opt.mode,
+                          "client: sending a stream");
+            }
+            uint8_t ack = 0;
+            size_t got =
+                recv_data(PERF_TAG_ACK, &ack, 1, opt.mode, "client: waiting for the stream ack");
+            if (got != 1 || ack != 'K')
+                die("stream ack is %zu bytes, value 0x%02x: expected 1 byte 'K'", got, ack);
+            if (ph == 1)
+                t1 = now_ns();
+        }
+    }
+    return (double)(t1 - t0) / 1e9;
+}
+
+static void print_row(FILE *f, int csv, size_t size, uint64_t iters, double usec, double mbps)
+{
+    if (csv)
+        fprintf(f, "%s,%zu,%" PRIu64 ",%s,%s,%.3f,%.3f\n", test_names[opt.test], size, iters,
+                bal_names[opt.bal], mode_names[opt.mode], usec, mbps);
+    else
+        fprintf(f, "%-9s %12zu %9" PRIu64 " %-8s %-9s %12.3f %12.3f\n", test_names[opt.test], size,
+                iters, bal_names[opt.bal], mode_names[opt.mode], usec, mbps);
+}
+
+static int run_client(void)
+{
+    const char *app = opt.app ? opt.app : "perf-cli",
+               *partner = opt.partner ? opt.partner : "perf-srv";
+    join(app, partner);
+
+    PIO_Coninfo ci[64];
+    int nch = 0, up = 0;
+    PIO_Appinfo ai;
+    pio_check(PIO_Getconinfo(partner_h, ci, 64, &nch), "PIO_Getconinfo", NULL);
+    for (int i = 0; i < nch; i++)
+        up += ci[i].up;
+    pio_check(PIO_Getappinfo(partner_h, &ai), "PIO_Getappinfo", NULL);
+    if (opt.k <= 0)
+        opt.k = nch > 0 ? nch : 1;
+    if (opt.bal == B_USER && nch > 0 && opt.k > nch)
+        die("-k %d: the bundle to %s has only %d channels", opt.k, ai.system, nch);
+
+    size_t maxsize = 0;
+    for (int i = 0; i < opt.nsizes; i++)
+        if (opt.sizes[i] > maxsize)
+            maxsize = opt.sizes[i];
+    buffers_need(maxsize);
+
+    FILE *csv = NULL;
+    if (opt.csv) {
+        csv = fopen(opt.csv, "a");
+        if (!csv)
+            die("--csv %s: %s", opt.csv, strerror(errno));
+        if (ftell(csv) == 0)
+            fprintf(csv, "test,size,iters,balance,mode,usec_per_op,MBps\n");
+    }
+
+    printf("# pio-perf %d.%d.%d: %s, %s -> %s (system %s, %d channel%s, %d up), balance %s",
+           PIO_VERSION_MAJOR, PIO_VERSION_MINOR, PIO_VERSION_PATCH, test_names[opt.test], app,
+           partner, ai.system, nch, nch == 1 ? "" : "s", up, bal_names[opt.bal]);
+    if (opt.bal == B_USER)
+        printf(" over %d channel%s", opt.k, opt.k == 1 ? "" : "s");
+    printf(", mode %s\n", mode_names[opt.mode]);
+    printf("# usec/op: %s; MB/s: 1 MB = 10^6 bytes\n",
+           opt.test == T_PINGPONG ? "half the round trip; MB/s = size / (usec/op)"
+                                  : "stream time (first send to ack) / messages");
+    printf("%-9s %12s %9s %-8s %-9s %12s %12s\n", "#test", "size", "iters", "balance", "mode",
+           "usec/op", "MB/s");
+    fflush(stdout);
+
+    for (int s = 0; s < opt.nsizes; s++) {
+        size_t size = opt.sizes[s];
+        uint64_t warmup = opt.warmup >= 0 ? (uint64_t)opt.warmup : (size < (1u << 20) ? 10 : 2);
+        uint64_t iters;
+        if (opt.iters > 0) {
+            iters = (uint64_t)opt.iters;
+        } else {
+            /* probe: 1, 10, 100 ... until a round takes 20 ms, then scale */
+            uint64_t probe = 1;
+            double t = client_round(size, warmup, probe);
+            warmup = 0;
+            while (t < 0.02 && probe < 1000000) {
+                probe *= 10;
+                t = client_round(size, 0, probe);
+            }
+            double n = t > 0 ? PERF_TARGET_S * (double)probe / t : 1e6;
+            iters = n < 3 ? 3 : n > 1e7 ? 10000000 : (uint64_t)n;
+        }
+        double sec = client_round(size, warmup, iters);
+        double usec = sec * 1e6 / (double)iters / (opt.test == T_PINGPONG ? 2.0 : 1.0);
+        double mbps = usec > 0 ? (double)size / usec : 0.0; /* bytes per usec = MB/s */
+        print_row(stdout, 0, size, iters, usec, mbps);
+        fflush(stdout);
+        if (csv) {
+            print_row(csv, 1, size, iters, usec, mbps);
+            fflush(csv);
+        }
+    }
+    uint64_t q[PERF_NCTRL] = {PERF_MAGIC, OP_QUIT};
+    send_ctrl(q, PERF_NCTRL, "client: telling the server to stop");
+    if (csv && fclose(csv) != 0)
+        die("--csv %s: %s", opt.csv, strerror(errno));
+    pio_check(PIO_Exit(), "PIO_Exit", NULL);
+    return 0;
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: pio-perf --server [--app NAME] [--partner NAME] [--timeout S]\n"
+                 "       pio-perf [-t pingpong|stream] [-s SIZES] [-n ITERS] [-w WARMUP]\n"
+                 "                [-b USER|STATIC|DYNAMIC] [-k K] [-m blocking|sync]\n"
+                 "                [--csv FILE] [--app NAME] [--partner NAME] [--timeout S]\n"
+                 "Measures PIO latency (pingpong: half round trip) and bandwidth (stream) between\n"
+                 "a client (app perf-cli) and a server (app perf-srv), each joined to the piod at\n"
+                 "$PIO_SOCKET. Only the client takes test options; it sends them to the server.\n"
+                 "  -t, --test T       pingpong (default) or stream\n"
+                 "  -s, --sizes LIST   sizes in bytes: 8,64K,1M or ranges 8:64M (powers of two);\n"
+                 "                     K/M/G are binary, 64K+1 adds (default 8:1M)\n"
+                 "  -n, --iters N      messages per size (default: about 0.5 s per size, >= 3)\n"
+                 "  -w, --warmup N     untimed messages first (default 10, 2 from 1 MiB)\n"
+                 "  -b, --balance B    USER (channel i round-robin over -k), STATIC, DYNAMIC\n"
+                 "  -k, --channels K   channels for USER (default: all of the bundle)\n"
+                 "  -m, --mode M       blocking (default) or sync\n"
+                 "      --csv FILE     append rows test,size,iters,balance,mode,usec_per_op,MBps\n"
+                 "      --app NAME     this application's name (perf-cli / perf-srv)\n"
+                 "      --partner NAME the other side's name (perf-srv / perf-cli)\n"
+                 "      --timeout S    give up when nothing completes for S seconds (default 60)\n"
+                 "      --server       play the server\n"
+                 "  -q, --quiet        server: print nothing on success\n"
+                 "  -h, --help         this text\n");
+}
+
+static int pick(const char *v, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcasecmp(v, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static long count_arg(const char *o, const char *v, long min, long max)
+{
+    char *e;
+    errno = 0;
+    long n = strtol(v, &e, 10);
+    if (errno || *v == 0 || *e || n < min || n > max) {
+        fprintf(stderr, "pio-perf: %s: '%s' is not a number from %ld to %ld\n", o, v, min, max);
+        exit(2);
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_CSV = 256, O_APP, O_PARTNER, O_TIMEOUT, O_SERVER };
+    static const struct option opts[] = {{"test", required_argument, 0, 't'},
+                                         {"sizes", required_argument, 0, 's'},
+                                         {"iters", required_argument, 0, 'n'},
+                                         {"warmup", required_argument, 0, 'w'},
+                                         {"balance", required_argument, 0, 'b'},
+                                         {"channels", required_argument, 0, 'k'},
+                                         {"mode", required_argument, 0, 'm'},
+                                         {"csv", required_argument, 0, O_CSV},
+                                         {"app", required_argument, 0, O_APP},
+                                         {"partner", required_argument, 0, O_PARTNER},
+                                         {"timeout", required_argument, 0, O_TIMEOUT},
+                                         {"server", no_argument, 0, O_SERVER},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int c;
+    parse_sizes("8:1M");
+    while ((c = getopt_long(argc, argv, "t:s:n:w:b:k:m:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if ((opt.test = pick(optarg, test_names, 2)) < 0) {
+                fprintf(stderr, "pio-perf: -t: '%s': use pingpong or stream\n", optarg);
+                return 2;
+            }
+            break;
+        case 's':
+            if (parse_sizes(optarg) != 0) {
+                fprintf(stderr,
+                        "pio-perf: -s: '%s' is not a size list (e.g. 8,64K,1M or 8:64M, at most "
+                        "%d sizes)\n",
+                        optarg, PERF_MAX_SIZES);
+                return 2;
+            }
+            break;
+        case 'n': opt.iters = count_arg("-n", optarg, 1, 1000000000L); break;
+        case 'w': opt.warmup = count_arg("-w", optarg, 0, 1000000000L); break;
+        case 'b':
+            if ((opt.bal = pick(optarg, bal_names, 3)) < 0) {
+                fprintf(stderr, "pio-perf: -b: '%s': use USER, STATIC or DYNAMIC\n", optarg);
+                return 2;
+            }
+            break;
+        case 'k': opt.k = (int)count_arg("-k", optarg, 1, 65535); break;
+        case 'm':
+            if ((opt.mode = pick(optarg, mode_names, 2)) < 0) {
+                fprintf(stderr, "pio-perf: -m: '%s': use blocking or sync\n", optarg);
+                return 2;
+            }
+            break;
+        case O_CSV: opt.csv = optarg; break;
+        case O_APP: opt.app = optarg; break;
+        case O_PARTNER: opt.partner = optarg; break;
+        case O_TIMEOUT: opt.timeout_s = (int)count_arg("--timeout", optarg, 1, 1000000); break;
+        case O_SERVER: opt.server = 1; break;
+        case 'q': opt.quiet = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "pio-perf: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    progress("starting");
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, watchdog, NULL) != 0)
+        die("cannot start the watchdog thread");
+    pthread_detach(wd);
+    int rc = opt.server ? run_server() : run_client();
+    free(sbuf);
+    free(rbuf);
+    return rc;
+}
