@@ -525,15 +525,26 @@ static void on_event(struct pio_p_event *e)
         }
 }
 
+static FILE *trace_file; /* $PIO_TRACE: one line per frame from the piod */
+
 static void on_frame(const uint8_t *buf, size_t len)
 {
     struct pio_frame *f = malloc(sizeof(*f));
     if (!f)
         return;
     if (pio_wire_decode(buf, len, f, NULL) != PIO_OK) {
+        if (trace_file)
+            fprintf(trace_file, "undecodable frame of %zu bytes\n", len);
         free(f);
         return;
     }
+    if (trace_file)
+        fprintf(trace_file, "%s id %llu off %llu n %u r0 %llu+%llu\n", pio_wire_type_name(f->type),
+                (unsigned long long)(f->type == PIO_F_P_MSG_NEW ? f->u.p_msg_new.key
+                                                                : f->u.p_ranges.id),
+                (unsigned long long)f->u.p_ranges.msg_off, f->u.p_ranges.n,
+                (unsigned long long)f->u.p_ranges.r[0].off,
+                (unsigned long long)f->u.p_ranges.r[0].len);
     switch (f->type) {
     case PIO_F_P_WELCOME:
         g.w = f->u.p_welcome;
@@ -814,6 +825,11 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
         pthread_mutex_lock(&g.mtx);
         goto unlock;
     }
+    const char *tr = getenv("PIO_TRACE");
+    if (tr && *tr && !trace_file)
+        trace_file = fopen(tr, "w");
+    if (trace_file)
+        setvbuf(trace_file, NULL, _IOLBF, 0);
     g.inited = 1;
     pthread_mutex_unlock(&g.mtx);
     pthread_mutex_unlock(&init_mtx);
@@ -879,6 +895,9 @@ int PIO_Exit(void)
     pthread_mutex_lock(&g.mtx);
     if (g.mon)
         zmq_close(g.mon);
+    /* frames handed to ZeroMQ may still be on their way: let them go out */
+    int linger = 5000;
+    zmq_setsockopt(g.sock, ZMQ_LINGER, &linger, sizeof(linger));
     zmq_close(g.sock);
     zmq_ctx_term(g.zctx);
     close(g.evfd);

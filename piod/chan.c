@@ -561,6 +561,8 @@ static void *rx_thread(void *arg)
         if (g) {
             dst = g->dst;
         } else {
+            PIOD_DEBUG("chunk %llu+%llu (%u bytes) has no grant: dropped",
+                       (unsigned long long)cd.msgid, (unsigned long long)cd.off, cd.len);
             if (scratch_len < cd.len) {
                 free(scratch);
                 scratch = malloc(cd.len);
@@ -579,6 +581,9 @@ static void *rx_thread(void *arg)
             break;
         }
         atomic_fetch_add(&d->peers[rx->peer].rx_bytes[rx->index], cd.len);
+        PIOD_DEBUG("channel %d: chunk %llu+%llu (%u bytes)%s", rx->index,
+                   (unsigned long long)cd.msgid, (unsigned long long)cd.off, cd.len,
+                   g ? "" : " without grant");
         if (g) {
             piod_proc_unref(d, g->proc);
             free(g);

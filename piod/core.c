@@ -360,6 +360,8 @@ static struct piod_imsg *imsg_by_key(struct piod *d, int dst, uint64_t key)
 
 static void omsg_free(struct piod *d, struct piod_omsg *m)
 {
+    PIOD_DEBUG("out msg %llu done: %u of %u chunks acked", (unsigned long long)m->msgid,
+               m->nacked, m->nchunks);
     for (struct piod_omsg **pp = &d->omsgs; *pp; pp = &(*pp)->next)
         if (*pp == m) {
             *pp = m->next;
@@ -403,7 +405,8 @@ static void imsg_append(struct piod *d, struct piod_imsg *m)
  * sends wait for it; failures are reported either way). */
 static void omsg_finish(struct piod *d, struct piod_omsg *m, int status)
 {
-    if (!m->done_sent && ((m->flags & PIO_WF_SYNC) || status != PIO_OK)) {
+    m->outcome = 1;
+    if (!m->done_sent && !d->procs[m->src].gone && ((m->flags & PIO_WF_SYNC) || status != PIO_OK)) {
         send_done(d, m->src, PIO_F_P_SEND_DONE, m->sid, status);
         m->done_sent = 1;
     }
@@ -463,6 +466,8 @@ static int chunk_queue(struct piod *d, struct piod_omsg *m, uint32_t i, int rese
     c->proc = src;
     piod_proc_ref(src);
     m->state[i] = 1;
+    PIOD_DEBUG("chunk %llu+%llu queued on channel %d", (unsigned long long)c->msgid,
+               (unsigned long long)c->off, ch);
     piod_tx_enqueue(d->peers[m->peer].tx[ch], c);
     return PIO_OK;
 }
@@ -830,7 +835,6 @@ static void proc_leave(struct piod *d, int pi, const char *why)
             for (uint32_t i = 0; i < m->nchunks; i++)
                 if (m->data_off[i] == UINT64_MAX)
                     complete = 0;
-            m->done_sent = 1; /* nobody to tell */
             if (!complete) {
                 PIOD_WARN("message %llu of %s:%u lost its sender before all its bytes came",
                           (unsigned long long)m->msgid, p->app, p->proc);
@@ -1249,7 +1253,11 @@ static void on_proc_frame(struct piod *d, const uint8_t *rid, size_t rid_len, co
         pending_partners(d, piod_now_ms());
         break;
     }
-    case PIO_F_P_SEND: on_send(d, pi, &f->u.p_send); break;
+    case PIO_F_P_SEND:
+        PIOD_DEBUG("P_SEND sid %llu size %llu", (unsigned long long)f->u.p_send.sid,
+                   (unsigned long long)f->u.p_send.size);
+        on_send(d, pi, &f->u.p_send);
+        break;
     case PIO_F_P_SEND_DATA: on_send_data(d, pi, &f->u.p_ranges); break;
     case PIO_F_P_FREE: on_free(d, pi, &f->u.p_ranges); break;
     case PIO_F_P_CLAIM: on_claim(d, pi, f->u.p_done.id); break;
@@ -1550,7 +1558,7 @@ static void on_events(struct piod *d)
                     if (!d->procs[m->src].gone)
                         send_ranges(d, m->src, PIO_F_P_RELEASE, 0, 0, m->data_off[i],
                                     chunk_len(m->size, m->chunk, i));
-                    omsg_maybe_free(d, m, m->done_sent);
+                    omsg_maybe_free(d, m, m->outcome);
                 }
             }
             break;
@@ -1593,13 +1601,21 @@ static void on_events(struct piod *d)
             break;
         case PIOD_EV_ARRIVED: {
             struct piod_imsg *m = imsg_find(d, ev->peer, ev->msgid);
+            PIOD_DEBUG("event: chunk %llu+%llu arrived", (unsigned long long)ev->msgid,
+                       (unsigned long long)ev->off);
             struct piod_rxbal *b = &d->peers[ev->peer].bal[ev->index];
             b->window_bytes += ev->len;
-            if (!m)
+            if (!m) {
+                PIOD_DEBUG("arrived %llu+%llu: no such message", (unsigned long long)ev->msgid,
+                           (unsigned long long)ev->off);
                 break;
+            }
             uint32_t i = (uint32_t)(ev->off / m->chunk);
-            if (i >= m->nchunks || m->state[i] != 1)
+            if (i >= m->nchunks || m->state[i] != 1) {
+                PIOD_DEBUG("arrived %llu+%llu: chunk state %d", (unsigned long long)ev->msgid,
+                           (unsigned long long)ev->off, i < m->nchunks ? m->state[i] : -1);
                 break;
+            }
             m->state[i] = 2;
             m->narrived++;
             d->peers[ev->peer].bal[m->chan[i]].outstanding -= ev->len;
@@ -1793,6 +1809,49 @@ out:
     return rc;
 }
 
+/* Log every message in flight (SIGUSR1): what an operator needs to see a stall. */
+void piod_dump(struct piod *d)
+{
+    int n = 0;
+    for (struct piod_omsg *m = d->omsgs; m; m = m->next, n++) {
+        uint32_t st[4] = {0, 0, 0, 0}, nodata = 0, nogrant = 0;
+        for (uint32_t i = 0; i < m->nchunks; i++) {
+            st[m->state[i] & 3]++;
+            nodata += m->data_off[i] == UINT64_MAX;
+            nogrant += m->grant[i] < 0;
+        }
+        PIOD_INFO("out msg %llu sid %llu to %d: %llu B, %u chunks: %u waiting (%u without data, "
+                  "%u without grant), %u queued, %u acked, %u to resend",
+                  (unsigned long long)m->msgid, (unsigned long long)m->sid, m->peer,
+                  (unsigned long long)m->size, m->nchunks, st[0], nodata, nogrant, st[1], st[2],
+                  st[3]);
+    }
+    for (struct piod_imsg *m = d->imsgs; m; m = m->next, n++)
+        PIOD_INFO("in msg %llu key %llu from %d for proc %d: %llu B, %u chunks, %u granted, %u "
+                  "arrived, %u freed, %s, %s",
+                  (unsigned long long)m->msgid, (unsigned long long)m->key, m->peer, m->dst,
+                  (unsigned long long)m->size, m->nchunks, m->ngranted, m->narrived, m->nfreed,
+                  m->announced ? "announced" : "not announced", m->claimed ? "claimed" : "unclaimed");
+    for (int p = 0; p < d->npeers; p++)
+        for (int k = 0; k < d->peers[p].nchan; k++) {
+            uint64_t q = 0;
+            int s = d->peers[p].tx[k] ? piod_tx_state(d->peers[p].tx[k], &q) : -1;
+            PIOD_INFO("peer %s channel %d: tx state %d queued %llu; rx %s outstanding %llu rate "
+                      "%.0f",
+                      d->peers[p].cfg->name, k, s, (unsigned long long)q,
+                      d->peers[p].bal[k].up ? "up" : "down",
+                      (unsigned long long)d->peers[p].bal[k].outstanding, d->peers[p].bal[k].rate);
+        }
+    for (int i = 0; i < d->nprocs_max; i++)
+        if (d->procs[i].used && !d->procs[i].gone)
+            PIOD_INFO("process %s:%u: recv region %llu of %llu used, unclaimed %llu",
+                      d->procs[i].app, d->procs[i].proc,
+                      (unsigned long long)d->procs[i].recv.used,
+                      (unsigned long long)d->procs[i].recv_len,
+                      (unsigned long long)d->procs[i].unclaimed_bytes);
+    PIOD_INFO("%d message(s) in flight", n);
+}
+
 int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain_ms)
 {
     struct pio_frame *f = malloc(sizeof(*f));
@@ -1800,6 +1859,10 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
         return PIO_ENOMEM;
     uint64_t drain_deadline = 0;
     for (;;) {
+        if (d->dump) {
+            d->dump = 0;
+            piod_dump(d);
+        }
         if (*reopen) {
             *reopen = 0;
             piod_log_reopen();

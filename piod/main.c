@@ -22,9 +22,13 @@
 
 static volatile int g_stop, g_reopen;
 
+static struct piod *g_piod;
+
 static void on_signal(int sig)
 {
-    if (sig == SIGHUP)
+    if (sig == SIGUSR1 && g_piod)
+        g_piod->dump = 1;
+    else if (sig == SIGHUP)
         g_reopen = 1;
     else
         g_stop = 1;
@@ -299,6 +303,8 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    g_piod = &d;
+    sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     int rc = piod_init(&d);
     if (rc != PIO_OK) {

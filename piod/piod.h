@@ -33,6 +33,7 @@
 #include "wire/wire.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -143,7 +144,8 @@ struct piod_omsg {
     int16_t *grant;     /* per chunk: channel granted (-1: not yet) */
     uint8_t *state;     /* per chunk: 0 waiting, 1 queued, 2 acked, 3 waiting to be resent */
     uint32_t nacked;
-    int done_sent;
+    int done_sent;           /* P_SEND_DONE went to the process */
+    int outcome;             /* the receiver said how it ended (H_DONE), or it failed here */
     /* local delivery: the matching incoming message */
     struct piod_imsg *local;
 };
@@ -238,6 +240,7 @@ struct piod {
     uint64_t next_msgid;
     uint64_t last_tick_ms;
     volatile int stopping;
+    volatile sig_atomic_t dump;  /* SIGUSR1: log the messages in flight */
     uint8_t *scratch; /* main thread frame buffer */
     size_t scratch_len;
 };
@@ -250,6 +253,9 @@ int piod_init(struct piod *d);
  * drain in-flight messages (up to drain_ms) and return PIO_OK. *reopen makes
  * the loop reopen the log. */
 int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain_ms);
+
+/* piod_dump - log every message in flight and the channels' state. */
+void piod_dump(struct piod *d);
 
 /* piod_fini - stop threads, close sockets, unmap and unlink every pool. */
 void piod_fini(struct piod *d);
