@@ -1,0 +1,107 @@
+#!/usr/bin/env bats
+# pio_loopback.bats - the PIO API end to end: two piods on loopback, 4 channels each.
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# One pair of piods serves the whole file (setup_file); each test runs a
+# receiver (on B) and a sender (on A) of tests/prog/pio-check with its own
+# application names, so tests never see each other's messages.
+
+load "$BATS_TEST_DIRNAME/../lib/helpers"
+source "$BATS_TEST_DIRNAME/../lib/piod.bash"
+
+CHECK=$PIO_BUILD/tests/prog/pio-check
+
+setup_file() {
+  export PAIR_DIR=$BATS_FILE_TMPDIR/pair
+  mkdir -p "$PAIR_DIR"
+  pio_pair_loopback "$PAIR_DIR" 4
+  export PIO_SOCK_A PIO_SOCK_B
+}
+
+teardown_file() {
+  pio_cleanup
+}
+
+# pair TEST NAME [args...]: receiver on B, sender on A; both must print OK.
+pair() {
+  local test=$1 name=$2; shift 2
+  PIO_SOCKET=$PIO_SOCK_B timeout 120 "$CHECK" recv "$test" -a "$name-r" -p "$name-s" "$@" \
+    >"$BATS_TEST_TMPDIR/recv.out" 2>&1 &
+  local rp=$!
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "$CHECK" send "$test" -a "$name-s" -p "$name-r" "$@"
+  local send_status=$status send_out=$output
+  wait "$rp"; local recv_status=$?
+  echo "sender: $send_out"
+  echo "receiver: $(cat "$BATS_TEST_TMPDIR/recv.out")"
+  [ "$send_status" -eq 0 ]
+  [ "$recv_status" -eq 0 ]
+  grep -q '^OK' "$BATS_TEST_TMPDIR/recv.out"
+}
+
+@test "4 channels come up both ways and pio-info shows them" {
+  run env PIO_SOCKET="$PIO_SOCK_A" pio-info --json
+  assert_success
+  [ "$(grep -c '"state": "up"' <<<"$output")" -eq 4 ]
+  run env PIO_SOCKET="$PIO_SOCK_B" pio-info --count-up
+  assert_output 4
+}
+
+@test "0 B, 1 B, eager limit -1/0/+1 and 1 MiB arrive intact (blocking)" {
+  pair sizes sz1
+}
+
+@test "the same sizes in synchronous mode" {
+  pair sizes sz2 -m sync
+}
+
+@test "a 1 GiB message arrives intact" {
+  pair sizes big -S 1G
+}
+
+@test "every datatype, compatible C/Fortran pairs, and PIO_ETYPE / PIO_ETRUNC keep the message" {
+  pair types ty
+}
+
+@test "wildcards: PIO_ANY_PARTNER, PIO_ANY_PROCESS and PIO_ANY_TAG report the real source and tag" {
+  PIO_SOCKET=$PIO_SOCK_B timeout 60 "$CHECK" recv wild -a wd-r -p wd-s -n 2 >"$BATS_TEST_TMPDIR/r" 2>&1 &
+  local rp=$!
+  PIO_SOCKET=$PIO_SOCK_A timeout 60 "$CHECK" send wild -a wd-s -p wd-r -r 0 -P 2 &
+  local s0=$!
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$CHECK" send wild -a wd-s -p wd-r -r 1 -P 2
+  assert_success
+  wait "$s0"
+  wait "$rp" || { cat "$BATS_TEST_TMPDIR/r"; false; }
+  grep -q '^OK wild: 6 messages' "$BATS_TEST_TMPDIR/r"
+}
+
+@test "ordering: 10,000 mixed-size messages under DYNAMIC arrive in send order" {
+  pair order ord -c DYNAMIC
+}
+
+@test "ordering also holds under STATIC and USER balancing" {
+  pair order ords -c STATIC -n 2000
+  pair order ordu -c USER:3 -n 2000
+}
+
+@test "8 threads sending and 8 receiving at once" {
+  pair threads th -T 8
+}
+
+@test "non-blocking sends and receives complete out of order" {
+  pair nonblock nb
+}
+
+@test "a receive times out after its timeout; PIO_Test and PIO_Wait respect it" {
+  pair timeout to
+}
+
+@test "errors: not initialized, no piod, bad arguments, unknown partner, double init" {
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 30 "$CHECK" local errors -a er
+  echo "$output"
+  assert_success
+  assert_output --partial "OK errors"
+}
+
+@test "a partner process that leaves gives PIO_EGONE to its receiver and sender" {
+  pair gone gn
+}
