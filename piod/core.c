@@ -360,8 +360,8 @@ static struct piod_imsg *imsg_by_key(struct piod *d, int dst, uint64_t key)
 
 static void omsg_free(struct piod *d, struct piod_omsg *m)
 {
-    PIOD_DEBUG("out msg %llu done: %u of %u chunks acked", (unsigned long long)m->msgid,
-               m->nacked, m->nchunks);
+    PIOD_DEBUG("out msg %llu done: %u of %u chunks acked", (unsigned long long)m->msgid, m->nacked,
+               m->nchunks);
     for (struct piod_omsg **pp = &d->omsgs; *pp; pp = &(*pp)->next)
         if (*pp == m) {
             *pp = m->next;
@@ -1753,6 +1753,7 @@ int piod_init(struct piod *d)
         goto out;
     }
     chmod(d->cfg.socket, 0666);
+    d->sock_bound = 1;
 
     /* peers: tcp ROUTER, CURVE server */
     d->ctl_sock = zmq_socket(d->zctx, ZMQ_ROUTER);
@@ -1831,7 +1832,8 @@ void piod_dump(struct piod *d)
                   "arrived, %u freed, %s, %s",
                   (unsigned long long)m->msgid, (unsigned long long)m->key, m->peer, m->dst,
                   (unsigned long long)m->size, m->nchunks, m->ngranted, m->narrived, m->nfreed,
-                  m->announced ? "announced" : "not announced", m->claimed ? "claimed" : "unclaimed");
+                  m->announced ? "announced" : "not announced",
+                  m->claimed ? "claimed" : "unclaimed");
     for (int p = 0; p < d->npeers; p++)
         for (int k = 0; k < d->peers[p].nchan; k++) {
             uint64_t q = 0;
@@ -1845,8 +1847,7 @@ void piod_dump(struct piod *d)
     for (int i = 0; i < d->nprocs_max; i++)
         if (d->procs[i].used && !d->procs[i].gone)
             PIOD_INFO("process %s:%u: recv region %llu of %llu used, unclaimed %llu",
-                      d->procs[i].app, d->procs[i].proc,
-                      (unsigned long long)d->procs[i].recv.used,
+                      d->procs[i].app, d->procs[i].proc, (unsigned long long)d->procs[i].recv.used,
                       (unsigned long long)d->procs[i].recv_len,
                       (unsigned long long)d->procs[i].unclaimed_bytes);
     PIOD_INFO("%d message(s) in flight", n);
@@ -2012,8 +2013,8 @@ void piod_fini(struct piod *d)
         zmq_close(d->zap_sock);
     if (d->zctx)
         zmq_ctx_term(d->zctx);
-    if (d->cfg.socket[0])
-        unlink(d->cfg.socket);
+    if (d->sock_bound)
+        unlink(d->cfg.socket); /* only ours: a refused second piod leaves the first's alone */
     if (d->evfd > 0)
         close(d->evfd);
     free(d->procs);

@@ -13,7 +13,9 @@
 #include "piod/piod.h"
 #include "pio.h"
 
+#include <fcntl.h>
 #include <getopt.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,28 @@ static void usage(FILE *out)
             "      --drain-ms N       on SIGTERM, wait up to N ms for messages in flight (5000)\n"
             "  -V, --version          print the version\n"
             "  -h, --help             this text\n");
+}
+
+/* Is the pid file held by a live piod? Says so on stderr. Checked before
+ * detaching so the user sees why on the terminal; piod_pidfile_create
+ * checks again (the lock is the truth). */
+static int pidfile_busy(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int busy = flock(fd, LOCK_SH | LOCK_NB) != 0;
+    if (busy) {
+        char buf[32] = "";
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        buf[n > 0 ? n : 0] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+        fprintf(stderr, "piod: %s is locked by a running piod (pid %s): stop it first, or give "
+                        "this one another pid file\n",
+                path, buf);
+    }
+    close(fd);
+    return busy;
 }
 
 enum {
@@ -152,7 +176,7 @@ int main(int argc, char **argv)
     struct piod_config *c = &d.cfg;
     const char *config = NULL, *keygen = NULL;
     int check = 0, verbose = 0, drain_ms = 5000, bad = 0, pidfile_set = 0;
-    int nlisten = 0, npeer_args = 0;
+    int nlisten = 0, npeer_args = 0, name_flag = 0, system_flag = 0;
     char listen[PIOD_MAX_LINKS][PIOD_ADDR_MAX];
     const char *peer_args[PIOD_MAX_PEERS];
     /* first pass: find --config so that flags override the file */
@@ -165,6 +189,8 @@ int main(int argc, char **argv)
             nlisten++;
     }
     piod_config_defaults(c);
+    char default_system[PIOD_NAME_MAX];
+    snprintf(default_system, sizeof(default_system), "%s", c->system);
     if (!config && nlisten == 0 && access(PIOD_DEFAULT_CONFIG, R_OK) == 0)
         config = PIOD_DEFAULT_CONFIG;
     int file_problems = 0;
@@ -187,8 +213,14 @@ int main(int argc, char **argv)
         case 'h': usage(stdout); return 0;
         case O_CHECK: check = 1; break;
         case O_KEYGEN: keygen = optarg; break;
-        case O_NAME: snprintf(c->name, sizeof(c->name), "%s", optarg); break;
-        case O_SYSTEM: snprintf(c->system, sizeof(c->system), "%s", optarg); break;
+        case O_NAME:
+            snprintf(c->name, sizeof(c->name), "%s", optarg);
+            name_flag = 1;
+            break;
+        case O_SYSTEM:
+            snprintf(c->system, sizeof(c->system), "%s", optarg);
+            system_flag = 1;
+            break;
         case O_LISTEN:
             if (nlisten == PIOD_MAX_LINKS) {
                 fprintf(stderr, "piod: at most %d --listen addresses\n", PIOD_MAX_LINKS);
@@ -219,12 +251,20 @@ int main(int argc, char **argv)
         case O_EAGER: {
             uint64_t v = 0;
             bad |= size_arg("--eager-limit", optarg, &v) != 0;
+            if (v > (1u << 24)) {
+                fprintf(stderr, "piod: --eager-limit: at most 16M\n");
+                bad = 1;
+            }
             c->eager_limit = (uint32_t)v;
             break;
         }
         case O_CHUNK: {
             uint64_t v = 0;
             bad |= size_arg("--chunk", optarg, &v) != 0;
+            if (v == 0 || v > (1u << 30)) {
+                fprintf(stderr, "piod: --chunk: between 1 and 1G\n");
+                bad = 1;
+            }
             c->chunk = (uint32_t)v;
             break;
         }
@@ -235,6 +275,8 @@ int main(int argc, char **argv)
         case O_LOG:
             if (strcmp(optarg, "syslog") == 0)
                 c->log_syslog = 1;
+            else if (strcmp(optarg, "stderr") == 0)
+                c->logfile[0] = 0;
             else
                 snprintf(c->logfile, sizeof(c->logfile), "%s", optarg);
             break;
@@ -245,10 +287,23 @@ int main(int argc, char **argv)
                 bad = 1;
             }
             break;
-        case O_DRAIN: drain_ms = atoi(optarg); break;
+        case O_DRAIN: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*optarg == 0 || *end || v < 0 || v > 3600000) {
+                fprintf(stderr, "piod: --drain-ms: '%s' is not a number of ms (0..3600000)\n",
+                        optarg);
+                bad = 1;
+            }
+            drain_ms = (int)v;
+            break;
+        }
         default: usage(stderr); return 2;
         }
     }
+    /* the system follows the host name unless something named it */
+    if (name_flag && !system_flag && (!config || strcmp(c->system, default_system) == 0))
+        snprintf(c->system, sizeof(c->system), "%s", c->name);
     if (optind < argc) {
         fprintf(stderr, "piod: unexpected argument '%s'\n", argv[optind]);
         return 2;
@@ -288,11 +343,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "piod: cannot open log %s; logging to stderr\n", c->logfile);
     if (piod_keys_load(&d.keys, c->keys, c->system, stderr) != PIO_OK)
         return 2;
+    if (c->pidfile[0] && pidfile_busy(c->pidfile))
+        return 2; /* said why on the terminal, before detaching from it */
     if (!c->foreground && piod_daemonize(c->logfile[0] == 0 && !c->log_syslog) != 0) {
         perror("piod: daemonize");
         return 2;
     }
     if (c->pidfile[0] && piod_pidfile_create(c->pidfile) != PIO_OK) {
+        PIOD_ERR("cannot take the pid file %s (another piod holds it?): not starting", c->pidfile);
         piod_daemon_ready(1);
         return 2;
     }

@@ -144,8 +144,8 @@ struct piod_omsg {
     int16_t *grant;     /* per chunk: channel granted (-1: not yet) */
     uint8_t *state;     /* per chunk: 0 waiting, 1 queued, 2 acked, 3 waiting to be resent */
     uint32_t nacked;
-    int done_sent;           /* P_SEND_DONE went to the process */
-    int outcome;             /* the receiver said how it ended (H_DONE), or it failed here */
+    int done_sent; /* P_SEND_DONE went to the process */
+    int outcome;   /* the receiver said how it ended (H_DONE), or it failed here */
     /* local delivery: the matching incoming message */
     struct piod_imsg *local;
 };
@@ -240,8 +240,9 @@ struct piod {
     uint64_t next_msgid;
     uint64_t last_tick_ms;
     volatile int stopping;
-    volatile sig_atomic_t dump;  /* SIGUSR1: log the messages in flight */
-    uint8_t *scratch; /* main thread frame buffer */
+    int sock_bound;             /* we bound cfg.socket (and so may remove it) */
+    volatile sig_atomic_t dump; /* SIGUSR1: log the messages in flight */
+    uint8_t *scratch;           /* main thread frame buffer */
     size_t scratch_len;
 };
 

@@ -144,16 +144,23 @@ static void typed_fill(int t, void *buf, size_t count)
     for (size_t i = 0; i < count; i++) {
         int64_t v = (int64_t)(i * 2654435761u) - 1000000;
         switch (t) {
-        case PIO_BYTE: case PIO_CHAR: case PIO_INT8: case PIO_UINT8: case PIO_CHARACTER:
-            ((uint8_t *)buf)[i] = (uint8_t)v;
-            break;
-        case PIO_INT16: case PIO_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
-        case PIO_INT32: case PIO_UINT32: case PIO_INTEGER: case PIO_LOGICAL:
-            ((uint32_t *)buf)[i] = (uint32_t)v;
-            break;
-        case PIO_INT64: case PIO_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v * 977; break;
-        case PIO_FLOAT: case PIO_REAL: ((float *)buf)[i] = (float)v / 7.0f; break;
-        case PIO_DOUBLE: case PIO_DOUBLE_PRECISION: ((double *)buf)[i] = (double)v / 7.0; break;
+        case PIO_BYTE:
+        case PIO_CHAR:
+        case PIO_INT8:
+        case PIO_UINT8:
+        case PIO_CHARACTER: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+        case PIO_INT16:
+        case PIO_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
+        case PIO_INT32:
+        case PIO_UINT32:
+        case PIO_INTEGER:
+        case PIO_LOGICAL: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+        case PIO_INT64:
+        case PIO_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v * 977; break;
+        case PIO_FLOAT:
+        case PIO_REAL: ((float *)buf)[i] = (float)v / 7.0f; break;
+        case PIO_DOUBLE:
+        case PIO_DOUBLE_PRECISION: ((double *)buf)[i] = (double)v / 7.0; break;
         case PIO_COMPLEX:
             ((float *)buf)[2 * i] = (float)v;
             ((float *)buf)[2 * i + 1] = -(float)v / 3;
@@ -206,7 +213,8 @@ static void t_types(int send)
             free(got);
         }
     /* compatible pairs, raw bytes, and refusals that keep the message */
-    static const int pairs[][2] = {{PIO_INT32, PIO_INTEGER}, {PIO_FLOAT, PIO_REAL},
+    static const int pairs[][2] = {{PIO_INT32, PIO_INTEGER},
+                                   {PIO_FLOAT, PIO_REAL},
                                    {PIO_DOUBLE, PIO_DOUBLE_PRECISION},
                                    {PIO_DOUBLE, PIO_BYTE}};
     for (int c = 0; c < 2; c++)
@@ -321,8 +329,8 @@ static void t_order(int send)
             int got;
             memcpy(&got, b, sizeof(got));
             if (got != i || st.bytes != len)
-                FAIL("message %d arrived as number %d (%zu bytes, want %zu): out of order", i,
-                     got, st.bytes, len);
+                FAIL("message %d arrived as number %d (%zu bytes, want %zu): out of order", i, got,
+                     st.bytes, len);
             verify_from(b, sizeof(int), len, (uint64_t)i);
         }
         bytes += len;
@@ -405,8 +413,7 @@ static void t_timeout(int send)
     if (el < 0.25 || el > 3.0)
         FAIL("timeout of 300 ms took %.3f s", el);
     t0 = now();
-    EXPECT(PIO_Recv(partner, 0, 55, b, PIO_BYTE, sizeof(b), 0, PIO_BLOCKING, NULL),
-           PIO_ETIMEDOUT);
+    EXPECT(PIO_Recv(partner, 0, 55, b, PIO_BYTE, sizeof(b), 0, PIO_BLOCKING, NULL), PIO_ETIMEDOUT);
     if (now() - t0 > 0.5)
         FAIL("a zero timeout waited %.3f s", now() - t0);
     PIO_Request r;

@@ -39,6 +39,8 @@ static int tcp_sockaddr(const char *addr, int port, struct sockaddr_storage *ss,
     struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
     if (!addr || !*addr)
         addr = "0.0.0.0";
+    if (port < 0 || port > 65535)
+        return PIO_EADDR;
     if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
         s4->sin_family = AF_INET;
         s4->sin_port = htons((uint16_t)port);
@@ -195,7 +197,8 @@ static int tcp_connect(const char *local, const char *remote, int port, const st
     PIO_TRY(tcp_sockaddr(remote, port, &ss, &sl), rc, free);
     c->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     PIO_CHECK(c->fd < 0, rc, pio_from_errno(errno), free);
-    setsockopt(c->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (!o || o->src_port_lo == 0)
+        setsockopt(c->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     tcp_tune(c->fd, o);
     PIO_TRY(tcp_bind_src(c->fd, local, o), rc, close);
     /* connect with a time limit: non-blocking connect, poll, back to blocking */
@@ -227,13 +230,14 @@ out:
 
 static int tcp_sendv(struct pio_tp_conn *c, const struct iovec *iov_in, int n)
 {
-    struct iovec iov[16];
-    if (n > 16)
-        return PIO_EINVAL;
-    memcpy(iov, iov_in, (size_t)n * sizeof(*iov));
-    struct iovec *v = iov;
+    struct iovec iov[64];
+    size_t skip = 0; /* bytes of iov_in[0] already sent */
     while (n > 0) {
-        struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)n};
+        int k = n < 64 ? n : 64;
+        memcpy(iov, iov_in, (size_t)k * sizeof(*iov));
+        iov[0].iov_base = (char *)iov[0].iov_base + skip;
+        iov[0].iov_len -= skip;
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)k};
         ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
@@ -241,16 +245,14 @@ static int tcp_sendv(struct pio_tp_conn *c, const struct iovec *iov_in, int n)
             return errno == EPIPE || errno == ECONNRESET || errno == EBADF ? PIO_ECLOSED
                                                                            : pio_from_errno(errno);
         }
-        size_t left = (size_t)w;
-        while (n > 0 && left >= v->iov_len) {
-            left -= v->iov_len;
-            v++;
+        size_t left = (size_t)w + skip;
+        skip = 0;
+        while (n > 0 && left >= iov_in->iov_len) {
+            left -= iov_in->iov_len;
+            iov_in++;
             n--;
         }
-        if (n > 0) {
-            v->iov_base = (char *)v->iov_base + left;
-            v->iov_len -= left;
-        }
+        skip = left;
     }
     return PIO_OK;
 }
