@@ -1,0 +1,79 @@
+#!/usr/bin/env bats
+# pio_testbed.bats - PIO over a real bundle: 2 hosts x 4 links at 100 Mbit/s (tc tbf).
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The piods run inside the bed's network namespaces (one per host) and open one
+# channel per link; the applications reach their piod through its socket file.
+
+load "$BATS_TEST_DIRNAME/../lib/helpers"
+source "$BATS_TEST_DIRNAME/../lib/piod.bash"
+
+CHECK=$PIO_BUILD/tests/prog/pio-check
+
+setup_file() {
+  [ "$(id -u)" -eq 0 ] || return 0
+  export BED
+  BED=$(pio_unique_name pb)
+  pio_bed_up "$BED" --hosts 2 --links 4 --rate 100mbit >/dev/null
+  export PAIR_DIR=$BATS_FILE_TMPDIR/pair
+  mkdir -p "$PAIR_DIR"
+  pio_pair_testbed "$PAIR_DIR" "$BED" 4
+  export PIO_SOCK_A PIO_SOCK_B
+}
+
+teardown_file() {
+  pio_cleanup
+}
+
+setup() {
+  pio_need_root
+}
+
+# bytes carried per channel, from pio-info --json: FIELD (tx_bytes|rx_bytes)
+channel_bytes() {
+  PIO_SOCKET=$1 pio-info --json | python3 -c '
+import json, sys
+info = json.load(sys.stdin)
+print(" ".join(str(c[sys.argv[1]]) for c in info["channels"]))' "$2"
+}
+
+@test "the bundle is 4 channels pinned to the 4 link addresses of each host" {
+  run env PIO_SOCKET="$PIO_SOCK_A" pio-info --json
+  assert_success
+  for i in 0 1 2 3; do
+    assert_output --partial "\"local\": \"198.18.$i.1:"
+    assert_output --partial "\"remote\": \"198.18.$i.2:"
+  done
+  [ "$(grep -c '"state": "up"' <<<"$output")" -eq 4 ]
+}
+
+@test "256 MiB with PIO_DYNAMIC uses all four links (each >= 20%) and arrives intact" {
+  before=$(channel_bytes "$PIO_SOCK_A" tx_bytes)
+  PIO_SOCKET=$PIO_SOCK_B timeout 120 "$CHECK" recv sizes -a tb-r -p tb-s -S 256M \
+    >"$BATS_TEST_TMPDIR/r" 2>&1 &
+  rp=$!
+  start=$(date +%s.%N)
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "$CHECK" send sizes -a tb-s -p tb-r -S 256M -c DYNAMIC -m sync
+  end=$(date +%s.%N)
+  echo "$output"
+  assert_success
+  wait "$rp" || { cat "$BATS_TEST_TMPDIR/r"; false; }
+  grep -q '^OK sizes: 1 messages' "$BATS_TEST_TMPDIR/r"
+  after=$(channel_bytes "$PIO_SOCK_A" tx_bytes)
+  rx=$(channel_bytes "$PIO_SOCK_B" rx_bytes)
+  python3 - "$before" "$after" "$rx" "$start" "$end" <<'PY'
+import sys
+b = [int(x) for x in sys.argv[1].split()]
+a = [int(x) for x in sys.argv[2].split()]
+rx = [int(x) for x in sys.argv[3].split()]
+d = [y - x for x, y in zip(b, a)]
+total = sum(d)
+secs = float(sys.argv[5]) - float(sys.argv[4])
+print("per channel (MiB):", [round(x / 2**20, 1) for x in d], "total", round(total / 2**20, 1),
+      "MiB in %.1f s = %.1f MB/s" % (secs, total / secs / 1e6))
+assert total >= 256 * 2**20, "less than 256 MiB crossed the channels"
+for i, x in enumerate(d):
+    assert x >= 0.20 * total, "channel %d carried only %.1f%%" % (i, 100.0 * x / total)
+assert sum(rx) >= 256 * 2**20, "receiver counted %d bytes" % sum(rx)
+PY
+}
