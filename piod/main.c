@@ -81,8 +81,9 @@ static int pidfile_busy(const char *path)
         ssize_t n = read(fd, buf, sizeof(buf) - 1);
         buf[n > 0 ? n : 0] = 0;
         buf[strcspn(buf, "\n")] = 0;
-        fprintf(stderr, "piod: %s is locked by a running piod (pid %s): stop it first, or give "
-                        "this one another pid file\n",
+        fprintf(stderr,
+                "piod: %s is locked by a running piod (pid %s): stop it first, or give "
+                "this one another pid file\n",
                 path, buf);
     }
     close(fd);

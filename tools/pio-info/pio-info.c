@@ -85,12 +85,10 @@ static void print_table(const struct pio_p_info *in)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
-                                         {"count-up", no_argument, 0, 'u'},
-                                         {"socket", required_argument, 0, 's'},
-                                         {"timeout", required_argument, 0, 't'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"json", no_argument, 0, 'j'},         {"count-up", no_argument, 0, 'u'},
+        {"socket", required_argument, 0, 's'}, {"timeout", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     int json = 0, count_up = 0, timeout = 3000, c;
     const char *path = getenv("PIO_SOCKET");
     if (!path || !*path)
