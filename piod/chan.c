@@ -73,6 +73,7 @@ static size_t grant_hash(struct piod *d, int peer, uint64_t msgid, uint64_t off)
 void piod_grant_add(struct piod *d, struct piod_grant *g)
 {
     piod_proc_ref(g->proc);
+    g->holder = NULL;
     pthread_mutex_lock(&d->grant_mtx);
     size_t h = grant_hash(d, g->peer, g->msgid, g->off);
     g->next = d->grants[h];
@@ -80,17 +81,42 @@ void piod_grant_add(struct piod *d, struct piod_grant *g)
     pthread_mutex_unlock(&d->grant_mtx);
 }
 
+/* The slot that points at the grant (peer, msgid, off), or NULL (grant_mtx held). */
+static struct piod_grant **grant_slot(struct piod *d, int peer, uint64_t msgid, uint64_t off)
+{
+    struct piod_grant **pp = &d->grants[grant_hash(d, peer, msgid, off)];
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->peer == peer && (*pp)->msgid == msgid && (*pp)->off == off)
+            return pp;
+    return NULL;
+}
+
+/* Take a grant out of the table (grant_mtx held). A receiver thread that is
+ * filling it right now is stopped first: its connection is shut down (the
+ * sender only sends a chunk again once it gave that channel up) and we wait
+ * until it lets go, so no thread ever writes into pool space it lost. */
+static struct piod_grant *grant_take_locked(struct piod *d, int peer, uint64_t msgid, uint64_t off)
+{
+    for (;;) {
+        struct piod_grant **pp = grant_slot(d, peer, msgid, off);
+        if (!pp)
+            return NULL;
+        struct piod_grant *g = *pp;
+        if (g->holder) {
+            d->tp->shutdown(g->holder->conn);
+            pthread_cond_wait(&d->grant_cv, &d->grant_mtx);
+            continue; /* g may be gone now: look again */
+        }
+        *pp = g->next;
+        return g;
+    }
+}
+
 /* Takes the grant out of the table: the caller owns it (and its pool ref). */
 struct piod_grant *piod_grant_take(struct piod *d, int peer, uint64_t msgid, uint64_t off)
 {
     pthread_mutex_lock(&d->grant_mtx);
-    size_t h = grant_hash(d, peer, msgid, off);
-    struct piod_grant **pp = &d->grants[h], *g;
-    for (g = *pp; g; pp = &g->next, g = g->next)
-        if (g->peer == peer && g->msgid == msgid && g->off == off) {
-            *pp = g->next;
-            break;
-        }
+    struct piod_grant *g = grant_take_locked(d, peer, msgid, off);
     pthread_mutex_unlock(&d->grant_mtx);
     return g;
 }
@@ -100,16 +126,18 @@ void piod_grants_drop_proc(struct piod *d, struct piod_proc *p)
     struct piod_grant *dead = NULL;
     pthread_mutex_lock(&d->grant_mtx);
     for (size_t h = 0; h < d->ngrant_buckets; h++) {
-        struct piod_grant **pp = &d->grants[h];
-        while (*pp) {
-            struct piod_grant *g = *pp;
-            if (g->proc == p) {
-                *pp = g->next;
-                g->next = dead;
-                dead = g;
-            } else {
-                pp = &g->next;
+        struct piod_grant *g = d->grants[h];
+        while (g) {
+            if (g->proc != p) {
+                g = g->next;
+                continue;
             }
+            struct piod_grant *t = grant_take_locked(d, g->peer, g->msgid, g->off);
+            if (t) {
+                t->next = dead;
+                dead = t;
+            }
+            g = d->grants[h]; /* the bucket may have changed while we waited */
         }
     }
     pthread_mutex_unlock(&d->grant_mtx);
@@ -175,6 +203,8 @@ void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c)
 {
     c->next = NULL;
     pthread_mutex_lock(&ch->mtx);
+    if (ch->queued_bytes == 0)
+        ch->last_progress_ms = piod_now_ms(); /* the stall clock starts with the work */
     if (ch->q_tail)
         ch->q_tail->next = c;
     else
@@ -195,11 +225,37 @@ int piod_tx_state(struct piod_txchan *ch, uint64_t *queued)
     return s;
 }
 
+/* A link can die silently (a cut cable, a dead switch port): TCP then
+ * retries for minutes. A channel with bytes in flight and no acknowledgement
+ * for CHAN_STALL_MS plus the time those bytes need at 2 MB/s is closed, so its
+ * chunks go out again on the other channels. */
+#define CHAN_STALL_MS 2000
+
+void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now)
+{
+    pthread_mutex_lock(&ch->mtx);
+    uint64_t limit = CHAN_STALL_MS + ch->queued_bytes / 2000;
+    if (ch->state == 2 && ch->conn && ch->queued_bytes > 0 && now > ch->last_progress_ms + limit) {
+        PIOD_WARN("channel %d to %s: no acknowledgement for %llu ms with %llu bytes in flight: "
+                  "closing it, resending on the others",
+                  ch->index, d->peers[ch->peer].cfg->name,
+                  (unsigned long long)(now - ch->last_progress_ms),
+                  (unsigned long long)ch->queued_bytes);
+        d->tp->shutdown(ch->conn);
+        ch->conn_dead = 1;
+        pthread_cond_signal(&ch->cv);
+        ch->last_progress_ms = now;
+    }
+    pthread_mutex_unlock(&ch->mtx);
+}
+
 static void tx_set_state(struct piod_txchan *ch, int state)
 {
     pthread_mutex_lock(&ch->mtx);
     int old = ch->state;
     ch->state = state;
+    if (state == 2)
+        ch->last_progress_ms = piod_now_ms();
     pthread_mutex_unlock(&ch->mtx);
     if (old != state) {
         struct piod_ev *ev = calloc(1, sizeof(*ev));
@@ -230,6 +286,7 @@ static void *tx_ack_reader(void *arg)
             uint64_t msgid = f->u.c_ack.a[i].msgid, off = f->u.c_ack.a[i].off;
             struct piod_chunk *c = NULL, **pp;
             pthread_mutex_lock(&ch->mtx);
+            ch->last_progress_ms = piod_now_ms();
             for (pp = &ch->unacked; *pp; pp = &(*pp)->next)
                 if ((*pp)->msgid == msgid && (*pp)->off == off) {
                     c = *pp;
@@ -257,6 +314,7 @@ static void *tx_ack_reader(void *arg)
 out:
     d->tp->shutdown(ch->conn); /* wake the sender if it is writing */
     pthread_mutex_lock(&ch->mtx);
+    ch->conn_dead = 1; /* and if it is waiting for work */
     pthread_cond_signal(&ch->cv);
     pthread_mutex_unlock(&ch->mtx);
     free(buf);
@@ -300,6 +358,7 @@ static int tx_connect(struct piod_txchan *ch)
     PIO_CHECK(f.u.c_accept.status != PIO_OK, rc, f.u.c_accept.status, fail);
     pthread_mutex_lock(&ch->mtx);
     ch->conn = c;
+    ch->conn_dead = 0;
     d->tp->addrs(c, ch->local, ch->remote);
     pthread_mutex_unlock(&ch->mtx);
     return PIO_OK;
@@ -371,10 +430,10 @@ static void *tx_thread(void *arg)
         tx_set_state(ch, 2);
         for (;;) {
             pthread_mutex_lock(&ch->mtx);
-            while (!ch->q && !ch->stop && ch->conn)
+            while (!ch->q && !ch->stop && !ch->conn_dead)
                 pthread_cond_wait(&ch->cv, &ch->mtx);
             struct piod_chunk *c = ch->q;
-            if (c && !ch->stop) {
+            if (c && !ch->stop && !ch->conn_dead) {
                 ch->q = c->next;
                 if (!ch->q)
                     ch->q_tail = NULL;
@@ -549,20 +608,33 @@ static void *rx_thread(void *arg)
         if (rc != PIO_OK || f.type != PIO_F_C_DATA)
             break;
         struct pio_c_data cd = f.u.c_data;
-        struct piod_grant *g = piod_grant_take(d, rx->peer, cd.msgid, cd.off);
-        if (g && g->len != cd.len) {
+        /* hold the grant while its payload streams straight into the pool */
+        pthread_mutex_lock(&d->grant_mtx);
+        struct piod_grant **pp = grant_slot(d, rx->peer, cd.msgid, cd.off);
+        struct piod_grant *g = pp ? *pp : NULL;
+        int bad_len = g && g->len != cd.len;
+        int direct = g && !bad_len && !g->holder;
+        if (direct)
+            g->holder = rx;
+        pthread_mutex_unlock(&d->grant_mtx);
+        if (bad_len) {
             PIOD_WARN("chunk %llu+%llu: length %u but %u granted; channel closed",
                       (unsigned long long)cd.msgid, (unsigned long long)cd.off, cd.len, g->len);
-            piod_grant_add(d, g); /* put it back for the resend */
-            piod_proc_unref(d, g->proc);
             break;
         }
-        uint8_t *dst;
-        if (g) {
-            dst = g->dst;
+        if (direct) {
+            rc = d->tp->recv(rx->conn, g->dst, cd.len);
+            pthread_mutex_lock(&d->grant_mtx);
+            g->holder = NULL;
+            if (rc == PIO_OK)
+                *grant_slot(d, rx->peer, cd.msgid, cd.off) = g->next;
+            pthread_cond_broadcast(&d->grant_cv);
+            pthread_mutex_unlock(&d->grant_mtx);
+            if (rc != PIO_OK)
+                break; /* not arrived: the grant stays for the resend */
         } else {
-            PIOD_DEBUG("chunk %llu+%llu (%u bytes) has no grant: dropped",
-                       (unsigned long long)cd.msgid, (unsigned long long)cd.off, cd.len);
+            /* no grant (a duplicate), or another channel is filling it (this
+             * is a resend): read it aside, then place it if still wanted */
             if (scratch_len < cd.len) {
                 free(scratch);
                 scratch = malloc(cd.len);
@@ -570,20 +642,21 @@ static void *rx_thread(void *arg)
                 if (!scratch)
                     break;
             }
-            dst = scratch;
-        }
-        rc = d->tp->recv(rx->conn, dst, cd.len);
-        if (rc != PIO_OK) {
-            if (g) {
-                piod_grant_add(d, g); /* not arrived: the resend will fill it */
-                piod_proc_unref(d, g->proc);
+            if (d->tp->recv(rx->conn, scratch, cd.len) != PIO_OK)
+                break;
+            g = NULL;
+            if (pp) {
+                pthread_mutex_lock(&d->grant_mtx);
+                g = grant_take_locked(d, rx->peer, cd.msgid, cd.off);
+                pthread_mutex_unlock(&d->grant_mtx);
             }
-            break;
+            if (g)
+                memcpy(g->dst, scratch, cd.len);
         }
         atomic_fetch_add(&d->peers[rx->peer].rx_bytes[rx->index], cd.len);
         PIOD_DEBUG("channel %d: chunk %llu+%llu (%u bytes)%s", rx->index,
                    (unsigned long long)cd.msgid, (unsigned long long)cd.off, cd.len,
-                   g ? "" : " without grant");
+                   g ? "" : " without grant: dropped");
         if (g) {
             piod_proc_unref(d, g->proc);
             free(g);

@@ -1645,6 +1645,10 @@ static void tick(struct piod *d, uint64_t now)
             b->window_bytes = 0;
             b->busy = b->outstanding > 0;
         }
+    for (int p = 0; p < d->npeers; p++)
+        for (int k = 0; k < d->peers[p].nchan; k++)
+            if (d->peers[p].tx[k])
+                piod_tx_watchdog(d, d->peers[p].tx[k], now);
     for (int i = 0; i < d->nprocs_max; i++) {
         struct piod_proc *p = &d->procs[i];
         if (p->used && !p->gone && kill(p->pid, 0) != 0 && errno == ESRCH)
@@ -1712,6 +1716,7 @@ int piod_init(struct piod *d)
     d->tpo.src_port_hi = d->cfg.src_port_hi;
     pthread_mutex_init(&d->ev_mtx, NULL);
     pthread_mutex_init(&d->grant_mtx, NULL);
+    pthread_cond_init(&d->grant_cv, NULL);
     pthread_mutex_init(&d->key_mtx, NULL);
     pthread_mutex_init(&d->rxlist_mtx, NULL);
     d->nprocs_max = (int)(d->cfg.pool / d->cfg.proc_pool);

@@ -59,10 +59,12 @@ struct piod_txchan {
     pthread_cond_t cv;
     int state; /* 0 down, 1 connecting, 2 up */
     int stop;
+    int conn_dead;                 /* the connection failed: reconnect */
     struct piod_chunk *q, *q_tail; /* waiting to be sent */
     struct piod_chunk *unacked;    /* sent, not acknowledged */
     uint64_t queued_bytes;         /* in q and unacked */
     uint64_t tx_bytes;
+    uint64_t last_progress_ms; /* last ack, or when work arrived on an idle channel */
     struct pio_tp_conn *conn;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
 };
@@ -178,8 +180,9 @@ struct piod_grant {
     int peer;
     uint64_t msgid, off;
     uint32_t len;
-    uint8_t *dst;           /* where the payload goes */
-    struct piod_proc *proc; /* the pool it is in */
+    uint8_t *dst;               /* where the payload goes */
+    struct piod_proc *proc;     /* the pool it is in */
+    struct piod_rxchan *holder; /* receiver thread writing into dst now (grant_mtx) */
 };
 
 enum piod_ev_kind { PIOD_EV_ACK = 1, PIOD_EV_CHAN, PIOD_EV_ARRIVED, PIOD_EV_REQUEUE };
@@ -219,6 +222,7 @@ struct piod {
     void *zctx, *proc_sock, *ctl_sock, *zap_sock;
     int evfd;
     pthread_mutex_t ev_mtx, grant_mtx, key_mtx;
+    pthread_cond_t grant_cv; /* a held grant was let go (with grant_mtx) */
     struct piod_ev *ev_head, *ev_tail;
     struct piod_grant **grants;
     size_t ngrant_buckets;
@@ -270,6 +274,7 @@ int piod_txchans_start(struct piod *d, int peer); /* after the peer's H_HELLO */
 void piod_chan_stop(struct piod *d);
 void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c);
 int piod_tx_state(struct piod_txchan *ch, uint64_t *queued);
+void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now);
 void piod_grant_add(struct piod *d, struct piod_grant *g);
 struct piod_grant *piod_grant_take(struct piod *d, int peer, uint64_t msgid, uint64_t off);
 void piod_grants_drop_proc(struct piod *d, struct piod_proc *p);

@@ -77,3 +77,23 @@ for i, x in enumerate(d):
 assert sum(rx) >= 256 * 2**20, "receiver counted %d bytes" % sum(rx)
 PY
 }
+
+@test "a link cut during a transfer loses nothing; the restored link carries again" {
+  PIO_SOCKET=$PIO_SOCK_B timeout 120 "$CHECK" recv sizes -a cut-r -p cut-s -S 192M \
+    >"$BATS_TEST_TMPDIR/r" 2>&1 &
+  rp=$!
+  PIO_SOCKET=$PIO_SOCK_A timeout 120 "$CHECK" send sizes -a cut-s -p cut-r -S 192M -c DYNAMIC \
+    >"$BATS_TEST_TMPDIR/s" 2>&1 &
+  sp=$!
+  sleep 1.5
+  "$PIO_TESTBED" link "$BED" h1 2 down
+  # the whole message must arrive while the link is still cut: its chunks on
+  # link 2 go out again on the other three
+  wait "$sp" || { "$PIO_TESTBED" link "$BED" h1 2 up; cat "$BATS_TEST_TMPDIR/s"; false; }
+  wait "$rp" || { "$PIO_TESTBED" link "$BED" h1 2 up; cat "$BATS_TEST_TMPDIR/r"; false; }
+  "$PIO_TESTBED" link "$BED" h1 2 up
+  grep -q '^OK sizes: 1 messages' "$BATS_TEST_TMPDIR/r"
+  grep 'channel 2 to B: no acknowledgement' "$PAIR_DIR/A.log"
+  # the channel over the restored link comes back
+  pio_wait_channels "$PIO_SOCK_A" 4 30
+}
