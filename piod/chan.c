@@ -455,11 +455,12 @@ static void *tx_thread(void *arg)
             f.u.c_data.len = c->len;
             f.u.c_data.resend = c->resend;
             pio_wire_encode(&f, hdr, sizeof(hdr), &hl);
-            struct iovec iov[2] = {{hdr, hl}, {(void *)c->data, c->len}};
+            uint32_t len = c->len; /* once written, c may be acked and freed any time */
+            struct iovec iov[2] = {{hdr, hl}, {(void *)c->data, len}};
             if (d->tp->sendv(ch->conn, iov, 2) != PIO_OK)
                 break;
             pthread_mutex_lock(&ch->mtx);
-            ch->tx_bytes += c->len;
+            ch->tx_bytes += len;
             pthread_mutex_unlock(&ch->mtx);
         }
         /* connection over (error, peer gone or stop) */
