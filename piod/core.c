@@ -291,7 +291,10 @@ static void pending_partners(struct piod *d, uint64_t now)
         struct piod_pending_partner *x = *pp;
         int peer;
         if (find_app(d, x->app, &peer) || now >= x->deadline_ms) {
-            answer_partner(d, x, PIO_EPARTNER);
+            int refused = 0;
+            for (int k = 0; k < d->npeers; k++)
+                refused |= d->peers[k].refused;
+            answer_partner(d, x, refused ? PIO_EREFUSED : PIO_EPARTNER);
             *pp = x->next;
             free(x);
         } else {
@@ -1323,6 +1326,43 @@ static void peer_reset(struct piod *d, int peer)
     }
 }
 
+/* Our DEALER's handshakes with a peer: a CURVE refusal means the peer's key
+ * directory does not hold our public key. Remembered so that a partner
+ * look-up that times out can say PIO_EREFUSED instead of PIO_EPARTNER. */
+static void on_peer_monitor(struct piod *d, int peer)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    for (;;) {
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        zmq_msg_init(&addr);
+        if (zmq_msg_recv(&ev, p->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            zmq_msg_close(&addr);
+            return;
+        }
+        if (zmq_msg_more(&ev))
+            zmq_msg_recv(&addr, p->mon, 0);
+        uint16_t event = 0;
+        if (zmq_msg_size(&ev) >= 2)
+            memcpy(&event, zmq_msg_data(&ev), 2);
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            if (p->refused)
+                PIOD_INFO("peer %s now accepts our control connection", p->cfg->name);
+            p->refused = 0;
+        } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)) {
+            if (!p->refused)
+                PIOD_ERR("peer %s refused our control connection: does its key directory hold "
+                         "%s.pub? (and does ours hold the right %s.pub?)",
+                         p->cfg->name, d->cfg.system, p->cfg->name);
+            p->refused = 1;
+        }
+        zmq_msg_close(&ev);
+        zmq_msg_close(&addr);
+    }
+}
+
 static void on_peer_hello(struct piod *d, int peer, struct pio_h_hello *h)
 {
     struct piod_peer_st *p = &d->peers[peer];
@@ -1801,6 +1841,18 @@ int piod_init(struct piod *d)
         int port = p->cfg->control_port ? p->cfg->control_port : d->cfg.control_port;
         const char *a = p->cfg->addr[0];
         snprintf(ep, sizeof(ep), strchr(a, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", a, port);
+        char mon_ep[64];
+        snprintf(mon_ep, sizeof(mon_ep), "inproc://piod-peer-%d", i);
+        if (zmq_socket_monitor(p->dealer, mon_ep,
+                               ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                                   ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                   ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) == 0) {
+            p->mon = zmq_socket(d->zctx, ZMQ_PAIR);
+            if (p->mon && zmq_connect(p->mon, mon_ep) != 0) {
+                zmq_close(p->mon);
+                p->mon = NULL;
+            }
+        }
         PIO_CHECK(zmq_connect(p->dealer, ep) != 0, rc, PIO_EADDR, out);
         p->nchan = 0;
     }
@@ -1890,13 +1942,18 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
                 break;
             }
         }
-        zmq_pollitem_t it[4] = {
+        zmq_pollitem_t it[4 + PIOD_MAX_PEERS] = {
             {d->proc_sock, 0, ZMQ_POLLIN, 0},
             {d->ctl_sock, 0, ZMQ_POLLIN, 0},
             {d->zap_sock, 0, ZMQ_POLLIN, 0},
             {NULL, d->evfd, ZMQ_POLLIN, 0},
         };
-        int n = zmq_poll(it, 4, TICK_MS);
+        for (int p = 0; p < d->npeers; p++)
+            it[4 + p] = (zmq_pollitem_t){d->peers[p].mon, 0, d->peers[p].mon ? ZMQ_POLLIN : 0, 0};
+        int n = zmq_poll(it, 4 + d->npeers, TICK_MS);
+        for (int p = 0; n > 0 && p < d->npeers; p++)
+            if (it[4 + p].revents & ZMQ_POLLIN)
+                on_peer_monitor(d, p);
         if (n < 0 && errno != EINTR) {
             PIOD_ERR("zmq_poll: %s", zmq_strerror(errno));
             break;
@@ -2006,6 +2063,8 @@ void piod_fini(struct piod *d)
         free(e);
     }
     for (int i = 0; i < d->npeers; i++) {
+        if (d->peers[i].mon)
+            zmq_close(d->peers[i].mon);
         if (d->peers[i].dealer)
             zmq_close(d->peers[i].dealer);
         remote_apps_clear(&d->peers[i]);

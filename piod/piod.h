@@ -98,6 +98,8 @@ struct piod_remote_app {
 struct piod_peer_st {
     struct piod_peer *cfg;
     void *dealer;                    /* our DEALER to the peer's control ROUTER */
+    void *mon;                       /* its handshake events (PAIR, inproc) */
+    int refused;                     /* the peer refused our CURVE key */
     int hello_seen;                  /* we have the peer's H_HELLO of this session */
     uint8_t my_key[PIO_WIRE_KEY];    /* its channels to us must prove this */
     uint8_t their_key[PIO_WIRE_KEY]; /* our channels to it prove this (key_mtx) */

@@ -546,6 +546,13 @@ int main(int argc, char **argv)
         return 0;
     }
     CHECK(PIO_Init(app, rank, nprocs));
+    if (strcmp(test, "hold") == 0) { /* join, stay -n seconds, leave */
+        printf("OK hold\n");
+        fflush(stdout);
+        sleep((unsigned)nmsg);
+        CHECK(PIO_Exit());
+        return 0;
+    }
     CHECK(PIO_Setpartner(partner_name, &partner));
     if (strcmp(test, "sizes") == 0)
         t_sizes(send);
