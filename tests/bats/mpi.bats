@@ -9,6 +9,11 @@
 # the logs printed, not a stuck run.
 
 load "$BATS_TEST_DIRNAME/../lib/helpers"
+
+# Open MPI's dynamically loaded components leak at exit by design (they are
+# unloaded before LeakSanitizer reports, so no suppression can name them);
+# leak checking stays on for every other test.
+case $PIO_BUILD in *asan*) export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 ;; esac
 load "$BATS_TEST_DIRNAME/../lib/piod"
 
 EX=$PIO_BUILD/examples
