@@ -46,11 +46,14 @@ void piod_proc_ref(struct piod_proc *p)
     atomic_fetch_add(&p->refs, 1);
 }
 
+/* unmapped: 0 mapped, 1 being unmapped (by the CAS winner), 2 gone (slot reusable) */
 void piod_proc_unmap(struct piod_proc *p)
 {
     int expect = 0;
-    if (atomic_compare_exchange_strong(&p->unmapped, &expect, 1))
+    if (atomic_compare_exchange_strong(&p->unmapped, &expect, 1)) {
         pio_shm_close(NULL, p->base, p->size, 0);
+        atomic_store(&p->unmapped, 2);
+    }
 }
 
 void piod_proc_unref(struct piod *d, struct piod_proc *p)

@@ -662,9 +662,9 @@ static void grant_all(struct piod *d)
             g->len = len;
             g->dst = dst->base + off;
             g->proc = dst;
-            piod_grant_add(d, g);
             struct pio_grant *pg = &f->u.h_reply.g[f->u.h_reply.n++];
-            pg->off = g->off;
+            pg->off = g->off; /* before the add: from then on a receiver thread owns g */
+            piod_grant_add(d, g);
             pg->len = len;
             pg->channel = (uint16_t)ch;
             pg->host = 0;
@@ -889,7 +889,8 @@ static void on_hello(struct piod *d, const uint8_t *rid, size_t rid_len, struct 
         }
         for (int i = 0; w->status == PIO_OK && i < d->nprocs_max && slot < 0; i++) {
             struct piod_proc *p = &d->procs[i];
-            if (!p->used || (p->gone && atomic_load(&p->unmapped) && atomic_load(&p->refs) == 0))
+            if (!p->used ||
+                (p->gone && atomic_load(&p->unmapped) == 2 && atomic_load(&p->refs) == 0))
                 slot = i;
         }
         if (w->status == PIO_OK && slot < 0)
@@ -1691,7 +1692,13 @@ static void tick(struct piod *d, uint64_t now)
                 piod_tx_watchdog(d, d->peers[p].tx[k], now);
     for (int i = 0; i < d->nprocs_max; i++) {
         struct piod_proc *p = &d->procs[i];
-        if (p->used && !p->gone && kill(p->pid, 0) != 0 && errno == ESRCH)
+        if (!p->used || p->gone || kill(p->pid, 0) == 0 || errno != ESRCH)
+            continue;
+        /* Its last frames (up to P_BYE) may still be on their way through
+         * ZeroMQ: give them a moment before calling it dead. */
+        if (!p->dead_since_ms)
+            p->dead_since_ms = now;
+        else if (now - p->dead_since_ms > 2000)
             proc_leave(d, i, "the process died");
     }
     pending_partners(d, now);

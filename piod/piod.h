@@ -130,6 +130,7 @@ struct piod_proc {
     atomic_int gone;        /* left; pool unmapped when refs drop to 0 */
     atomic_int unmapped;    /* the pool mapping is gone (CAS winner unmaps) */
     uint64_t next_key;
+    uint64_t dead_since_ms;   /* its pid was found gone (grace before leaving) */
     uint64_t unclaimed_bytes; /* granted to messages not yet claimed */
 };
 

@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@
 
 struct pio_tp_listener {
     int fd;
-    volatile int down;
+    atomic_int down; /* set by listener_shutdown from another thread */
 };
 
 struct pio_tp_conn {
