@@ -7,5 +7,6 @@ BENCH_BINS  := $(BENCH_PROGS:%=$(B)/bench/%)
 TEST_BINS   += $(BENCH_BINS)
 OBJS        += $(BENCH_PROGS:%=$(B)/bench/%.o)
 
-$(BENCH_BINS): $(B)/bench/%: $(B)/bench/%.o
-	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $<
+# the size syntax and data pattern are pio-perf's own (one parser for both)
+$(BENCH_BINS): $(B)/bench/%: $(B)/bench/%.o $(B)/tools/pio-perf/perf_sizes.o
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^

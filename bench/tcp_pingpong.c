@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "tools/pio-perf/perf_sizes.h"
 
 #define TP_MAGIC     UINT64_C(0x5443505050494f31) /* "TCPPPIO1" */
 #define TP_MAX_SIZES 256
@@ -69,98 +70,14 @@ static long long now_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* ---- sizes (as pio-perf) ---- */
-
-static int parse_one(const char *s, const char **end, uint64_t *out)
-{
-    char *e;
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &e, 10);
-    if (errno)
-        return -1;
-    uint64_t mul = 1;
-    switch (*e) {
-    case 'k':
-    case 'K':
-        mul = 1ULL << 10;
-        e++;
-        break;
-    case 'm':
-    case 'M':
-        mul = 1ULL << 20;
-        e++;
-        break;
-    case 'g':
-    case 'G':
-        mul = 1ULL << 30;
-        e++;
-        break;
-    default: break;
-    }
-    if (*e == 'i' || *e == 'B')
-        e += (*e == 'i' && e[1] == 'B') ? 2 : 1;
-    if (v > UINT64_MAX / mul)
-        return -1;
-    *out = v * mul;
-    *end = e;
-    return 0;
-}
-
-static int parse_size(const char *s, const char **end, uint64_t *out)
-{
-    if (parse_one(s, &s, out) != 0)
-        return -1;
-    while (*s == '+' || *s == '-') {
-        char op = *s;
-        uint64_t d;
-        if (parse_one(s + 1, &s, &d) != 0)
-            return -1;
-        if (op == '-' && d > *out)
-            return -1;
-        *out = op == '+' ? *out + d : *out - d;
-    }
-    *end = s;
-    return 0;
-}
+/* ---- sizes and data pattern: shared with pio-perf ---- */
 
 static int parse_sizes(const char *arg)
 {
-    const char *s = arg;
-    opt.nsizes = 0;
-    while (*s) {
-        uint64_t a, b;
-        if (parse_size(s, &s, &a) != 0)
-            return -1;
-        b = a;
-        if (*s == ':' && parse_size(s + 1, &s, &b) != 0)
-            return -1;
-        if (b < a || b > (uint64_t)SIZE_MAX / 2)
-            return -1;
-        for (uint64_t v = a;;) {
-            if (opt.nsizes == TP_MAX_SIZES)
-                return -1;
-            opt.sizes[opt.nsizes++] = (size_t)v;
-            uint64_t next = v ? v * 2 : 1;
-            if (next > b || v == b)
-                break;
-            v = next;
-        }
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return -1;
-    }
-    return opt.nsizes ? 0 : -1;
+    return perf_parse_sizes(arg, opt.sizes, TP_MAX_SIZES, &opt.nsizes);
 }
 
-/* ---- data pattern (as pio-perf) ---- */
-
-static inline uint8_t pat(size_t i)
-{
-    return (uint8_t)(i * 131u + (i >> 8) * 7u + (i >> 16) * 3u + 0x5a);
-}
+#define pat perf_pat
 
 static inline uint8_t expect(size_t p, uint64_t stamp)
 {

@@ -24,6 +24,7 @@
  * PIO.
  */
 #include "pio.h"
+#include "tools/pio-perf/perf_sizes.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -138,100 +139,12 @@ static void pio_check(int rc, const char *call, const char *ctx)
 
 /* ---- sizes ---- */
 
-/* One size: digits with an optional K/M/G (binary) suffix, optionally
- * followed by +N or -N (same syntax), e.g. 64K+1. Returns 0 on success. */
-static int parse_one(const char *s, const char **end, uint64_t *out)
-{
-    char *e;
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &e, 10);
-    if (errno)
-        return -1;
-    uint64_t mul = 1;
-    switch (*e) {
-    case 'k':
-    case 'K':
-        mul = 1ULL << 10;
-        e++;
-        break;
-    case 'm':
-    case 'M':
-        mul = 1ULL << 20;
-        e++;
-        break;
-    case 'g':
-    case 'G':
-        mul = 1ULL << 30;
-        e++;
-        break;
-    default: break;
-    }
-    if (*e == 'i' || *e == 'B') /* KiB, MB: binary either way */
-        e += (*e == 'i' && e[1] == 'B') ? 2 : 1;
-    if (v > UINT64_MAX / mul)
-        return -1;
-    *out = v * mul;
-    *end = e;
-    return 0;
-}
-
-static int parse_size(const char *s, const char **end, uint64_t *out)
-{
-    if (parse_one(s, &s, out) != 0)
-        return -1;
-    while (*s == '+' || *s == '-') {
-        char op = *s;
-        uint64_t d;
-        if (parse_one(s + 1, &s, &d) != 0)
-            return -1;
-        if (op == '-' && d > *out)
-            return -1;
-        *out = op == '+' ? *out + d : *out - d;
-    }
-    *end = s;
-    return 0;
-}
-
-/* SIZES: comma-separated items, each a size or A:B (A, 2A, 4A ... up to B;
- * from 0: 0, 1, 2, 4 ...). */
 static int parse_sizes(const char *arg)
 {
-    const char *s = arg;
-    opt.nsizes = 0;
-    while (*s) {
-        uint64_t a, b;
-        if (parse_size(s, &s, &a) != 0)
-            return -1;
-        b = a;
-        if (*s == ':' && parse_size(s + 1, &s, &b) != 0)
-            return -1;
-        if (b < a || b > (uint64_t)SIZE_MAX / 2)
-            return -1;
-        for (uint64_t v = a;;) {
-            if (opt.nsizes == PERF_MAX_SIZES)
-                return -1;
-            opt.sizes[opt.nsizes++] = (size_t)v;
-            uint64_t next = v ? v * 2 : 1;
-            if (next > b || v == b)
-                break;
-            v = next;
-        }
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return -1;
-    }
-    return opt.nsizes ? 0 : -1;
+    return perf_parse_sizes(arg, opt.sizes, PERF_MAX_SIZES, &opt.nsizes);
 }
 
-/* ---- data pattern ---- */
-
-static inline uint8_t pat(size_t i)
-{
-    return (uint8_t)(i * 131u + (i >> 8) * 7u + (i >> 16) * 3u + 0x5a);
-}
+#define pat perf_pat
 
 static void buffers_need(size_t size)
 {
