@@ -95,5 +95,3 @@ int perf_parse_sizes(const char *arg, size_t *sizes, int max, int *n)
     }
     return *n ? 0 : -1;
 }
-
-
