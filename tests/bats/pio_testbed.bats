@@ -97,3 +97,30 @@ PY
   # the channel over the restored link comes back
   pio_wait_channels "$PIO_SOCK_A" 4 30
 }
+
+# Last in this file: it stops piod A.
+@test "SIGTERM makes piod drain the message in flight, then exit 0" {
+  base=$(channel_bytes "$PIO_SOCK_A" tx_bytes | python3 -c 'import sys; print(sum(map(int, sys.stdin.read().split())))')
+  PIO_SOCKET=$PIO_SOCK_B timeout 120 "$CHECK" recv sizes -a dr-r -p dr-s -S 96M \
+    >"$BATS_TEST_TMPDIR/r" 2>&1 &
+  rp=$!
+  PIO_SOCKET=$PIO_SOCK_A timeout 120 "$CHECK" send sizes -a dr-s -p dr-r -S 96M \
+    >"$BATS_TEST_TMPDIR/s" 2>&1 &
+  sp=$!
+  # once this message's bytes flow (8 MiB more than before), ask piod A to stop
+  flowing() {
+    local now
+    now=$(channel_bytes "$PIO_SOCK_A" tx_bytes | python3 -c 'import sys; print(sum(map(int, sys.stdin.read().split())))')
+    [ "$now" -gt $((base + 8388608)) ]
+  }
+  pio_wait_until 30 flowing
+  apid=$(cat "$PAIR_DIR/A.pid")
+  kill -TERM "$apid"
+  wait "$rp" || { cat "$BATS_TEST_TMPDIR/r" "$PAIR_DIR/A.log"; false; }
+  grep -q '^OK sizes: 1 messages (96M)' "$BATS_TEST_TMPDIR/r"
+  wait "$sp" || true   # the sender may see its piod leave after the data went out
+  pio_wait_until 15 bash -c "! kill -0 $apid 2>/dev/null"
+  grep -q 'stopping: draining messages in flight' "$PAIR_DIR/A.log"
+  ! grep -q 'drain time over' "$PAIR_DIR/A.log"
+  grep -q 'stopped' "$PAIR_DIR/A.log"
+}
