@@ -438,11 +438,13 @@ static void t_timeout(int send)
 /* The sender of the gone test exits without sending; the receiver waits on it. */
 static void t_gone(int send)
 {
-    if (send) {
+    char b[16] = {0};
+    if (send) { /* wait until the receiver knows us, then leave without sending */
+        CHECK(PIO_Recv(partner, 0, 9, b, PIO_BYTE, sizeof(b), 60000, PIO_BLOCKING, NULL));
         printf("OK gone: sender leaves without sending\n");
         return;
     }
-    char b[16];
+    CHECK(PIO_Send(partner, 0, 9, conn, b, PIO_BYTE, 1, PIO_BLOCKING));
     double t0 = now();
     EXPECT(PIO_Recv(partner, 0, 5, b, PIO_BYTE, sizeof(b), 30000, PIO_BLOCKING, NULL), PIO_EGONE);
     EXPECT(PIO_Send(partner, 0, 5, conn, b, PIO_BYTE, 4, PIO_BLOCKING), PIO_EGONE);
