@@ -201,6 +201,8 @@ static void remote_apps_clear(struct piod_peer_st *p)
 }
 
 /* Where is application app? *peer = -1 for this host; returns nprocs or 0. */
+static uint32_t left_nprocs(const char *app, int *peer);
+
 static uint32_t find_app(struct piod *d, const char *app, int *peer)
 {
     for (int i = 0; i < d->nprocs_max; i++)
@@ -215,7 +217,17 @@ static uint32_t find_app(struct piod *d, const char *app, int *peer)
             return a->nprocs;
         }
     }
-    return 0;
+    /* An application that has left is still known: a partner may name it
+     * after its last messages arrived (they are delivered), and sends to it
+     * then fail with PIO_EGONE instead of waiting for it to appear. */
+    for (int p = 0; p < d->npeers; p++) {
+        struct piod_remote_app *a = remote_app(&d->peers[p], app, 0, 0);
+        if (a) {
+            *peer = p;
+            return a->nprocs;
+        }
+    }
+    return left_nprocs(app, peer);
 }
 
 static void send_registry(struct piod *d, int peer, int only_proc, uint32_t state)
@@ -778,7 +790,7 @@ static void omsg_pump(struct piod *d, struct piod_omsg *m)
 
 struct left_entry {
     char app[PIO_WIRE_NAME];
-    uint32_t proc;
+    uint32_t proc, nprocs;
 };
 static struct left_entry left_ring[1024];
 static unsigned left_n;
@@ -790,6 +802,18 @@ static int app_proc_left(struct piod *d, const char *app, uint32_t proc)
     for (unsigned i = 0; i < n; i++)
         if (left_ring[i].proc == proc && strcmp(left_ring[i].app, app) == 0)
             return 1;
+    return 0;
+}
+
+/* nprocs of a local application that has left (0 if none did), *peer = -1. */
+static uint32_t left_nprocs(const char *app, int *peer)
+{
+    unsigned n = left_n < 1024 ? left_n : 1024;
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(left_ring[i].app, app) == 0) {
+            *peer = -1;
+            return left_ring[i].nprocs;
+        }
     return 0;
 }
 
@@ -822,6 +846,7 @@ static void proc_leave(struct piod *d, int pi, const char *why)
     struct left_entry *le = &left_ring[left_n++ % 1024];
     snprintf(le->app, sizeof(le->app), "%s", p->app);
     le->proc = p->proc;
+    le->nprocs = p->nprocs;
     /* messages to it fail; their grants go */
     for (struct piod_imsg *m = d->imsgs; m;) {
         struct piod_imsg *next = m->next;
