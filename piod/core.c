@@ -117,26 +117,27 @@ static void send_ranges(struct piod *d, int pi, int type, uint64_t id, uint64_t 
     free(f);
 }
 
-static void send_done(struct piod *d, int pi, int type, uint64_t id, int status)
+static void send_done_flags(struct piod *d, int pi, int type, uint16_t flags, uint64_t id,
+                            int status)
 {
     struct pio_frame f;
     memset(&f, 0, sizeof(f));
     f.type = (uint8_t)type;
+    f.flags = flags;
     f.u.p_done.id = id;
     f.u.p_done.status = status;
     send_proc(d, pi, &f);
 }
 
+static void send_done(struct piod *d, int pi, int type, uint64_t id, int status)
+{
+    send_done_flags(d, pi, type, 0, id, status);
+}
+
 /* P_SEND_DONE with flags 1: an incoming message (key) was cancelled. */
 static void send_cancel(struct piod *d, int pi, uint64_t key, int status)
 {
-    struct pio_frame f;
-    memset(&f, 0, sizeof(f));
-    f.type = PIO_F_P_SEND_DONE;
-    f.flags = 1;
-    f.u.p_done.id = key;
-    f.u.p_done.status = status;
-    send_proc(d, pi, &f);
+    send_done_flags(d, pi, PIO_F_P_SEND_DONE, 1, key, status);
 }
 
 static void send_h_done(struct piod *d, int peer, uint64_t msgid, int status)

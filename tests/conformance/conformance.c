@@ -430,8 +430,10 @@ void pio_conf_ipv6_loopback(void **state)
     int ok = fd >= 0 && bind(fd, (struct sockaddr *)&s6, sizeof(s6)) == 0;
     if (fd >= 0)
         close(fd);
-    if (!ok)
+    if (!ok) {
+        print_message("skipped: this machine has no IPv6 loopback (::1) to bind\n");
         skip();
+    }
     struct pio_tp_listener *l;
     struct pio_tp_conn *c, *s;
     struct pio_tp_opts o = {.timeout_ms = CONF_ACCEPT_MS};
@@ -891,6 +893,8 @@ void pio_conf_connect_timeout_blackhole(void **state)
     for (int i = 0; i < nfill; i++)
         close(fill[i]);
     close(lfd);
+    print_message("skipped: the kernel answered every connection attempt, so no black hole "
+                  "could be made for the connect time limit\n");
     skip(); /* no black hole to be had on this kernel */
 }
 
