@@ -1,42 +1,57 @@
 /* pio.c - libpio: the PIO API of an application process.
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * A process talks to its local piod through one ZeroMQ DEALER (ipc) and one
- * shared-memory pool. The pool's send region is ours to allocate: a large
- * send copies chunk after chunk into it (P_SEND_DATA) as fast as the piod
- * releases ranges (P_RELEASE); a blocking send returns when its last byte is
- * in the pool. The receive region is the piod's: incoming chunks land there
- * (P_MSG_DATA), we copy them into the user's buffer, converting byte order,
- * and free them (P_FREE). Small messages travel inline in the frames.
+ * A process talks to its local piod through one Unix stream socket (wire
+ * frames, fstream.h) and one shared-memory pool. The pool's send region is
+ * ours to allocate: a large send copies chunk after chunk into it
+ * (P_SEND_DATA) as fast as the piod releases ranges (P_RELEASE); a blocking
+ * send returns when its last byte is in the pool. The receive region is the
+ * piod's: incoming chunks land there (P_MSG_DATA), we copy them into the
+ * user's buffer, converting byte order, and free them (P_FREE). Small
+ * messages travel inline in the frames.
  *
- * One progress thread owns the ZeroMQ socket: it sends what API threads
- * queue, reads every frame, matches incoming messages to posted receives and
- * does the copies out of the pool. All shared state is guarded by g.mtx;
- * copies run without it (a matched message is owned by its request until the
- * request completes). Waiters sleep on g.cv, broadcast on every change.
+ * No thread stands between the API and the socket: a thread that sends
+ * writes its frame itself (what the socket has no room for waits in g.out),
+ * and a thread that waits reads the socket itself when nobody else does (the
+ * reader role, g.reader): it handles every frame that comes, for every
+ * thread, and broadcasts g.cv. So a small message costs one wake-up here,
+ * the waiting thread's. A progress thread takes the reader role only while
+ * no API thread wants it (so asynchronous work moves on while the
+ * application computes) and hands it over at once when one does (g.want,
+ * g.evfd). All shared state is guarded by g.mtx; pool copies run without it,
+ * by the reader (a matched message is owned by its request until the
+ * request completes).
  * Thread-safety: every public function is thread-safe; PIO_Init and
  * PIO_Exit must not race each other.
  */
 #include "pio.h"
 #include "err.h"
+#include "fstream.h"
 #include "pool.h"
 #include "types.h"
 #include "wire/wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-#include <zmq.h>
 
 #define DEFAULT_SOCKET     "/run/pio/piod.sock"
 #define WELCOME_TIMEOUT_MS 5000
 #define MAX_PARTNERS       64
+#define READER_SLICE_MS    20 /* an API reader re-checks its own condition this often */
+#define PROGRESS_IDLE_MS   10 /* the progress thread looks for an idle reader role this often */
+
+enum { READER_NONE = 0, READER_API = 1, READER_PROGRESS = 2 };
 
 enum { REQ_SEND = 1, REQ_RECV = 2 };
 
@@ -83,12 +98,6 @@ struct copy_job {
     uint64_t msg_off, pool_off, len;
 };
 
-struct out_frame {
-    struct out_frame *next;
-    size_t len;
-    uint8_t data[];
-};
-
 struct partner {
     char name[PIO_WIRE_NAME];
     char system[PIO_WIRE_NAME];
@@ -107,11 +116,14 @@ static struct {
     pthread_mutex_t mtx;
     pthread_cond_t cv;
     int inited, closed;
-    void *zctx, *sock, *mon;
-    int evfd;
+    int fd;              /* the socket to the piod */
+    int evfd;            /* interrupts the reader's poll */
+    int reader, want;    /* who reads the socket; API threads waiting for the role */
+    int in_pass;         /* the reader is handling frames (it runs the copies after) */
+    struct pio_fin in;   /* the reader's */
+    struct pio_fout out; /* frames the socket had no room for */
     pthread_t thr;
     volatile int stop;
-    struct out_frame *out_head, *out_tail;
     char app[PIO_WIRE_NAME];
     int proc, nprocs;
     struct pio_p_welcome w;
@@ -126,7 +138,7 @@ static struct {
     struct copy_job *jobs, *jobs_tail;
     struct lookup *lookups;
     uint64_t next_sid, next_req;
-} g = {.mtx = PTHREAD_MUTEX_INITIALIZER};
+} g = {.mtx = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .evfd = -1};
 
 static pthread_mutex_t init_mtx = PTHREAD_MUTEX_INITIALIZER;
 
@@ -143,45 +155,69 @@ static void deadline_after(struct timespec *ts, int ms)
     }
 }
 
-/* Wait on g.cv (g.mtx held) until the deadline (NULL: none). Returns
- * PIO_ETIMEDOUT when it passed. */
-static int wait_until(const struct timespec *dl)
-{
-    if (!dl) {
-        pthread_cond_wait(&g.cv, &g.mtx);
-        return PIO_OK;
-    }
-    int r = pthread_cond_timedwait(&g.cv, &g.mtx, dl);
-    return r == ETIMEDOUT ? PIO_ETIMEDOUT : PIO_OK;
-}
-
-static void wake_progress(void)
+static void wake_reader(void)
 {
     uint64_t one = 1;
     ssize_t w = write(g.evfd, &one, sizeof(one));
     (void)w;
 }
 
-/* Queue a frame for the piod (g.mtx held). */
+static int ms_until(const struct timespec *dl)
+{
+    if (!dl)
+        return -1;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long ms = (long long)(dl->tv_sec - now.tv_sec) * 1000 +
+                   (dl->tv_nsec - now.tv_nsec + 999999) / 1000000;
+    return ms < 0 ? 0 : (ms > 1 << 30 ? 1 << 30 : (int)ms);
+}
+
+static void reader_pass(int timeout_ms);
+
+/* Wait (g.mtx held) for something to change, up to the deadline (NULL:
+ * none): read the socket ourselves when nobody does, else sleep on g.cv.
+ * Callers loop on their own condition. Returns PIO_ETIMEDOUT once the
+ * deadline has passed. */
+static int wait_until(const struct timespec *dl)
+{
+    if (g.reader == READER_NONE && !g.closed && g.fd >= 0) {
+        int ms = ms_until(dl);
+        g.reader = READER_API;
+        reader_pass(ms < 0 || ms > READER_SLICE_MS ? READER_SLICE_MS : ms);
+        g.reader = READER_NONE;
+        pthread_cond_broadcast(&g.cv);
+        return dl && ms_until(dl) == 0 ? PIO_ETIMEDOUT : PIO_OK;
+    }
+    int r, wanted = g.reader == READER_PROGRESS;
+    if (wanted) {
+        g.want++;
+        wake_reader(); /* the progress thread hands the role over */
+    }
+    if (!dl)
+        r = pthread_cond_wait(&g.cv, &g.mtx);
+    else
+        r = pthread_cond_timedwait(&g.cv, &g.mtx, dl);
+    if (wanted)
+        g.want--;
+    return r == ETIMEDOUT ? PIO_ETIMEDOUT : PIO_OK;
+}
+
+/* Send a frame to the piod now, or queue it behind what waits (g.mtx held). */
 static int out_frame(const struct pio_frame *f)
 {
-    size_t need = pio_wire_encoded_size(f);
-    struct out_frame *o = malloc(sizeof(*o) + need);
-    if (!o)
+    uint8_t small[4096], *buf = small;
+    size_t need = pio_wire_encoded_size(f), len;
+    if (need > sizeof(small) && !(buf = malloc(need)))
         return PIO_ENOMEM;
-    int rc = pio_wire_encode(f, o->data, need, &o->len);
-    if (rc != PIO_OK) {
-        free(o);
-        return rc;
-    }
-    o->next = NULL;
-    if (g.out_tail)
-        g.out_tail->next = o;
-    else
-        g.out_head = o;
-    g.out_tail = o;
-    wake_progress();
-    return PIO_OK;
+    int rc = pio_wire_encode(f, buf, need, &len);
+    if (rc == PIO_OK)
+        rc = g.fd < 0 ? PIO_ECLOSED : pio_fout_send(&g.out, g.fd, buf, len);
+    if (buf != small)
+        free(buf);
+    if (rc == PIO_OK && g.out.queued)
+        wake_reader(); /* the reader polls for room */
+    return rc;
 }
 
 static void out_ranges(int type, uint64_t id, uint64_t msg_off, uint64_t off, uint64_t len)
@@ -285,7 +321,8 @@ static void push_job(struct inmsg *m, uint64_t msg_off, uint64_t pool_off, uint6
     else
         g.jobs = j;
     g.jobs_tail = j;
-    wake_progress();
+    if (!g.in_pass)
+        wake_reader(); /* the reader runs the copies */
 }
 
 static void recv_finish(struct pio_request *r)
@@ -631,70 +668,92 @@ static void fail_everything(int status)
     pthread_cond_broadcast(&g.cv);
 }
 
+/* The connection to the piod is gone: everything pending fails. */
+static void lost(void)
+{
+    if (!g.closed)
+        fail_everything(PIO_ECLOSED);
+}
+
+/* Holding the reader role (g.mtx held): wait up to timeout_ms for the socket
+ * (or a kick on g.evfd), send what waits, handle every frame that came, then
+ * run the copies they made ready. */
+static void reader_pass(int timeout_ms)
+{
+    struct pollfd p[2] = {{g.fd, (short)(POLLIN | (g.out.head ? POLLOUT : 0)), 0},
+                          {g.evfd, POLLIN, 0}};
+    int n = 1;
+    if (timeout_ms != 0 && !g.jobs) {
+        pthread_mutex_unlock(&g.mtx);
+        n = poll(p, 2, timeout_ms);
+        if (n > 0 && (p[1].revents & POLLIN)) {
+            uint64_t v;
+            ssize_t r = read(g.evfd, &v, sizeof(v));
+            (void)r;
+        }
+        pthread_mutex_lock(&g.mtx);
+    }
+    if (g.out.head && pio_fout_flush(&g.out, g.fd) != PIO_OK)
+        lost();
+    g.in_pass = 1;
+    for (int k = 0; n > 0 && !g.closed && k < 64; k++) {
+        pthread_mutex_unlock(&g.mtx);
+        int rc = pio_fin_fill(&g.in, g.fd); /* g.in is the reader's alone */
+        pthread_mutex_lock(&g.mtx);
+        if (rc == PIO_EAGAIN)
+            break;
+        if (rc != PIO_OK) {
+            lost();
+            break;
+        }
+        const uint8_t *fr;
+        size_t len;
+        while ((rc = pio_fin_next(&g.in, &fr, &len, NULL)) == PIO_OK)
+            on_frame(fr, len);
+        if (rc != PIO_EAGAIN) {
+            if (trace_file)
+                fprintf(trace_file, "the piod sent bytes that are not frames: %s\n",
+                        PIO_Strerror(rc));
+            lost();
+        }
+        if (g.in.drained)
+            break;
+    }
+    g.in_pass = 0;
+    run_jobs();
+}
+
+/* Reads for the application while no API thread waits, so that
+ * asynchronous sends and receives move on while it computes. */
+static void close_socket(void)
+{
+    if (g.fd >= 0)
+        close(g.fd);
+    if (g.evfd >= 0)
+        close(g.evfd);
+    g.fd = g.evfd = -1;
+    pio_fin_fini(&g.in);
+    pio_fout_clear(&g.out);
+}
+
 static void *progress(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&g.mtx);
     while (!g.stop) {
-        while (g.out_head) {
-            struct out_frame *o = g.out_head;
-            g.out_head = o->next;
-            if (!g.out_head)
-                g.out_tail = NULL;
-            pthread_mutex_unlock(&g.mtx);
-            int rc = zmq_send(g.sock, o->data, o->len, 0);
-            free(o);
-            pthread_mutex_lock(&g.mtx);
-            if (rc < 0 && errno == ETERM)
-                break;
+        if (g.reader == READER_NONE && !g.want && !g.closed) {
+            g.reader = READER_PROGRESS;
+            reader_pass(100);
+            g.reader = READER_NONE;
+            pthread_cond_broadcast(&g.cv);
+            if (!g.want)
+                continue;
         }
-        run_jobs();
-        if (g.out_head || g.jobs)
-            continue;
+        /* an API thread reads: nothing to do but look again later (the
+         * kicks on g.evfd are for the reader, whoever it is) */
         pthread_mutex_unlock(&g.mtx);
-        zmq_pollitem_t it[3] = {
-            {g.sock, 0, ZMQ_POLLIN, 0}, {NULL, g.evfd, ZMQ_POLLIN, 0}, {g.mon, 0, ZMQ_POLLIN, 0}};
-        int n = zmq_poll(it, g.mon ? 3 : 2, 100);
-        if (it[1].revents & ZMQ_POLLIN) {
-            uint64_t v;
-            ssize_t r = read(g.evfd, &v, sizeof(v));
-            (void)r;
-        }
-        int disconnected = 0;
-        if (n > 0 && g.mon && (it[2].revents & ZMQ_POLLIN)) {
-            zmq_msg_t ev;
-            zmq_msg_init(&ev);
-            while (zmq_msg_recv(&ev, g.mon, ZMQ_DONTWAIT) >= 0) {
-                if (zmq_msg_size(&ev) >= 2) {
-                    const uint8_t *b = zmq_msg_data(&ev);
-                    if ((b[0] | b[1] << 8) == ZMQ_EVENT_DISCONNECTED)
-                        disconnected = 1;
-                }
-                zmq_msg_close(&ev);
-                zmq_msg_init(&ev);
-            }
-            zmq_msg_close(&ev);
-        }
+        poll(NULL, 0, PROGRESS_IDLE_MS);
         pthread_mutex_lock(&g.mtx);
-        if (disconnected && g.have_welcome) {
-            fail_everything(PIO_ECLOSED);
-            continue;
-        }
-        if (n <= 0 || !(it[0].revents & ZMQ_POLLIN))
-            continue;
-        for (int k = 0; k < 1024; k++) {
-            zmq_msg_t msg;
-            zmq_msg_init(&msg);
-            pthread_mutex_unlock(&g.mtx);
-            int r = zmq_msg_recv(&msg, g.sock, ZMQ_DONTWAIT);
-            pthread_mutex_lock(&g.mtx);
-            if (r < 0) {
-                zmq_msg_close(&msg);
-                break;
-            }
-            on_frame(zmq_msg_data(&msg), zmq_msg_size(&msg));
-            zmq_msg_close(&msg);
-        }
     }
     pthread_mutex_unlock(&g.mtx);
     return NULL;
@@ -742,7 +801,6 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
                                             "PMI_RANK", NULL};
     static const char *const size_vars[] = {"PIO_NPROCS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
     int rc = PIO_OK;
-    char ep[1100];
     pthread_mutex_lock(&init_mtx);
     PIO_CHECK(g.inited, rc, PIO_EINITED, out);
     if (!app_name)
@@ -771,27 +829,12 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
     g.closed = 0;
     g.stop = 0;
     g.have_welcome = 0;
+    g.reader = READER_NONE;
+    g.want = 0;
     g.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    g.zctx = zmq_ctx_new();
-    PIO_CHECK(g.evfd < 0 || !g.zctx, rc, PIO_ENOMEM, unlock);
-    g.sock = zmq_socket(g.zctx, ZMQ_DEALER);
-    PIO_CHECK(!g.sock, rc, PIO_ENOMEM, unlock);
-    int zero = 0;
-    zmq_setsockopt(g.sock, ZMQ_SNDHWM, &zero, sizeof(zero));
-    zmq_setsockopt(g.sock, ZMQ_RCVHWM, &zero, sizeof(zero));
-    zmq_setsockopt(g.sock, ZMQ_LINGER, &zero, sizeof(zero));
-    char mon_ep[64];
-    static int mon_serial;
-    snprintf(mon_ep, sizeof(mon_ep), "inproc://pio-mon-%d", ++mon_serial);
-    if (zmq_socket_monitor(g.sock, mon_ep, ZMQ_EVENT_DISCONNECTED) == 0) {
-        g.mon = zmq_socket(g.zctx, ZMQ_PAIR);
-        if (g.mon && zmq_connect(g.mon, mon_ep) != 0) {
-            zmq_close(g.mon);
-            g.mon = NULL;
-        }
-    }
-    snprintf(ep, sizeof(ep), "ipc://%s", path);
-    PIO_CHECK(zmq_connect(g.sock, ep) != 0, rc, PIO_ENOPIOD, unlock);
+    PIO_CHECK(g.evfd < 0, rc, PIO_ENOMEM, unlock);
+    PIO_TRY(pio_unix_connect(path, &g.fd), rc, unlock);
+    pio_fin_init(&g.in, PIO_WIRE_HDR + (size_t)PIO_WIRE_MAX_BODY);
     PIO_CHECK(pthread_create(&g.thr, NULL, progress, NULL) != 0, rc, PIO_ENOMEM, unlock);
 
     struct pio_frame f;
@@ -820,7 +863,7 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
     if (rc != PIO_OK) {
         g.stop = 1;
         pthread_mutex_unlock(&g.mtx);
-        wake_progress();
+        wake_reader();
         pthread_join(g.thr, NULL);
         pthread_mutex_lock(&g.mtx);
         goto unlock;
@@ -838,21 +881,7 @@ unlock:
     if (g.base)
         pio_shm_close(NULL, g.base, g.size, 0);
     g.base = NULL;
-    if (g.mon)
-        zmq_close(g.mon);
-    if (g.sock)
-        zmq_close(g.sock);
-    if (g.zctx)
-        zmq_ctx_term(g.zctx);
-    if (g.evfd >= 0)
-        close(g.evfd);
-    g.mon = g.sock = g.zctx = NULL;
-    while (g.out_head) {
-        struct out_frame *o = g.out_head;
-        g.out_head = o->next;
-        free(o);
-    }
-    g.out_tail = NULL;
+    close_socket();
     pthread_mutex_unlock(&g.mtx);
 out:
     pthread_mutex_unlock(&init_mtx);
@@ -884,24 +913,24 @@ int PIO_Exit(void)
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_P_BYE;
     out_frame(&f);
-    /* let the progress thread flush the queue, then stop it */
-    deadline_after(&dl, 2000);
-    while (g.out_head && wait_until(&dl) != PIO_ETIMEDOUT)
-        ;
+    /* stop the progress thread, then send what waits (up to 5 s); what is
+     * in the socket when we close it still reaches the piod */
     g.stop = 1;
+    while (g.reader != READER_NONE) {
+        wake_reader();
+        pthread_cond_wait(&g.cv, &g.mtx);
+    }
     pthread_mutex_unlock(&g.mtx);
-    wake_progress();
     pthread_join(g.thr, NULL);
     pthread_mutex_lock(&g.mtx);
-    if (g.mon)
-        zmq_close(g.mon);
-    /* frames handed to ZeroMQ may still be on their way: let them go out */
-    int linger = 5000;
-    zmq_setsockopt(g.sock, ZMQ_LINGER, &linger, sizeof(linger));
-    zmq_close(g.sock);
-    zmq_ctx_term(g.zctx);
-    close(g.evfd);
-    g.mon = g.sock = g.zctx = NULL;
+    deadline_after(&dl, 5000);
+    while (g.out.head && ms_until(&dl) > 0) {
+        struct pollfd p = {g.fd, POLLOUT, 0};
+        poll(&p, 1, 100);
+        if (pio_fout_flush(&g.out, g.fd) != PIO_OK)
+            break;
+    }
+    close_socket();
     pio_shm_close(NULL, g.base, g.size, 0);
     g.base = NULL;
     pio_ralloc_fini(&g.send);
@@ -911,12 +940,6 @@ int PIO_Exit(void)
         msg_free(m);
     }
     g.msgs_tail = NULL;
-    while (g.out_head) {
-        struct out_frame *o = g.out_head;
-        g.out_head = o->next;
-        free(o);
-    }
-    g.out_tail = NULL;
     while (g.jobs) {
         struct copy_job *j = g.jobs;
         g.jobs = j->next;

@@ -122,11 +122,13 @@ uint64_t pio_ralloc_largest(const struct pio_ralloc *a)
     return m;
 }
 
-int pio_shm_create(const char *name, size_t size, void **base)
+int pio_shm_create(const char *name, size_t size, long owner, void **base)
 {
     int rc = PIO_OK;
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     PIO_CHECK(fd < 0, rc, pio_from_errno(errno), out);
+    PIO_CHECK(owner >= 0 && (uid_t)owner != geteuid() && fchown(fd, (uid_t)owner, (gid_t)-1) != 0,
+              rc, pio_from_errno(errno), unlink);
     PIO_CHECK(ftruncate(fd, (off_t)size) != 0, rc, pio_from_errno(errno), unlink);
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     PIO_CHECK(p == MAP_FAILED, rc, pio_from_errno(errno), unlink);

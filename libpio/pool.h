@@ -43,9 +43,10 @@ int pio_ralloc_put(struct pio_ralloc *a, uint64_t off, uint64_t len);
 uint64_t pio_ralloc_largest(const struct pio_ralloc *a);
 
 /* pio_shm_create - create a new shared-memory object named name (shm_open,
- * O_EXCL, mode 0600), size it and map it. *base [out]. Returns PIO_OK or a
- * converted errno. */
-int pio_shm_create(const char *name, size_t size, void **base);
+ * O_EXCL, mode 0600), size it and map it. owner >= 0: make that uid its
+ * owner (only root can; a failure to do so fails the call). *base [out].
+ * Returns PIO_OK or a converted errno. */
+int pio_shm_create(const char *name, size_t size, long owner, void **base);
 
 /* pio_shm_open - map an existing object read-write. *base, *size [out]. */
 int pio_shm_open(const char *name, void **base, size_t *size);

@@ -335,13 +335,15 @@ static int tx_connect(struct piod_txchan *ch)
     uint8_t buf[512], key[PIO_WIRE_KEY];
     struct pio_tp_opts o = d->tpo;
     o.timeout_ms = CHAN_IO_TIMEOUT_MS;
-    int rc = d->tp->connect(d->cfg.listen[ch->index], p->cfg->addr[ch->index], port, &o, &c);
+    int link = ch->express ? 0 : ch->index;
+    uint32_t index = ch->express ? PIOD_EXPRESS_INDEX : (uint32_t)ch->index;
+    int rc = d->tp->connect(d->cfg.listen[link], p->cfg->addr[link], port, &o, &c);
     if (rc != PIO_OK)
         return rc;
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_HELLO;
     f.u.c_hello.proto = PIO_WIRE_VERSION;
-    f.u.c_hello.index = (uint32_t)ch->index;
+    f.u.c_hello.index = index;
     snprintf(f.u.c_hello.system, sizeof(f.u.c_hello.system), "%s", d->cfg.system);
     snprintf(f.u.c_hello.host, sizeof(f.u.c_hello.host), "%s", d->cfg.name);
     PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
@@ -354,7 +356,7 @@ static int tx_connect(struct piod_txchan *ch)
     memcpy(challenge, f.u.c_key.b, sizeof(challenge));
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_PROOF;
-    chan_mac(f.u.c_key.b, key, challenge, (uint32_t)ch->index, d->cfg.system);
+    chan_mac(f.u.c_key.b, key, challenge, index, d->cfg.system);
     PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
     PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f), rc, fail);
     PIO_CHECK(f.type != PIO_F_C_ACCEPT, rc, PIO_EPROTO, fail);
@@ -395,6 +397,8 @@ static void tx_requeue_all(struct piod_txchan *ch)
     piod_post(ch->d, ev);
 }
 
+static void tx_backoff(struct piod_txchan *ch, int ms);
+
 static void *tx_thread(void *arg)
 {
     struct piod_txchan *ch = arg;
@@ -409,15 +413,7 @@ static void *tx_thread(void *arg)
                 break;
             /* chunks waiting here must not wait for us: give them back */
             tx_requeue_all(ch);
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += (long)backoff * 1000000L;
-            ts.tv_sec += ts.tv_nsec / 1000000000L;
-            ts.tv_nsec %= 1000000000L;
-            pthread_mutex_lock(&ch->mtx);
-            if (!ch->stop)
-                pthread_cond_timedwait(&ch->cv, &ch->mtx, &ts);
-            pthread_mutex_unlock(&ch->mtx);
+            tx_backoff(ch, backoff);
             backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
             continue;
         }
@@ -483,26 +479,108 @@ static void *tx_thread(void *arg)
     return NULL;
 }
 
+/* Sleep up to ms on ch->cv unless told to stop (ch->mtx not held). */
+static void tx_backoff(struct piod_txchan *ch, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&ch->mtx);
+    if (!ch->stop)
+        pthread_cond_timedwait(&ch->cv, &ch->mtx, &ts);
+    pthread_mutex_unlock(&ch->mtx);
+}
+
+/* The express lane's opener: connect and authenticate like a data channel,
+ * hand the connection to the main loop, wait until the main loop says it
+ * failed (piod_express_failed), close it and open another. */
+static void *express_thread(void *arg)
+{
+    struct piod_txchan *ch = arg;
+    struct piod *d = ch->d;
+    int backoff = 50;
+    while (!ch->stop) {
+        tx_set_state(ch, 1);
+        if (tx_connect(ch) != PIO_OK) {
+            tx_set_state(ch, 0);
+            tx_backoff(ch, backoff);
+            backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+            continue;
+        }
+        backoff = 50;
+        struct piod_ev *ev = calloc(1, sizeof(*ev));
+        if (!ev) {
+            d->tp->close(ch->conn);
+            ch->conn = NULL;
+            continue;
+        }
+        PIOD_INFO("express lane to %s up: %s -> %s", d->peers[ch->peer].cfg->name, ch->local,
+                  ch->remote);
+        tx_set_state(ch, 2);
+        ev->kind = PIOD_EV_EXPRESS;
+        ev->peer = ch->peer;
+        ev->state = 1;
+        ev->conn = ch->conn;
+        piod_post(d, ev);
+        pthread_mutex_lock(&ch->mtx);
+        while (!ch->stop && !ch->conn_dead)
+            pthread_cond_wait(&ch->cv, &ch->mtx);
+        struct pio_tp_conn *conn = ch->conn;
+        ch->conn = NULL;
+        int dead = ch->conn_dead;
+        pthread_mutex_unlock(&ch->mtx);
+        tx_set_state(ch, 0);
+        if (!dead) /* stopping: the main loop may still hold it; piod_fini closes */
+            break;
+        d->tp->close(conn);
+        if (!ch->stop)
+            PIOD_WARN("express lane to %s down", d->peers[ch->peer].cfg->name);
+        tx_backoff(ch, backoff);
+    }
+    return NULL;
+}
+
+void piod_express_failed(struct piod *d, int peer)
+{
+    struct piod_txchan *ch = d->peers[peer].xtx;
+    if (!ch)
+        return;
+    pthread_mutex_lock(&ch->mtx);
+    ch->conn_dead = 1;
+    pthread_cond_broadcast(&ch->cv);
+    pthread_mutex_unlock(&ch->mtx);
+}
+
+static struct piod_txchan *txchan_new(struct piod *d, int peer, int index, int express)
+{
+    struct piod_txchan *ch = calloc(1, sizeof(*ch));
+    if (!ch)
+        return NULL;
+    ch->d = d;
+    ch->peer = peer;
+    ch->index = index;
+    ch->express = express;
+    pthread_mutex_init(&ch->mtx, NULL);
+    pthread_cond_init(&ch->cv, NULL);
+    if (pthread_create(&ch->thr, NULL, express ? express_thread : tx_thread, ch) != 0) {
+        pthread_mutex_destroy(&ch->mtx);
+        pthread_cond_destroy(&ch->cv);
+        free(ch);
+        return NULL;
+    }
+    return ch;
+}
+
 int piod_txchans_start(struct piod *d, int peer)
 {
     struct piod_peer_st *p = &d->peers[peer];
-    for (int i = 0; i < p->nchan; i++) {
-        if (p->tx[i])
-            continue;
-        struct piod_txchan *ch = calloc(1, sizeof(*ch));
-        if (!ch)
+    for (int i = 0; i < p->nchan; i++)
+        if (!p->tx[i] && !(p->tx[i] = txchan_new(d, peer, i, 0)))
             return PIO_ENOMEM;
-        ch->d = d;
-        ch->peer = peer;
-        ch->index = i;
-        pthread_mutex_init(&ch->mtx, NULL);
-        pthread_cond_init(&ch->cv, NULL);
-        if (pthread_create(&ch->thr, NULL, tx_thread, ch) != 0) {
-            free(ch);
-            return PIO_ENOMEM;
-        }
-        p->tx[i] = ch;
-    }
+    if (!p->xtx && d->cfg.express && !(p->xtx = txchan_new(d, peer, 0, 1)))
+        return PIO_ENOMEM;
     return PIO_OK;
 }
 
@@ -538,7 +616,7 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
     PIO_TRY(chan_recv_frame(d, rx->conn, buf, cap, &f), rc, out);
     PIO_CHECK(f.type != PIO_F_C_PROOF, rc, PIO_EPROTO, out);
     rc = PIO_EAUTH;
-    if (peer >= 0 && index < (uint32_t)d->peers[peer].nchan) {
+    if (peer >= 0 && (index < (uint32_t)d->peers[peer].nchan || index == PIOD_EXPRESS_INDEX)) {
         pthread_mutex_lock(&d->key_mtx);
         int ok = d->peers[peer].hello_seen;
         memcpy(key, d->peers[peer].my_key, sizeof(key));
@@ -589,6 +667,20 @@ static void *rx_thread(void *arg)
     struct piod_rxchan *old = NULL;
     if (!buf || rx_auth(rx, buf, cap) != PIO_OK)
         goto out;
+    if ((uint32_t)rx->index == PIOD_EXPRESS_INDEX) { /* the main loop reads it from now on */
+        struct piod_ev *xe = calloc(1, sizeof(*xe));
+        if (!xe)
+            goto out;
+        PIOD_INFO("express lane from %s accepted: %s <- %s", d->peers[rx->peer].cfg->name,
+                  rx->local, rx->remote);
+        xe->kind = PIOD_EV_EXPRESS;
+        xe->peer = rx->peer;
+        xe->state = 2;
+        xe->conn = rx->conn;
+        rx->conn = NULL;
+        piod_post(d, xe);
+        goto out;
+    }
     /* this channel replaces any earlier one of the same peer and index */
     pthread_mutex_lock(&d->key_mtx);
     old = d->peers[rx->peer].rx[rx->index];
@@ -685,7 +777,8 @@ static void *rx_thread(void *arg)
 out:
     free(buf);
     free(scratch);
-    d->tp->shutdown(rx->conn);
+    if (rx->conn)
+        d->tp->shutdown(rx->conn);
     atomic_store(&rx->dead, 1);
     return NULL;
 }
@@ -726,10 +819,12 @@ static void *accept_thread(void *arg)
             if (atomic_load(&r->dead)) {
                 pthread_join(r->thr, NULL);
                 pthread_mutex_lock(&d->key_mtx);
-                if (r->peer >= 0 && d->peers[r->peer].rx[r->index] == r)
+                if (r->peer >= 0 && r->index < PIOD_MAX_LINKS &&
+                    d->peers[r->peer].rx[r->index] == r)
                     d->peers[r->peer].rx[r->index] = NULL;
                 pthread_mutex_unlock(&d->key_mtx);
-                d->tp->close(r->conn);
+                if (r->conn)
+                    d->tp->close(r->conn);
                 free(r);
                 d->rxlist[k] = d->rxlist[--d->nrx];
             } else {
@@ -816,12 +911,29 @@ void piod_chan_stop(struct piod *d)
             free(ch);
             d->peers[p].tx[i] = NULL;
         }
+    for (int p = 0; p < d->npeers; p++) {
+        struct piod_txchan *ch = d->peers[p].xtx;
+        if (!ch)
+            continue;
+        pthread_mutex_lock(&ch->mtx);
+        ch->stop = 1;
+        pthread_cond_broadcast(&ch->cv);
+        pthread_mutex_unlock(&ch->mtx);
+        pthread_join(ch->thr, NULL);
+        /* a lane still open belongs to the main loop now (piod_fini closes it) */
+        pthread_mutex_destroy(&ch->mtx);
+        pthread_cond_destroy(&ch->cv);
+        free(ch);
+        d->peers[p].xtx = NULL;
+    }
     pthread_mutex_lock(&d->rxlist_mtx);
     for (int k = 0; k < d->nrx; k++)
-        d->tp->shutdown(d->rxlist[k]->conn);
+        if (d->rxlist[k]->conn)
+            d->tp->shutdown(d->rxlist[k]->conn);
     for (int k = 0; k < d->nrx; k++) {
         pthread_join(d->rxlist[k]->thr, NULL);
-        d->tp->close(d->rxlist[k]->conn);
+        if (d->rxlist[k]->conn)
+            d->tp->close(d->rxlist[k]->conn);
         free(d->rxlist[k]);
     }
     d->nrx = 0;

@@ -200,6 +200,7 @@ void piod_config_defaults(struct piod_config *c)
     c->chunk = (uint32_t)CFG_MIB;
     c->log_level = PIOD_LOG_INFO;
     c->curve = 1;
+    c->express = 1;
 }
 
 /* ---- the config file ---------------------------------------------------- */
@@ -216,6 +217,7 @@ enum cfg_type {
     CFG_RANGE,   /* LO-HI or "any" */
     CFG_SIZE64,  /* size, uint64_t */
     CFG_SIZE32,  /* size, uint32_t */
+    CFG_BOOL,    /* yes | no (int) */
 };
 
 struct cfg_key {
@@ -244,6 +246,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"proc-pool", CFG_SIZE64, CFG_FIELD(struct piod_config, proc_pool)},
     {"eager-limit", CFG_SIZE32, CFG_FIELD(struct piod_config, eager_limit)},
     {"chunk", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk)},
+    {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
 };
 static const struct cfg_key cfg_peer_keys[] = {
     {"addr", CFG_ADDRS, CFG_FIELD(struct piod_peer, addr)},
@@ -348,6 +351,12 @@ static void cfg_set(struct cfg_parse *p, void *base, const struct cfg_key *k, co
             cfg_copy(field, k->size, val);
         break;
     case CFG_ADDRS: break; /* handled by the caller: it needs the count */
+    case CFG_BOOL:
+        if (strcmp(val, "yes") == 0 || strcmp(val, "no") == 0)
+            *(int *)(void *)field = strcmp(val, "yes") == 0;
+        else
+            cfg_problem(p, "bad %s '%s': expected yes or no", k->key, val);
+        break;
     case CFG_PORT:
         if (cfg_parse_int(val, 1, 65535, &port) != 0)
             cfg_problem(p, "bad port '%s' for %s: %s", val, k->key, CFG_PORT_HELP);
@@ -467,7 +476,7 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                 cfg_problem(p,
                             "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                             "export, log, log-level, listen, control, control-port, data-port, "
-                            "source-ports, pool, proc-pool, eager-limit, chunk)",
+                            "source-ports, pool, proc-pool, eager-limit, chunk, express)",
                             key);
             return;
         }
@@ -846,6 +855,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "eager-limit = %s\n", s);
     cfg_size_str(c->chunk, s, sizeof(s));
     fprintf(out, "chunk = %s\n", s);
+    fprintf(out, "express = %s\n", c->express ? "yes" : "no");
     for (int i = 0; i < c->npeers && i < PIOD_MAX_PEERS; i++) {
         const struct piod_peer *pr = &c->peers[i];
         fprintf(out, "\n[peer %s]\n", pr->name);

@@ -53,6 +53,7 @@ struct piod_config {
     int log_syslog;          /* log to syslog instead of stderr/logfile */
     int log_level;           /* enum piod_log_level, default INFO */
     int curve;               /* 1 (default): CURVE on the control plane; 0 only with --insecure */
+    int express;             /* 1 (default): H_* frames on the express lane once it is up */
     const char *config_path; /* file loaded, or NULL */
 };
 

@@ -29,6 +29,8 @@
 #include "types.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -44,8 +46,9 @@
 
 #define TICK_MS        100
 #define RATE_WINDOW_MS 200
+#define SEQ_GAP_MS     2000 /* a missing request holds its stream's later ones this long */
 
-static int proc_index(struct piod *d, const uint8_t *rid, size_t len);
+static int proc_index(struct piod *d, uint64_t cid);
 
 /* ---- sending frames ---- */
 
@@ -65,16 +68,13 @@ static int enc(struct piod *d, const struct pio_frame *f, size_t *len)
     return rc;
 }
 
-static int send_rid(struct piod *d, const uint8_t *rid, size_t rid_len, const struct pio_frame *f)
+static int send_cid(struct piod *d, uint64_t cid, const struct pio_frame *f)
 {
     size_t len;
     int rc = enc(d, f, &len);
     if (rc != PIO_OK)
         return rc;
-    if (zmq_send(d->proc_sock, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-        zmq_send(d->proc_sock, d->scratch, len, ZMQ_DONTWAIT) < 0)
-        return PIO_EGONE;
-    return PIO_OK;
+    return piod_conn_send(d, cid, d->scratch, len);
 }
 
 static int send_proc(struct piod *d, int pi, const struct pio_frame *f)
@@ -84,8 +84,10 @@ static int send_proc(struct piod *d, int pi, const struct pio_frame *f)
     struct piod_proc *p = &d->procs[pi];
     if (p->gone)
         return PIO_EGONE;
-    return send_rid(d, p->rid, p->rid_len, f);
+    return send_cid(d, p->cid, f);
 }
+
+static void express_out_down(struct piod *d, int peer, const char *why);
 
 static int send_peer(struct piod *d, int peer, const struct pio_frame *f)
 {
@@ -93,6 +95,13 @@ static int send_peer(struct piod *d, int peer, const struct pio_frame *f)
     int rc = enc(d, f, &len);
     if (rc != PIO_OK)
         return rc;
+    struct piod_peer_st *p = &d->peers[peer];
+    if (p->xout && f->type != PIO_F_H_HELLO) {
+        rc = pio_fout_send(&p->xo, p->xout_fd, d->scratch, len);
+        if (rc == PIO_OK)
+            return PIO_OK;
+        express_out_down(d, peer, PIO_Strerror(rc)); /* this frame takes ZeroMQ */
+    }
     if (zmq_send(d->peers[peer].dealer, d->scratch, len, ZMQ_DONTWAIT) < 0) {
         PIOD_ERR("control queue to %s is full (%s): frame %s dropped", d->peers[peer].cfg->name,
                  zmq_strerror(errno), pio_wire_type_name(f->type));
@@ -293,7 +302,7 @@ static void answer_partner(struct piod *d, struct piod_pending_partner *pp, int 
         snprintf(f.u.p_partner_info.system, sizeof(f.u.p_partner_info.system), "%s", d->cfg.system);
         snprintf(f.u.p_partner_info.host, sizeof(f.u.p_partner_info.host), "%s", d->cfg.name);
     }
-    send_rid(d, pp->rid, pp->rid_len, &f);
+    send_cid(d, pp->cid, &f);
 }
 
 /* Answer pending partner look-ups that can be answered now (or timed out). */
@@ -543,11 +552,10 @@ static void announce(struct piod *d, struct piod_imsg *m)
 
 static int app_proc_left(struct piod *d, const char *app, uint32_t proc);
 
-/* Announce every message whose process is here, in arrival order. Requests
- * from one sending process all come through its own piod's single control
- * connection, so arrival order is send order for every (source, destination,
- * tag) stream; a message waiting for its process to join holds back only the
- * later messages to that same process. */
+/* Announce every message whose process is here, in each stream's send order
+ * (seq, per source process, destination process and tag); a message waiting
+ * for its process to join holds back only the later messages to that same
+ * process. */
 static void announce_all(struct piod *d)
 {
     int progress = 1;
@@ -558,6 +566,24 @@ static void announce_all(struct piod *d)
             if (m->announced) {
                 m = next;
                 continue;
+            }
+            /* a peer's requests are announced in their stream's send order
+             * (seq), whatever path each took (express lane or ZeroMQ, which
+             * can overtake each other when the lane comes or goes) */
+            struct piod_stream *st = m->peer >= 0
+                                         ? stream_get(&d->rx_streams, m->peer, m->src_app,
+                                                      m->src_proc, m->dst_app, m->dst_proc, m->tag)
+                                         : NULL;
+            if (st && m->seq > st->next_seq) {
+                if (piod_now_ms() - m->arrived_ms < SEQ_GAP_MS) {
+                    m = next;
+                    continue;
+                }
+                PIOD_WARN("messages %llu..%llu of %s:%u -> %s:%u tag %d never came (lost with "
+                          "a failed connection?): going on without them",
+                          (unsigned long long)st->next_seq, (unsigned long long)m->seq - 1,
+                          m->src_app, m->src_proc, m->dst_app, m->dst_proc, m->tag);
+                st->next_seq = m->seq;
             }
             if (m->dst < 0) {
                 for (int i = 0; i < d->nprocs_max; i++) {
@@ -575,6 +601,8 @@ static void announce_all(struct piod *d)
                 m->key = ++d->procs[m->dst].next_key;
             }
             announce(d, m);
+            if (st && m->seq >= st->next_seq)
+                st->next_seq = m->seq + 1;
             progress = 1;
             if ((m->flags & PIO_WF_EAGER) && !(m->flags & PIO_WF_SYNC)) {
                 if (m->local)
@@ -708,6 +736,12 @@ static void imsg_complete(struct piod *d, struct piod_imsg *m, int status)
 
 static void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
 {
+    if (m->peer >= 0 && !m->announced) { /* its place in the stream is taken */
+        struct piod_stream *st = stream_get(&d->rx_streams, m->peer, m->src_app, m->src_proc,
+                                            m->dst_app, m->dst_proc, m->tag);
+        if (st && st->next_seq == m->seq)
+            st->next_seq++;
+    }
     if (m->dst >= 0) {
         struct piod_proc *dst = &d->procs[m->dst];
         for (uint32_t i = 0; i < m->nchunks; i++) {
@@ -738,6 +772,7 @@ static struct piod_imsg *imsg_new(struct piod *d, int peer, const struct pio_h_r
         return NULL;
     m->peer = peer;
     m->msgid = rq->msgid;
+    m->arrived_ms = piod_now_ms();
     m->dst = -1;
     snprintf(m->src_app, sizeof(m->src_app), "%s", rq->src_app);
     snprintf(m->dst_app, sizeof(m->dst_app), "%s", rq->dst_app);
@@ -826,11 +861,11 @@ static void left_forget(const char *app, uint32_t proc)
             left_ring[i].app[0] = 0;
 }
 
-static int proc_index(struct piod *d, const uint8_t *rid, size_t len)
+static int proc_index(struct piod *d, uint64_t cid)
 {
     for (int i = 0; i < d->nprocs_max; i++) {
         struct piod_proc *p = &d->procs[i];
-        if (p->used && !p->gone && p->rid_len == len && memcmp(p->rid, rid, len) == 0)
+        if (p->used && !p->gone && p->cid == cid)
             return i;
     }
     return -1;
@@ -888,7 +923,7 @@ static void proc_leave(struct piod *d, int pi, const char *why)
         piod_proc_unmap(p);
 }
 
-static void on_hello(struct piod *d, const uint8_t *rid, size_t rid_len, struct pio_p_hello *h)
+static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
 {
     struct pio_frame f;
     memset(&f, 0, sizeof(f));
@@ -925,16 +960,17 @@ static void on_hello(struct piod *d, const uint8_t *rid, size_t rid_len, struct 
     if (w->status == PIO_OK) {
         struct piod_proc *p = &d->procs[slot];
         memset(p, 0, sizeof(*p));
-        memcpy(p->rid, rid, rid_len);
-        p->rid_len = rid_len;
+        p->cid = cid;
         snprintf(p->app, sizeof(p->app), "%s", h->app);
         p->proc = h->proc;
         p->nprocs = h->nprocs;
-        p->pid = (pid_t)h->pid;
+        /* the kernel's word on who connected beats what the hello says */
+        struct piod_conn *c = piod_conn_get(d, cid);
+        p->pid = c && c->pid > 0 ? c->pid : (pid_t)h->pid;
         p->size = d->cfg.proc_pool;
         static unsigned serial;
         snprintf(p->shm, sizeof(p->shm), "/pio-%d-%u", (int)getpid(), ++serial);
-        int rc = pio_shm_create(p->shm, p->size, (void **)&p->base);
+        int rc = pio_shm_create(p->shm, p->size, c ? (long)c->uid : -1, (void **)&p->base);
         if (rc == PIO_OK)
             rc = pio_ralloc_init(&p->recv, p->size / 2, p->size - p->size / 2);
         if (rc != PIO_OK) {
@@ -964,7 +1000,7 @@ static void on_hello(struct piod *d, const uint8_t *rid, size_t rid_len, struct 
     }
     snprintf(w->host, sizeof(w->host), "%s", d->cfg.name);
     snprintf(w->system, sizeof(w->system), "%s", d->cfg.system);
-    send_rid(d, rid, rid_len, &f);
+    send_cid(d, cid, &f);
     if (w->status != PIO_OK)
         return;
     for (int k = 0; k < d->npeers; k++)
@@ -1160,7 +1196,7 @@ static void on_consumed(struct piod *d, int pi, uint64_t key)
         imsg_complete(d, m, PIO_OK);
 }
 
-static void on_info(struct piod *d, const uint8_t *rid, size_t rid_len, uint64_t req)
+static void on_info(struct piod *d, uint64_t cid, uint64_t req)
 {
     struct pio_frame *f = calloc(1, sizeof(*f));
     if (!f)
@@ -1225,12 +1261,12 @@ static void on_info(struct piod *d, const uint8_t *rid, size_t rid_len, uint64_t
             ai->joined = ra->njoined;
         }
     in->pool_size = d->cfg.pool;
-    send_rid(d, rid, rid_len, f);
+    send_cid(d, cid, f);
     free(f);
 }
 
-static void on_proc_frame(struct piod *d, const uint8_t *rid, size_t rid_len, const uint8_t *buf,
-                          size_t len, struct pio_frame *f)
+static void on_proc_frame(struct piod *d, uint64_t cid, const uint8_t *buf, size_t len,
+                          struct pio_frame *f)
 {
     if (d->cfg.log_level >= PIOD_LOG_DEBUG && len >= 6)
         PIOD_DEBUG("proc frame %s (%zu bytes)", pio_wire_type_name(buf[5]), len);
@@ -1250,19 +1286,19 @@ static void on_proc_frame(struct piod *d, const uint8_t *rid, size_t rid_len, co
             memset(&w, 0, sizeof(w));
             w.type = PIO_F_P_WELCOME;
             w.u.p_welcome.status = PIO_EVERSION;
-            send_rid(d, rid, rid_len, &w);
+            send_cid(d, cid, &w);
         }
         return;
     }
     if (f->type == PIO_F_P_HELLO) {
-        on_hello(d, rid, rid_len, &f->u.p_hello);
+        on_hello(d, cid, &f->u.p_hello);
         return;
     }
     if (f->type == PIO_F_P_INFO_REQ) {
-        on_info(d, rid, rid_len, f->u.p_info_req.req);
+        on_info(d, cid, f->u.p_info_req.req);
         return;
     }
-    int pi = proc_index(d, rid, rid_len);
+    int pi = proc_index(d, cid);
     if (pi < 0) {
         PIOD_DEBUG("%s from a process that has not joined: ignored", pio_wire_type_name(f->type));
         return;
@@ -1273,8 +1309,7 @@ static void on_proc_frame(struct piod *d, const uint8_t *rid, size_t rid_len, co
         struct piod_pending_partner *pp = calloc(1, sizeof(*pp));
         if (!pp)
             break;
-        memcpy(pp->rid, rid, rid_len);
-        pp->rid_len = rid_len;
+        pp->cid = cid;
         pp->req = f->u.p_partner.req;
         snprintf(pp->app, sizeof(pp->app), "%s", f->u.p_partner.app);
         pp->deadline_ms = piod_now_ms() + f->u.p_partner.timeout_ms;
@@ -1295,6 +1330,55 @@ static void on_proc_frame(struct piod *d, const uint8_t *rid, size_t rid_len, co
     default:
         PIOD_WARN("unexpected %s from process %s:%u", pio_wire_type_name(f->type), d->procs[pi].app,
                   d->procs[pi].proc);
+    }
+}
+
+/* A client hung up: a process that had not said P_BYE left (exit or death:
+ * either way every frame it sent was read before the hang-up). */
+static void conn_closed(struct piod *d, struct piod_conn *c)
+{
+    uint64_t cid = piod_conn_cid(d, c);
+    int pi = proc_index(d, cid);
+    if (pi >= 0)
+        proc_leave(d, pi, "its connection closed (the process exited or died)");
+    piod_conn_close(d, c);
+}
+
+/* Send what waits for a client, then handle what it sent (one read, so
+ * one client cannot starve the others). */
+static void on_conn_ready(struct piod *d, struct piod_conn *c, short revents, struct pio_frame *f)
+{
+    if ((revents & ZMQ_POLLOUT) && pio_fout_flush(&c->out, c->fd) != PIO_OK) {
+        conn_closed(d, c);
+        return;
+    }
+    if (!(revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+        return;
+    uint64_t cid = piod_conn_cid(d, c);
+    int rc = pio_fin_fill(&c->in, c->fd);
+    if (rc == PIO_EAGAIN)
+        return;
+    if (rc != PIO_OK) {
+        conn_closed(d, c);
+        return;
+    }
+    const uint8_t *fr;
+    size_t len;
+    uint8_t ver;
+    while (c->fd >= 0 && piod_conn_get(d, cid) == c &&
+           (rc = pio_fin_next(&c->in, &fr, &len, &ver)) == PIO_OK)
+        on_proc_frame(d, cid, fr, len, f);
+    if (rc == PIO_EPROTO || rc == PIO_EVERSION) {
+        PIOD_WARN("client pid %d sent %s: disconnected", (int)c->pid,
+                  rc == PIO_EVERSION ? "another protocol version" : "bytes that are not frames");
+        if (rc == PIO_EVERSION) {
+            struct pio_frame w;
+            memset(&w, 0, sizeof(w));
+            w.type = PIO_F_P_WELCOME;
+            w.u.p_welcome.status = PIO_EVERSION;
+            send_cid(d, cid, &w);
+        }
+        conn_closed(d, c);
     }
 }
 
@@ -1502,18 +1586,10 @@ static void on_peer_done(struct piod *d, int peer, struct pio_h_done *h)
     }
 }
 
-static void on_ctl_frame(struct piod *d, const char *user, const uint8_t *buf, size_t len,
-                         struct pio_frame *f)
+static void on_peer_frame(struct piod *d, int peer, const uint8_t *buf, size_t len,
+                          struct pio_frame *f)
 {
-    int peer = -1;
-    for (int i = 0; i < d->npeers; i++)
-        if (user && strcmp(d->peers[i].cfg->name, user) == 0)
-            peer = i;
-    if (peer < 0) {
-        PIOD_WARN("control frame from '%s', which is not a configured peer: ignored",
-                  user ? user : "?");
-        return;
-    }
+    const char *user = d->peers[peer].cfg->name;
     uint8_t ver = 0, type;
     uint32_t blen;
     int rc = pio_wire_peek(buf, len, &type, &blen, &ver);
@@ -1542,6 +1618,118 @@ static void on_ctl_frame(struct piod *d, const char *user, const uint8_t *buf, s
         remote_apps_clear(&d->peers[peer]);
         break;
     default: PIOD_WARN("unexpected %s from peer %s", pio_wire_type_name(f->type), user);
+    }
+}
+
+/* A frame on the control ROUTER: CURVE (our ZAP handler) named the peer. */
+static void on_ctl_frame(struct piod *d, const char *user, const uint8_t *buf, size_t len,
+                         struct pio_frame *f)
+{
+    for (int i = 0; i < d->npeers; i++)
+        if (user && strcmp(d->peers[i].cfg->name, user) == 0) {
+            on_peer_frame(d, i, buf, len, f);
+            return;
+        }
+    PIOD_WARN("control frame from '%s', which is not a configured peer: ignored",
+              user ? user : "?");
+}
+
+/* ---- the express lane (chan.c opens and authenticates it) ---- */
+
+/* Our lane to a peer failed: what waits for it is lost with it (as on a
+ * broken ZeroMQ connection); later frames take ZeroMQ until the lane's
+ * thread has opened a new one. */
+static void express_out_down(struct piod *d, int peer, const char *why)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    if (!p->xout)
+        return;
+    PIOD_WARN("express lane to %s failed (%s): frames take the control plane until it is back",
+              p->cfg->name, why);
+    if (p->xo.queued)
+        PIOD_WARN("%zu bytes of frames waiting for the express lane to %s are lost", p->xo.queued,
+                  p->cfg->name);
+    pio_fout_clear(&p->xo);
+    p->xout = NULL;
+    p->xout_fd = -1;
+    piod_express_failed(d, peer); /* its thread closes it and reconnects */
+}
+
+static void express_in_down(struct piod *d, int peer)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    if (!p->xin)
+        return;
+    d->tp->close(p->xin);
+    p->xin = NULL;
+    p->xin_fd = -1;
+    pio_fin_fini(&p->xi);
+}
+
+static int set_nonblocking(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0 ? 0 : -1;
+}
+
+static void on_express_event(struct piod *d, struct piod_ev *ev)
+{
+    struct piod_peer_st *p = &d->peers[ev->peer];
+    int fd = d->tp->fd(ev->conn);
+    if (ev->state == 1) { /* ours, from its thread */
+        if (p->xout)
+            express_out_down(d, ev->peer, "replaced");
+        if (set_nonblocking(fd) != 0) {
+            piod_express_failed(d, ev->peer);
+            return;
+        }
+        p->xout = ev->conn;
+        p->xout_fd = fd;
+    } else { /* the peer's, from a receiver thread */
+        express_in_down(d, ev->peer);
+        if (set_nonblocking(fd) != 0) {
+            d->tp->close(ev->conn);
+            return;
+        }
+        p->xin = ev->conn;
+        p->xin_fd = fd;
+        pio_fin_init(&p->xi, d->scratch_len);
+    }
+}
+
+/* xin readable: handle every complete frame. xout readable means it closed
+ * (the peer never writes on our lane); writable, that its queue may move. */
+static void on_express_ready(struct piod *d, int peer, int out, short revents, struct pio_frame *f)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    if (out) {
+        if (revents & (ZMQ_POLLIN | ZMQ_POLLERR)) {
+            char b[64];
+            ssize_t n = recv(p->xout_fd, b, sizeof(b), MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                express_out_down(d, peer, "closed by the peer");
+                return;
+            }
+        }
+        if ((revents & ZMQ_POLLOUT) && pio_fout_flush(&p->xo, p->xout_fd) != PIO_OK)
+            express_out_down(d, peer, "send failed");
+        return;
+    }
+    int rc = pio_fin_fill(&p->xi, p->xin_fd);
+    if (rc == PIO_EAGAIN)
+        return;
+    if (rc != PIO_OK) {
+        express_in_down(d, peer);
+        return;
+    }
+    const uint8_t *fr;
+    size_t len;
+    while (p->xin && (rc = pio_fin_next(&p->xi, &fr, &len, NULL)) == PIO_OK)
+        on_peer_frame(d, peer, fr, len, f);
+    if (p->xin && rc != PIO_EAGAIN) {
+        PIOD_WARN("express lane from %s carries bytes that are not frames (%s): closed",
+                  p->cfg->name, PIO_Strerror(rc));
+        express_in_down(d, peer);
     }
 }
 
@@ -1615,6 +1803,7 @@ static void on_events(struct piod *d)
     while (ev) {
         struct piod_ev *next = ev->next;
         switch (ev->kind) {
+        case PIOD_EV_EXPRESS: on_express_event(d, ev); break;
         case PIOD_EV_ACK: {
             struct piod_omsg *m = omsg_find(d, ev->msgid);
             if (m && m->peer == ev->peer) {
@@ -1728,6 +1917,7 @@ static void tick(struct piod *d, uint64_t now)
             proc_leave(d, i, "the process died");
     }
     pending_partners(d, now);
+    announce_all(d); /* requests held behind a gap that has timed out */
     for (struct piod_omsg *m = d->omsgs; m; m = m->next)
         if (m->peer >= 0) {
             for (uint32_t i = 0; i < m->nchunks; i++)
@@ -1743,20 +1933,6 @@ static void tick(struct piod *d, uint64_t now)
 static int zsock_opt_int(void *s, int opt, int v)
 {
     return zmq_setsockopt(s, opt, &v, sizeof(v));
-}
-
-static int ipc_in_use(const char *path)
-{
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-    int used = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-    close(fd);
-    return used;
 }
 
 static void mkdir_parent(const char *path)
@@ -1780,6 +1956,7 @@ int piod_init(struct piod *d)
 {
     int rc = PIO_OK;
     char ep[PIOD_PATH_MAX + 16];
+    d->lfd = -1;
     PIO_CHECK(sodium_init() < 0, rc, PIO_EINTERNAL, out);
     d->tp = pio_transport_find("tcp");
     PIO_CHECK(!d->tp, rc, PIO_EINTERNAL, out);
@@ -1810,28 +1987,9 @@ int piod_init(struct piod *d)
     PIO_CHECK(!d->zap_sock || zmq_bind(d->zap_sock, "inproc://zeromq.zap.01") != 0, rc,
               PIO_EINTERNAL, out);
 
-    /* processes: ipc ROUTER */
+    /* processes: the seqpacket socket (conn.c) */
     mkdir_parent(d->cfg.socket);
-    if (ipc_in_use(d->cfg.socket)) {
-        PIOD_ERR("another piod already serves %s", d->cfg.socket);
-        rc = PIO_EBUSY;
-        goto out;
-    }
-    unlink(d->cfg.socket);
-    d->proc_sock = zmq_socket(d->zctx, ZMQ_ROUTER);
-    PIO_CHECK(!d->proc_sock, rc, PIO_ENOMEM, out);
-    zsock_opt_int(d->proc_sock, ZMQ_ROUTER_MANDATORY, 1);
-    zsock_opt_int(d->proc_sock, ZMQ_SNDHWM, 0);
-    zsock_opt_int(d->proc_sock, ZMQ_RCVHWM, 0);
-    zsock_opt_int(d->proc_sock, ZMQ_LINGER, 0);
-    snprintf(ep, sizeof(ep), "ipc://%s", d->cfg.socket);
-    if (zmq_bind(d->proc_sock, ep) != 0) {
-        PIOD_ERR("cannot bind the process socket %s: %s", d->cfg.socket, zmq_strerror(errno));
-        rc = PIO_EADDR;
-        goto out;
-    }
-    chmod(d->cfg.socket, 0666);
-    d->sock_bound = 1;
+    PIO_TRY(piod_conn_listen(d), rc, out);
 
     /* peers: tcp ROUTER, CURVE server */
     d->ctl_sock = zmq_socket(d->zctx, ZMQ_ROUTER);
@@ -1943,11 +2101,42 @@ void piod_dump(struct piod *d)
     PIOD_INFO("%d message(s) in flight", n);
 }
 
+static int zsock_fd(void *s)
+{
+    int fd = -1;
+    size_t l = sizeof(fd);
+    return zmq_getsockopt(s, ZMQ_FD, &fd, &l) == 0 ? fd : -1;
+}
+
+static int zsock_readable(void *s)
+{
+    int ev = 0;
+    size_t l = sizeof(ev);
+    return zmq_getsockopt(s, ZMQ_EVENTS, &ev, &l) == 0 && (ev & ZMQ_POLLIN);
+}
+
 int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain_ms)
 {
     struct pio_frame *f = malloc(sizeof(*f));
     if (!f)
         return PIO_ENOMEM;
+    size_t nmax = (size_t)(5 + 3 * PIOD_MAX_PEERS + d->nconns);
+    struct pollfd *it = calloc(nmax, sizeof(*it));
+    int *itc = calloc(nmax, sizeof(*itc));
+    int ctl_fd = zsock_fd(d->ctl_sock), zap_fd = zsock_fd(d->zap_sock), zcheck = 1;
+    int mon_fd[PIOD_MAX_PEERS];
+    for (int p = 0; p < d->npeers; p++)
+        mon_fd[p] = d->peers[p].mon ? zsock_fd(d->peers[p].mon) : -1;
+    uint64_t last_zcheck = 0;
+    uint8_t *rbuf = malloc(d->scratch_len);
+    if (!it || !itc || !rbuf) {
+        free(it);
+        free(itc);
+        free(rbuf);
+        free(f);
+        return PIO_ENOMEM;
+    }
+    d->rbuf = rbuf;
     uint64_t drain_deadline = 0;
     for (;;) {
         if (d->dump) {
@@ -1975,69 +2164,98 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
                 break;
             }
         }
-        zmq_pollitem_t it[4 + PIOD_MAX_PEERS] = {
-            {d->proc_sock, 0, ZMQ_POLLIN, 0},
-            {d->ctl_sock, 0, ZMQ_POLLIN, 0},
-            {d->zap_sock, 0, ZMQ_POLLIN, 0},
-            {NULL, d->evfd, ZMQ_POLLIN, 0},
-        };
+        /* ZeroMQ sockets take part through their ZMQ_FD, which only says
+         * "look at ZMQ_EVENTS": we look when it fires, after a batch that hit
+         * its limit, and every TICK_MS anyway. So a frame on a process
+         * socket or an express lane costs one poll() and no ZeroMQ call. */
+        int nfix = 3 + d->npeers, nit = nfix;
+        it[0] = (struct pollfd){d->lfd, POLLIN, 0};
+        it[1] = (struct pollfd){ctl_fd, POLLIN, 0};
+        it[2] = (struct pollfd){zap_fd, POLLIN, 0};
         for (int p = 0; p < d->npeers; p++)
-            it[4 + p] = (zmq_pollitem_t){d->peers[p].mon, 0, d->peers[p].mon ? ZMQ_POLLIN : 0, 0};
-        int n = zmq_poll(it, 4 + d->npeers, TICK_MS);
-        for (int p = 0; n > 0 && p < d->npeers; p++)
-            if (it[4 + p].revents & ZMQ_POLLIN)
-                on_peer_monitor(d, p);
+            it[3 + p] = (struct pollfd){mon_fd[p], POLLIN, 0};
+        for (int i = 0; i < d->nconns; i++)
+            if (d->conns[i].fd >= 0) {
+                itc[nit] = i;
+                it[nit++] = (struct pollfd){
+                    d->conns[i].fd, (short)(POLLIN | (d->conns[i].out.head ? POLLOUT : 0)), 0};
+            }
+        int nconn_end = nit;
+        for (int p = 0; p < d->npeers; p++) {
+            struct piod_peer_st *ps = &d->peers[p];
+            if (ps->xout) {
+                itc[nit] = p;
+                it[nit++] =
+                    (struct pollfd){ps->xout_fd, (short)(POLLIN | (ps->xo.head ? POLLOUT : 0)), 0};
+            }
+            if (ps->xin) {
+                itc[nit] = PIOD_MAX_PEERS + p;
+                it[nit++] = (struct pollfd){ps->xin_fd, POLLIN, 0};
+            }
+        }
+        itc[nit] = -1;
+        it[nit++] = (struct pollfd){d->evfd, POLLIN, 0};
+        int n = poll(it, (nfds_t)nit, zcheck ? 0 : TICK_MS);
         if (n < 0 && errno != EINTR) {
-            PIOD_ERR("zmq_poll: %s", zmq_strerror(errno));
+            PIOD_ERR("poll: %s", strerror(errno));
             break;
         }
-        if (it[2].revents & ZMQ_POLLIN)
-            on_zap(d);
-        if (it[3].revents & ZMQ_POLLIN)
-            on_events(d);
-        for (int k = 0; k < 256 && (it[0].revents & ZMQ_POLLIN); k++) {
-            zmq_msg_t id, body;
-            zmq_msg_init(&id);
-            zmq_msg_init(&body);
-            if (zmq_msg_recv(&id, d->proc_sock, ZMQ_DONTWAIT) < 0) {
-                zmq_msg_close(&id);
-                zmq_msg_close(&body);
-                break;
-            }
-            if (zmq_msg_more(&id) && zmq_msg_recv(&body, d->proc_sock, 0) >= 0)
-                on_proc_frame(d, zmq_msg_data(&id), zmq_msg_size(&id), zmq_msg_data(&body),
-                              zmq_msg_size(&body), f);
-            while (zmq_msg_more(&body)) { /* extra parts are not ours: drop */
-                zmq_msg_close(&body);
-                zmq_msg_init(&body);
-                zmq_msg_recv(&body, d->proc_sock, 0);
-            }
-            zmq_msg_close(&id);
-            zmq_msg_close(&body);
+        uint64_t now = piod_now_ms();
+        if (now - last_zcheck >= TICK_MS) {
+            zcheck = 1;
+            last_zcheck = now;
         }
-        for (int k = 0; k < 256 && (it[1].revents & ZMQ_POLLIN); k++) {
-            zmq_msg_t id, body;
-            zmq_msg_init(&id);
-            zmq_msg_init(&body);
-            if (zmq_msg_recv(&id, d->ctl_sock, ZMQ_DONTWAIT) < 0) {
+        if (n > 0 && (it[nit - 1].revents & POLLIN))
+            on_events(d);
+        for (int k = nconn_end; n > 0 && k < nit - 1; k++)
+            if (it[k].revents)
+                on_express_ready(d, itc[k] % PIOD_MAX_PEERS, itc[k] < PIOD_MAX_PEERS, it[k].revents,
+                                 f);
+        for (int k = nfix; n > 0 && k < nconn_end; k++)
+            if (it[k].revents)
+                on_conn_ready(d, &d->conns[itc[k]], it[k].revents, f);
+        if (n > 0 && (it[0].revents & POLLIN))
+            piod_conn_accept(d);
+        int zall = zcheck;
+        zcheck = 0;
+        for (int p = 0; p < d->npeers; p++)
+            if (d->peers[p].mon && (zall || it[3 + p].revents))
+                on_peer_monitor(d, p);
+        if (zall || it[2].revents)
+            for (int k = 0; k < 64 && zsock_readable(d->zap_sock); k++)
+                on_zap(d);
+        if (zall || it[1].revents) {
+            for (int k = 0; k < 256; k++) {
+                zmq_msg_t id, body;
+                zmq_msg_init(&id);
+                zmq_msg_init(&body);
+                if (zmq_msg_recv(&id, d->ctl_sock, ZMQ_DONTWAIT) < 0) {
+                    zmq_msg_close(&id);
+                    zmq_msg_close(&body);
+                    break;
+                }
+                if (zmq_msg_more(&id) && zmq_msg_recv(&body, d->ctl_sock, 0) >= 0)
+                    on_ctl_frame(d, zmq_msg_gets(&body, "User-Id"), zmq_msg_data(&body),
+                                 zmq_msg_size(&body), f);
+                while (zmq_msg_more(&body)) {
+                    zmq_msg_close(&body);
+                    zmq_msg_init(&body);
+                    zmq_msg_recv(&body, d->ctl_sock, 0);
+                }
                 zmq_msg_close(&id);
                 zmq_msg_close(&body);
-                break;
             }
-            if (zmq_msg_more(&id) && zmq_msg_recv(&body, d->ctl_sock, 0) >= 0)
-                on_ctl_frame(d, zmq_msg_gets(&body, "User-Id"), zmq_msg_data(&body),
-                             zmq_msg_size(&body), f);
-            while (zmq_msg_more(&body)) {
-                zmq_msg_close(&body);
-                zmq_msg_init(&body);
-                zmq_msg_recv(&body, d->ctl_sock, 0);
-            }
-            zmq_msg_close(&id);
-            zmq_msg_close(&body);
+            /* reading ZMQ_EVENTS re-arms ZMQ_FD; more left: look again at once */
+            if (zsock_readable(d->ctl_sock) || zsock_readable(d->zap_sock))
+                zcheck = 1;
         }
         tick(d, piod_now_ms());
     }
     free(f);
+    free(it);
+    free(itc);
+    free(rbuf);
+    d->rbuf = NULL;
     return PIO_OK;
 }
 
@@ -2050,6 +2268,13 @@ void piod_fini(struct piod *d)
         if (d->peers[i].dealer && d->peers[i].hello_seen)
             send_peer(d, i, &f);
     piod_chan_stop(d);
+    for (int i = 0; i < d->npeers; i++) {
+        express_in_down(d, i);
+        if (d->peers[i].xout)
+            d->tp->close(d->peers[i].xout);
+        d->peers[i].xout = NULL;
+        pio_fout_clear(&d->peers[i].xo);
+    }
     for (int i = 0; i < d->nprocs_max && d->procs; i++)
         if (d->procs[i].used && !d->procs[i].gone)
             proc_leave(d, i, "piod stopping");
@@ -2088,6 +2313,8 @@ void piod_fini(struct piod *d)
     while (d->ev_head) {
         struct piod_ev *e = d->ev_head;
         d->ev_head = e->next;
+        if (e->kind == PIOD_EV_EXPRESS && e->conn)
+            d->tp->close(e->conn);
         while (e->chunks) {
             struct piod_chunk *c = e->chunks;
             e->chunks = c->next;
@@ -2102,8 +2329,7 @@ void piod_fini(struct piod *d)
             zmq_close(d->peers[i].dealer);
         remote_apps_clear(&d->peers[i]);
     }
-    if (d->proc_sock)
-        zmq_close(d->proc_sock);
+    piod_conn_fini(d);
     if (d->ctl_sock)
         zmq_close(d->ctl_sock);
     if (d->zap_sock)

@@ -58,6 +58,7 @@ static void usage(FILE *out)
             "      --pool SIZE        total buffer pool (default 1G)\n"
             "      --proc-pool SIZE   pool per process (default 64M)\n"
             "      --eager-limit SIZE largest message sent with its request (default 64K)\n"
+            "      --no-express       keep peer frames on ZeroMQ (no express lane)\n"
             "      --chunk SIZE       chunk size of large messages (default 1M)\n"
             "      --pidfile PATH     pid file (default " PIOD_DEFAULT_PIDFILE " as a daemon)\n"
             "      --log FILE|syslog  log destination (default stderr)\n"
@@ -106,6 +107,7 @@ enum {
     O_POOL,
     O_PPOOL,
     O_EAGER,
+    O_NOEXPRESS,
     O_CHUNK,
     O_PIDFILE,
     O_LOG,
@@ -163,6 +165,7 @@ int main(int argc, char **argv)
         {"pool", required_argument, 0, O_POOL},
         {"proc-pool", required_argument, 0, O_PPOOL},
         {"eager-limit", required_argument, 0, O_EAGER},
+        {"no-express", no_argument, 0, O_NOEXPRESS},
         {"chunk", required_argument, 0, O_CHUNK},
         {"pidfile", required_argument, 0, O_PIDFILE},
         {"log", required_argument, 0, O_LOG},
@@ -259,6 +262,7 @@ int main(int argc, char **argv)
             c->eager_limit = (uint32_t)v;
             break;
         }
+        case O_NOEXPRESS: c->express = 0; break;
         case O_CHUNK: {
             uint64_t v = 0;
             bad |= size_arg("--chunk", optarg, &v) != 0;

@@ -25,9 +25,12 @@
 #ifndef PIOD_PIOD_H
 #define PIOD_PIOD_H
 
+#define PIOD_EXPRESS_INDEX 0xffffu /* C_HELLO index of an express lane */
+
 #include "piod/balance.h"
 #include "piod/config.h"
 #include "piod/keys.h"
+#include "fstream.h"
 #include "pool.h"
 #include "transport/transport.h"
 #include "wire/wire.h"
@@ -57,7 +60,8 @@ struct piod_txchan {
     pthread_t thr;
     pthread_mutex_t mtx;
     pthread_cond_t cv;
-    int state; /* 0 down, 1 connecting, 2 up */
+    int state;   /* 0 down, 1 connecting, 2 up */
+    int express; /* the express lane (frames for the main loop), not a data channel */
     int stop;
     int conn_dead;                 /* the connection failed: reconnect */
     struct piod_chunk *q, *q_tail; /* waiting to be sent */
@@ -106,6 +110,15 @@ struct piod_peer_st {
     char host[PIO_WIRE_NAME];
     int nchan; /* min(our links, its links) */
     struct piod_txchan *tx[PIOD_MAX_LINKS];
+    /* The express lane: H_* frames between the main loops over an
+     * authenticated TCP connection on link 0, without ZeroMQ's I/O threads.
+     * xtx's thread opens xout (and closes it once we say it failed); xin is
+     * the peer's lane to us, handed over by its receiver thread: ours. */
+    struct piod_txchan *xtx;
+    struct pio_tp_conn *xout, *xin; /* main thread */
+    int xout_fd, xin_fd;
+    struct pio_fout xo;                     /* frames waiting for room on xout */
+    struct pio_fin xi;                      /* bytes read from xin */
     struct piod_rxchan *rx[PIOD_MAX_LINKS]; /* key_mtx */
     struct piod_rxbal bal[PIOD_MAX_LINKS];
     atomic_uint_fast64_t rx_bytes[PIOD_MAX_LINKS]; /* data received per index, all connections */
@@ -116,8 +129,7 @@ struct piod_peer_st {
 /* A process of a local application, joined through P_HELLO. */
 struct piod_proc {
     int used;
-    uint8_t rid[256]; /* ZeroMQ routing id */
-    size_t rid_len;
+    uint64_t cid; /* its connection (conn.c) */
     char app[PIO_WIRE_NAME];
     uint32_t proc, nprocs;
     pid_t pid;
@@ -166,6 +178,7 @@ struct piod_imsg {
     uint32_t src_proc, dst_proc;
     int32_t tag;
     uint64_t seq, size, count;
+    uint64_t arrived_ms; /* its request came (stream order waits at most SEQ_GAP_MS) */
     uint32_t datatype, flags, chunk, nchunks;
     uint16_t conn, conn_arg;
     uint8_t *eager; /* eager payload copy (until announced) */
@@ -188,7 +201,13 @@ struct piod_grant {
     struct piod_rxchan *holder; /* receiver thread writing into dst now (grant_mtx) */
 };
 
-enum piod_ev_kind { PIOD_EV_ACK = 1, PIOD_EV_CHAN, PIOD_EV_ARRIVED, PIOD_EV_REQUEUE };
+enum piod_ev_kind {
+    PIOD_EV_ACK = 1,
+    PIOD_EV_CHAN,
+    PIOD_EV_ARRIVED,
+    PIOD_EV_REQUEUE,
+    PIOD_EV_EXPRESS /* state 1: our lane (conn) is up; 2: the peer's lane (conn) came in */
+};
 
 struct piod_ev {
     struct piod_ev *next;
@@ -197,15 +216,25 @@ struct piod_ev {
     uint32_t len;
     int state;                 /* PIOD_EV_CHAN: new state */
     struct piod_chunk *chunks; /* PIOD_EV_REQUEUE */
+    struct pio_tp_conn *conn;  /* PIOD_EV_EXPRESS */
 };
 
 struct piod_pending_partner {
     struct piod_pending_partner *next;
-    uint8_t rid[256];
-    size_t rid_len;
+    uint64_t cid;
     uint64_t req;
     char app[PIO_WIRE_NAME];
     uint64_t deadline_ms;
+};
+
+/* A local client's connection to the process socket (conn.c; main thread). */
+struct piod_conn {
+    int fd; /* -1: free slot */
+    uint32_t gen;
+    pid_t pid; /* SO_PEERCRED */
+    uid_t uid;
+    struct pio_fin in;   /* frames read, not handled yet */
+    struct pio_fout out; /* frames the socket had no room for */
 };
 
 struct piod_stream { /* per (peer, src app, src proc, dst app, dst proc, tag) */
@@ -222,7 +251,10 @@ struct piod {
     struct piod_keys keys;
     const struct pio_transport_ops *tp;
     struct pio_tp_opts tpo;
-    void *zctx, *proc_sock, *ctl_sock, *zap_sock;
+    void *zctx, *ctl_sock, *zap_sock;
+    int lfd; /* the process socket (listening) */
+    struct piod_conn *conns;
+    int nconns;
     int evfd;
     pthread_mutex_t ev_mtx, grant_mtx, key_mtx;
     pthread_cond_t grant_cv; /* a held grant was let go (with grant_mtx) */
@@ -249,7 +281,8 @@ struct piod {
     volatile int stopping;
     int sock_bound;             /* we bound cfg.socket (and so may remove it) */
     volatile sig_atomic_t dump; /* SIGUSR1: log the messages in flight */
-    uint8_t *scratch;           /* main thread frame buffer */
+    uint8_t *scratch;           /* main thread frame buffer (encoding) */
+    uint8_t *rbuf;              /* main thread frame buffer (receiving), scratch_len bytes */
     size_t scratch_len;
 };
 
@@ -276,6 +309,7 @@ int piod_chan_start(struct piod *d);              /* listeners + tx threads for 
 int piod_txchans_start(struct piod *d, int peer); /* after the peer's H_HELLO */
 void piod_chan_stop(struct piod *d);
 void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c);
+void piod_express_failed(struct piod *d, int peer); /* main: xout is dead, reconnect */
 int piod_tx_state(struct piod_txchan *ch, uint64_t *queued);
 void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now);
 void piod_grant_add(struct piod *d, struct piod_grant *g);
@@ -286,5 +320,14 @@ void piod_proc_unref(struct piod *d, struct piod_proc *p);
 void piod_proc_unmap(struct piod_proc *p); /* once, by whoever sees gone and no refs */
 
 uint64_t piod_now_ms(void);
+
+/* conn.c: the process socket (main thread only) */
+int piod_conn_listen(struct piod *d);  /* bind cfg.socket; PIO_EBUSY if a piod serves it */
+void piod_conn_accept(struct piod *d); /* take every pending connection */
+struct piod_conn *piod_conn_get(struct piod *d, uint64_t cid); /* NULL: gone */
+uint64_t piod_conn_cid(struct piod *d, struct piod_conn *c);
+int piod_conn_send(struct piod *d, uint64_t cid, const void *buf, size_t len); /* queues */
+void piod_conn_close(struct piod *d, struct piod_conn *c);
+void piod_conn_fini(struct piod *d);
 
 #endif

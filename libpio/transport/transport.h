@@ -72,6 +72,11 @@ struct pio_transport_ops {
 
     /* addrs - "addr:port" of each end (either may be NULL). */
     void (*addrs)(struct pio_tp_conn *c, char *local, char *remote);
+
+    /* fd - the connection's descriptor, for an owner that drives it from its
+     * own poll loop with non-blocking send/recv (the piod's express lane).
+     * The connection keeps owning it: close() closes it. */
+    int (*fd)(struct pio_tp_conn *c);
 };
 
 /* pio_transport_find - the backend called name ("tcp", ...), or NULL. */

@@ -6,13 +6,15 @@
  * --json for scripts, --count-up for scripts that wait for the bundle.
  */
 #include "pio.h"
+#include "fstream.h"
 #include "wire/wire.h"
 
 #include <getopt.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zmq.h>
+#include <unistd.h>
 
 static const char *state_name(uint32_t s)
 {
@@ -108,33 +110,44 @@ int main(int argc, char **argv)
         default: return 2;
         }
     }
-    void *ctx = zmq_ctx_new();
-    void *s = zmq_socket(ctx, ZMQ_DEALER);
-    int zero = 0, rc = 1;
-    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-    zmq_setsockopt(s, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
-    char ep[1100];
-    snprintf(ep, sizeof(ep), "ipc://%s", path);
+    int rc = 1, fd = -1, drc = PIO_ECLOSED;
+    struct pio_fin in;
+    pio_fin_init(&in, PIO_WIRE_HDR + (size_t)PIO_WIRE_MAX_BODY);
     struct pio_frame *f = calloc(1, sizeof(*f));
     uint8_t req[64];
     size_t len;
-    if (!f || zmq_connect(s, ep) != 0)
+    if (!f)
         goto out;
+    if (pio_unix_connect(path, &fd) != PIO_OK) {
+        fprintf(stderr, "pio-info: no piod at %s (is piod running? is PIO_SOCKET right?)\n", path);
+        goto out;
+    }
     f->type = PIO_F_P_INFO_REQ;
     f->u.p_info_req.req = 1;
     f->u.p_info_req.what = 7;
     pio_wire_encode(f, req, sizeof(req), &len);
-    zmq_send(s, req, len, 0);
-    zmq_msg_t m;
-    zmq_msg_init(&m);
-    if (zmq_msg_recv(&m, s, 0) < 0) {
-        fprintf(stderr, "pio-info: no piod answers at %s (is piod running? is PIO_SOCKET right?)\n",
-                path);
-        zmq_msg_close(&m);
+    struct pio_fout o = {0};
+    if (pio_fout_send(&o, fd, req, len) != PIO_OK || o.queued) {
+        pio_fout_clear(&o);
         goto out;
     }
-    int drc = pio_wire_decode(zmq_msg_data(&m), zmq_msg_size(&m), f, NULL);
-    zmq_msg_close(&m);
+    const uint8_t *fr = NULL;
+    for (;;) {
+        drc = pio_fin_next(&in, &fr, &len, NULL);
+        if (drc != PIO_EAGAIN)
+            break;
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, timeout) <= 0) {
+            fprintf(stderr, "pio-info: the piod at %s did not answer within %d ms\n", path,
+                    timeout);
+            goto out;
+        }
+        drc = pio_fin_fill(&in, fd);
+        if (drc != PIO_OK && drc != PIO_EAGAIN)
+            break;
+    }
+    if (drc == PIO_OK)
+        drc = pio_wire_decode(fr, len, f, NULL);
     if (drc != PIO_OK || f->type != PIO_F_P_INFO) {
         fprintf(stderr, "pio-info: unexpected answer from %s: %s\n", path, PIO_Strerror(drc));
         goto out;
@@ -152,7 +165,8 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     free(f);
-    zmq_close(s);
-    zmq_ctx_term(ctx);
+    pio_fin_fini(&in);
+    if (fd >= 0)
+        close(fd);
     return rc;
 }

@@ -308,6 +308,11 @@ static void tcp_addrs(struct pio_tp_conn *c, char *local, char *remote)
     }
 }
 
+static int tcp_fd(struct pio_tp_conn *c)
+{
+    return c->fd;
+}
+
 const struct pio_transport_ops pio_tcp_ops = {
     .name = "tcp",
     .listen = tcp_listen,
@@ -320,4 +325,5 @@ const struct pio_transport_ops pio_tcp_ops = {
     .shutdown = tcp_shutdown,
     .close = tcp_close,
     .addrs = tcp_addrs,
+    .fd = tcp_fd,
 };

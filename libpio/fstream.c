@@ -1,0 +1,194 @@
+/* fstream.c - wire frames over a non-blocking byte stream; see fstream.h.
+ * SPDX-License-Identifier: BSD-3-Clause
+ */
+#include "fstream.h"
+#include "err.h"
+#include "wire/wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define FIN_READ 65536 /* room asked for on each fill */
+
+struct pio_fout_item {
+    struct pio_fout_item *next;
+    size_t off, len;
+    uint8_t data[];
+};
+
+void pio_fin_init(struct pio_fin *in, size_t max)
+{
+    memset(in, 0, sizeof(*in));
+    in->max = max;
+}
+
+void pio_fin_fini(struct pio_fin *in)
+{
+    free(in->buf);
+    memset(in, 0, sizeof(*in));
+}
+
+int pio_fin_fill(struct pio_fin *in, int fd)
+{
+    if (in->start > 0) { /* frames handed out are done with: drop them */
+        memmove(in->buf, in->buf + in->start, in->len - in->start);
+        in->len -= in->start;
+        in->start = 0;
+    }
+    if (in->cap - in->len < FIN_READ) {
+        size_t cap = in->cap ? in->cap : FIN_READ;
+        while (cap - in->len < FIN_READ)
+            cap *= 2;
+        uint8_t *b = realloc(in->buf, cap);
+        if (!b)
+            return PIO_ENOMEM;
+        in->buf = b;
+        in->cap = cap;
+    }
+    for (;;) {
+        size_t room = in->cap - in->len;
+        ssize_t n = recv(fd, in->buf + in->len, room, MSG_DONTWAIT);
+        if (n > 0) {
+            in->len += (size_t)n;
+            in->drained = (size_t)n < room;
+            return PIO_OK;
+        }
+        in->drained = 1;
+        if (n == 0)
+            return PIO_ECLOSED;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? PIO_EAGAIN : PIO_ECLOSED;
+    }
+}
+
+int pio_fin_next(struct pio_fin *in, const uint8_t **frame, size_t *len, uint8_t *ver)
+{
+    size_t have = in->len - in->start;
+    if (have < PIO_WIRE_HDR)
+        return PIO_EAGAIN;
+    uint8_t type, v = 0;
+    uint32_t blen;
+    int rc = pio_wire_peek(in->buf + in->start, have, &type, &blen, &v);
+    if (ver)
+        *ver = v;
+    if (rc != PIO_OK)
+        return rc;
+    size_t flen = PIO_WIRE_HDR + (size_t)blen;
+    if (flen > in->max)
+        return PIO_EPROTO;
+    if (have < flen)
+        return PIO_EAGAIN;
+    *frame = in->buf + in->start;
+    *len = flen;
+    in->start += flen;
+    return PIO_OK;
+}
+
+static int send_some(int fd, const uint8_t *buf, size_t len, size_t *sent)
+{
+    *sent = 0;
+    while (*sent < len) {
+        ssize_t n = send(fd, buf + *sent, len - *sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+            *sent += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return PIO_OK;
+        return PIO_ECLOSED;
+    }
+    return PIO_OK;
+}
+
+int pio_fout_flush(struct pio_fout *out, int fd)
+{
+    while (out->head) {
+        struct pio_fout_item *q = out->head;
+        size_t sent;
+        int rc = send_some(fd, q->data + q->off, q->len - q->off, &sent);
+        q->off += sent;
+        out->queued -= sent;
+        if (rc != PIO_OK)
+            return rc;
+        if (q->off < q->len)
+            return PIO_OK;
+        out->head = q->next;
+        if (!out->head)
+            out->tail = NULL;
+        free(q);
+    }
+    return PIO_OK;
+}
+
+int pio_fout_send(struct pio_fout *out, int fd, const void *buf, size_t len)
+{
+    size_t sent = 0;
+    if (!out->head) {
+        int rc = send_some(fd, buf, len, &sent);
+        if (rc != PIO_OK)
+            return rc;
+        if (sent == len)
+            return PIO_OK;
+    }
+    struct pio_fout_item *q = malloc(sizeof(*q) + len - sent);
+    if (!q)
+        return PIO_ENOMEM;
+    q->next = NULL;
+    q->off = 0;
+    q->len = len - sent;
+    memcpy(q->data, (const uint8_t *)buf + sent, q->len);
+    if (out->tail)
+        out->tail->next = q;
+    else
+        out->head = q;
+    out->tail = q;
+    out->queued += q->len;
+    return PIO_OK;
+}
+
+void pio_fout_clear(struct pio_fout *out)
+{
+    while (out->head) {
+        struct pio_fout_item *q = out->head;
+        out->head = q->next;
+        free(q);
+    }
+    out->tail = NULL;
+    out->queued = 0;
+}
+
+int pio_unix_connect(const char *path, int *fd)
+{
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return PIO_EINVAL;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return pio_from_errno(errno);
+    if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        int e = errno;
+        close(s);
+        return e == ENOENT || e == ECONNREFUSED || e == ENOTSOCK ? PIO_ENOPIOD
+                                                                   : pio_from_errno(e);
+    }
+    int fl = fcntl(s, F_GETFL);
+    if (fl < 0 || fcntl(s, F_SETFL, fl | O_NONBLOCK) != 0) {
+        int e = errno;
+        close(s);
+        return pio_from_errno(e);
+    }
+    *fd = s;
+    return PIO_OK;
+}

@@ -1,0 +1,67 @@
+/* fstream.h - wire frames over a non-blocking byte stream (Unix or TCP socket).
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Two halves, used by libpio (its socket to the piod), the piod (one per
+ * local client) and between piods (the express lane):
+ *  - pio_fin: an input buffer. fill() reads what the socket has; next()
+ *    returns the complete frames in it, one by one, using the length in each
+ *    header. A frame stays valid until the next fill().
+ *  - pio_fout: an output queue. send() writes straight to the socket when
+ *    nothing waits before it, and keeps what the socket had no room for (a
+ *    whole frame or the rest of one), in order, for flush() on POLLOUT.
+ * Thread-safety: none; the owner serializes calls on one buffer.
+ */
+#ifndef PIO_FSTREAM_H
+#define PIO_FSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pio_fin {
+    uint8_t *buf;
+    size_t start, len, cap; /* frames in buf[start, len) */
+    size_t max;             /* largest frame accepted */
+    int drained;            /* the last fill read less than it had room for */
+};
+
+struct pio_fout_item;
+struct pio_fout {
+    struct pio_fout_item *head, *tail;
+    size_t queued; /* bytes waiting */
+};
+
+/* pio_fin_init - an empty buffer taking frames of at most max bytes. */
+void pio_fin_init(struct pio_fin *in, size_t max);
+void pio_fin_fini(struct pio_fin *in);
+
+/* pio_fin_fill - read what fd has (one recv). in->drained says whether the
+ * socket had less than the room we gave (so another fill would most likely
+ * find nothing: a caller can save that system call). Returns PIO_OK (bytes came),
+ * PIO_EAGAIN (none now), PIO_ECLOSED (the other end closed or reset),
+ * PIO_ENOMEM. */
+int pio_fin_fill(struct pio_fin *in, int fd);
+
+/* pio_fin_next - the next complete frame. *frame, *len [out]. Returns PIO_OK,
+ * PIO_EAGAIN (no complete frame yet), PIO_EPROTO (a header that is not ours,
+ * or a frame over max: the stream cannot be trusted any more), PIO_EVERSION
+ * (another protocol version; *ver says which, may be NULL). */
+int pio_fin_next(struct pio_fin *in, const uint8_t **frame, size_t *len, uint8_t *ver);
+
+/* pio_fout_send - send buf[0..len) on fd, or queue it (copied) behind what
+ * waits. Returns PIO_OK (sent or queued), PIO_ECLOSED (the other end is
+ * gone), PIO_ENOMEM. Never raises SIGPIPE. */
+int pio_fout_send(struct pio_fout *out, int fd, const void *buf, size_t len);
+
+/* pio_fout_flush - send what waits, as far as the socket takes it. Returns
+ * PIO_OK (possibly with bytes still waiting: out->queued), PIO_ECLOSED. */
+int pio_fout_flush(struct pio_fout *out, int fd);
+
+/* pio_fout_clear - drop what waits. */
+void pio_fout_clear(struct pio_fout *out);
+
+/* pio_unix_connect - connect to a piod's process socket at path; *fd [out]
+ * is non-blocking, close-on-exec. Returns PIO_OK, PIO_ENOPIOD (nothing
+ * listens there), PIO_EACCES or another converted errno. */
+int pio_unix_connect(const char *path, int *fd);
+
+#endif
