@@ -180,8 +180,7 @@ int pio_unix_connect(const char *path, int *fd)
     if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         int e = errno;
         close(s);
-        return e == ENOENT || e == ECONNREFUSED || e == ENOTSOCK ? PIO_ENOPIOD
-                                                                   : pio_from_errno(e);
+        return e == ENOENT || e == ECONNREFUSED || e == ENOTSOCK ? PIO_ENOPIOD : pio_from_errno(e);
     }
     int fl = fcntl(s, F_GETFL);
     if (fl < 0 || fcntl(s, F_SETFL, fl | O_NONBLOCK) != 0) {

@@ -1426,15 +1426,18 @@ static void peer_reset(struct piod *d, int peer)
         }
         m = next;
     }
-    for (struct piod_stream **sp = &d->rx_streams; *sp;) {
-        if ((*sp)->peer == peer) {
-            struct piod_stream *s = *sp;
-            *sp = s->next;
-            free(s);
-        } else {
-            sp = &(*sp)->next;
+    /* both ends number every stream afresh: the new piod starts from 0 */
+    struct piod_stream **lists[2] = {&d->rx_streams, &d->tx_streams};
+    for (int k = 0; k < 2; k++)
+        for (struct piod_stream **sp = lists[k]; *sp;) {
+            if ((*sp)->peer == peer) {
+                struct piod_stream *s = *sp;
+                *sp = s->next;
+                free(s);
+            } else {
+                sp = &(*sp)->next;
+            }
         }
-    }
 }
 
 /* Our DEALER's handshakes with a peer: a CURVE refusal means the peer's key
