@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,7 @@ static struct {
     int evfd;            /* interrupts the reader's poll */
     int reader, want;    /* who reads the socket; API threads waiting for the role */
     int in_pass;         /* the reader is handling frames (it runs the copies after) */
+    long spin_us;        /* $PIO_SPIN_US: a reader looks this long before it sleeps */
     struct pio_fin in;   /* the reader's */
     struct pio_fout out; /* frames the socket had no room for */
     pthread_t thr;
@@ -685,7 +687,20 @@ static void reader_pass(int timeout_ms)
     int n = 1;
     if (timeout_ms != 0 && !g.jobs) {
         pthread_mutex_unlock(&g.mtx);
-        n = poll(p, 2, timeout_ms);
+        n = 0;
+        if (g.spin_us > 0) { /* look without sleeping for a moment first */
+            struct timespec t0, t;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            do {
+                if ((n = poll(p, 2, 0)) != 0)
+                    break;
+                sched_yield();
+                clock_gettime(CLOCK_MONOTONIC, &t);
+            } while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 <
+                     g.spin_us);
+        }
+        if (n == 0)
+            n = poll(p, 2, timeout_ms);
         if (n > 0 && (p[1].revents & POLLIN)) {
             uint64_t v;
             ssize_t r = read(g.evfd, &v, sizeof(v));
@@ -831,6 +846,7 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
     g.have_welcome = 0;
     g.reader = READER_NONE;
     g.want = 0;
+    g.spin_us = env_int((const char *const[]){"PIO_SPIN_US", NULL}, 0);
     g.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     PIO_CHECK(g.evfd < 0, rc, PIO_ENOMEM, unlock);
     PIO_TRY(pio_unix_connect(path, &g.fd), rc, unlock);

@@ -201,6 +201,7 @@ void piod_config_defaults(struct piod_config *c)
     c->log_level = PIOD_LOG_INFO;
     c->curve = 1;
     c->express = 1;
+    c->spin_us = 50;
 }
 
 /* ---- the config file ---------------------------------------------------- */
@@ -247,6 +248,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"eager-limit", CFG_SIZE32, CFG_FIELD(struct piod_config, eager_limit)},
     {"chunk", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk)},
     {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
+    {"spin-us", CFG_SIZE32, CFG_FIELD(struct piod_config, spin_us)},
 };
 static const struct cfg_key cfg_peer_keys[] = {
     {"addr", CFG_ADDRS, CFG_FIELD(struct piod_peer, addr)},
@@ -476,7 +478,7 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                 cfg_problem(p,
                             "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                             "export, log, log-level, listen, control, control-port, data-port, "
-                            "source-ports, pool, proc-pool, eager-limit, chunk, express)",
+                            "source-ports, pool, proc-pool, eager-limit, chunk, express, spin-us)",
                             key);
             return;
         }
@@ -789,6 +791,8 @@ int piod_config_validate(const struct piod_config *c, FILE *errs)
         cfg_bad(&v, "proc-pool is 0: give the per-process pool size, e.g. 64M");
     if (c->chunk == 0)
         cfg_bad(&v, "chunk is 0: give the chunk size, e.g. 1M");
+    if (c->spin_us > 10000)
+        cfg_bad(&v, "spin-us (%u) is over 10000: a piod would burn a core for nothing", c->spin_us);
     if (c->eager_limit > c->chunk) {
         cfg_size_str(c->eager_limit, a, sizeof(a));
         cfg_size_str(c->chunk, b, sizeof(b));
@@ -856,6 +860,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     cfg_size_str(c->chunk, s, sizeof(s));
     fprintf(out, "chunk = %s\n", s);
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
+    fprintf(out, "spin-us = %u\n", c->spin_us);
     for (int i = 0; i < c->npeers && i < PIOD_MAX_PEERS; i++) {
         const struct piod_peer *pr = &c->peers[i];
         fprintf(out, "\n[peer %s]\n", pr->name);

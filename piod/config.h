@@ -54,6 +54,7 @@ struct piod_config {
     int log_level;           /* enum piod_log_level, default INFO */
     int curve;               /* 1 (default): CURVE on the control plane; 0 only with --insecure */
     int express;             /* 1 (default): H_* frames on the express lane once it is up */
+    uint32_t spin_us;        /* main loop: look again without sleeping this long after activity */
     const char *config_path; /* file loaded, or NULL */
 };
 

@@ -59,6 +59,8 @@ static void usage(FILE *out)
             "      --proc-pool SIZE   pool per process (default 64M)\n"
             "      --eager-limit SIZE largest message sent with its request (default 64K)\n"
             "      --no-express       keep peer frames on ZeroMQ (no express lane)\n"
+            "      --spin-us N        after activity, look again without sleeping for N us\n"
+            "                         (default 50; 0: always sleep)\n"
             "      --chunk SIZE       chunk size of large messages (default 1M)\n"
             "      --pidfile PATH     pid file (default " PIOD_DEFAULT_PIDFILE " as a daemon)\n"
             "      --log FILE|syslog  log destination (default stderr)\n"
@@ -108,6 +110,7 @@ enum {
     O_PPOOL,
     O_EAGER,
     O_NOEXPRESS,
+    O_SPIN,
     O_CHUNK,
     O_PIDFILE,
     O_LOG,
@@ -166,6 +169,7 @@ int main(int argc, char **argv)
         {"proc-pool", required_argument, 0, O_PPOOL},
         {"eager-limit", required_argument, 0, O_EAGER},
         {"no-express", no_argument, 0, O_NOEXPRESS},
+        {"spin-us", required_argument, 0, O_SPIN},
         {"chunk", required_argument, 0, O_CHUNK},
         {"pidfile", required_argument, 0, O_PIDFILE},
         {"log", required_argument, 0, O_LOG},
@@ -263,6 +267,16 @@ int main(int argc, char **argv)
             break;
         }
         case O_NOEXPRESS: c->express = 0; break;
+        case O_SPIN: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*optarg == 0 || *end || v < 0 || v > 10000) {
+                fprintf(stderr, "piod: --spin-us: '%s' is not a number from 0 to 10000\n", optarg);
+                bad = 1;
+            }
+            c->spin_us = (uint32_t)v;
+            break;
+        }
         case O_CHUNK: {
             uint64_t v = 0;
             bad |= size_arg("--chunk", optarg, &v) != 0;

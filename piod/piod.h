@@ -320,6 +320,7 @@ void piod_proc_unref(struct piod *d, struct piod_proc *p);
 void piod_proc_unmap(struct piod_proc *p); /* once, by whoever sees gone and no refs */
 
 uint64_t piod_now_ms(void);
+uint64_t piod_now_us(void);
 
 /* conn.c: the process socket (main thread only) */
 int piod_conn_listen(struct piod *d);  /* bind cfg.socket; PIO_EBUSY if a piod serves it */

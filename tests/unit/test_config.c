@@ -96,6 +96,8 @@ static void assert_config_equal(const struct piod_config *a, const struct piod_c
     assert_int_equal(a->chunk, b->chunk);
     assert_int_equal(a->log_syslog, b->log_syslog);
     assert_int_equal(a->log_level, b->log_level);
+    assert_int_equal(a->express, b->express);
+    assert_int_equal(a->spin_us, b->spin_us);
 }
 
 /* print a, load the output over defaults, compare. */
@@ -173,6 +175,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.log_syslog, 0);
     assert_int_equal(c.log_level, PIOD_LOG_INFO);
     assert_int_equal(c.curve, 1);
+    assert_int_equal(c.express, 1);
+    assert_int_equal(c.spin_us, 50);
     assert_null(c.config_path);
     /* the defaults lack only a listen address */
     snprintf(c.name, sizeof(c.name), "nodeA");
@@ -289,6 +293,7 @@ static void test_error_bad_values(void **state)
     expect_one("source-ports = 9000\n", 1,
                "bad source-ports '9000': expected LO-HI (two ports from 1 to 65535) or any");
     expect_one("source-ports = 0-10\n", 1, "bad source-ports '0-10'");
+    expect_one("express = maybe\n", 1, "bad express 'maybe': expected yes or no");
     char longpath[200];
     memset(longpath, 'x', sizeof(longpath));
     longpath[0] = '/';
@@ -732,6 +737,9 @@ static void test_validate_sizes(void **state)
     good_config(&c);
     c.proc_pool = 2ULL << 30;
     expect_invalid(&c, "proc-pool (2G) is above pool (1G)");
+    good_config(&c);
+    c.spin_us = 20000;
+    expect_invalid(&c, "spin-us (20000) is over 10000");
     good_config(&c);
     c.pool = 0;
     c.proc_pool = 0;

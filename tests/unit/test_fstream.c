@@ -182,10 +182,8 @@ static void test_connect_nothing_there(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_split_across_reads),
-    cmocka_unit_test(test_queue_when_full),
-    cmocka_unit_test(test_refuses_garbage_and_oversize),
-    cmocka_unit_test(test_send_to_closed),
+    cmocka_unit_test(test_split_across_reads),           cmocka_unit_test(test_queue_when_full),
+    cmocka_unit_test(test_refuses_garbage_and_oversize), cmocka_unit_test(test_send_to_closed),
     cmocka_unit_test(test_connect_nothing_there),
 };
 PIO_UNIT_MAIN(tests)
