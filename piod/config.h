@@ -32,7 +32,7 @@ struct piod_peer {
 struct piod_config {
     char name[PIOD_NAME_MAX];        /* this host (default: gethostname) */
     char system[PIOD_NAME_MAX];      /* this system (default: name) */
-    char socket[108];                /* control socket for processes (ipc path) */
+    char socket[108];                /* process socket (Unix stream) path */
     char keys[PIOD_PATH_MAX];        /* key directory */
     char pidfile[PIOD_PATH_MAX];     /* "" when none */
     char export_root[PIOD_PATH_MAX]; /* file service root ("" : disabled) */

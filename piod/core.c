@@ -1,11 +1,13 @@
 /* core.c - piod's main thread: processes, peers, the 3-way handshake, grants.
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * One thread owns every ZeroMQ socket and all message state; it polls the
- * process socket (ipc ROUTER), the control socket (tcp ROUTER, CURVE server,
- * clients checked by our ZAP handler against the key directory), the ZAP
- * socket and the eventfd through which channel threads report. To a peer we
- * only send, through our DEALER to its control ROUTER.
+ * One thread owns every ZeroMQ socket and all message state; it polls (plain
+ * poll(2)) the process socket and each process' connection (conn.c), the
+ * express lanes, the control socket (tcp ROUTER, CURVE server, clients
+ * checked by our ZAP handler against the key directory), the ZAP socket and
+ * the eventfd through which channel threads report. To a peer we send on
+ * our express lane when it is up, else through our DEALER to its control
+ * ROUTER (send_peer).
  *
  * A message travels: P_SEND (+ P_SEND_DATA ranges of the sender's pool) ->
  * H_REQUEST -> the receiver announces it (P_MSG_NEW, in seq order per

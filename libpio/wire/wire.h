@@ -1,9 +1,9 @@
 /* wire.h - PIO frame encode/decode: the only code that reads bytes from the network.
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * Every frame, on every plane (process<->piod over ZeroMQ ipc, piod<->piod
- * over ZeroMQ tcp/CURVE, and the TCP data channels), is a 16-byte header
- * followed by a body:
+ * Every frame, on every plane (process<->piod over a Unix stream socket,
+ * piod<->piod over ZeroMQ tcp/CURVE or the express lane, and the TCP data
+ * channels), is a 16-byte header followed by a body:
  *
  *   offset size field
  *   0      4    magic   "PIO1" (0x50 0x49 0x4F 0x31)
