@@ -225,9 +225,12 @@ alive() {
 	local pid t0
 	start_server "$BED" h2 198.18.0.2 5221 -1
 	# h2 sends to h1 (-R) so that the client's intervals are received bytes.
-	# Cut at ~1.7 s for 2 s.  After the restore the sender resumes at its
-	# next retransmission (RTO backoff: ~3.1 s after the cut, or ~6.3 s if
-	# the cut took longer than that), so only the last 2 of 11 s are checked.
+	# Cut at ~1.7 s for 3 s, so that the intervals 2-3 s and 3-4 s lie wholly
+	# inside the cut (with a 2 s cut the restore fell inside 3-4 s, and a
+	# sender whose retransmission came right then carried 20 Mbit/s in it).
+	# After the restore the sender resumes at its next retransmission (RTO
+	# backoff: up to ~6.3 s after the cut), so only the last 2 of 11 s are
+	# checked.
 	t0=$(date +%s%N)
 	client "$BED" h1 198.18.0.1 198.18.0.2 5221 "$BATS_TEST_TMPDIR/cut.json" \
 		-R -t 11 -i 1 &
@@ -241,7 +244,7 @@ alive() {
 	assert_output --partial "NO-CARRIER"
 	run "$TB" exec "$BED" h1 ip -o -4 addr show dev eth0
 	assert_output --partial "198.18.0.1/24"
-	sleep_until "$t0" 3700
+	sleep_until "$t0" 4700
 	"$TB" link "$BED" h1 0 up
 	run "$TB" status "$BED"
 	assert_line --regexp '^h1 +0 +eth0 +h1l0 +198\.18\.0\.1 +up '
