@@ -1052,7 +1052,7 @@ static int isend(int partner, int process_ID, int tag, int connection, const voi
     if ((uint32_t)process_ID >= p->nprocs)
         return PIO_EINVAL;
     if (connection >= 0 && p->channels > 0 && (uint32_t)connection >= p->channels)
-        return PIO_EINVAL;
+        return PIO_ECHANNEL;
     if (p->left && p->left[process_ID])
         return PIO_EGONE;
     struct pio_request *r = calloc(1, sizeof(*r));
@@ -1352,6 +1352,10 @@ int PIO_Getconinfo(int partner, PIO_Coninfo *info, int max, int *n)
         o->rx_bytes = c->rx_bytes;
         o->queued = c->queued;
         o->rate = c->rate;
+        o->tx_chunks = c->tx_chunks;
+        o->rx_chunks = c->rx_chunks;
+        o->resent = c->resent;
+        o->downs = c->downs;
     }
 out:
     free(a);

@@ -53,7 +53,9 @@ extern "C" {
     X(PIO_ECANCELED, "operation canceled")                                                         \
     X(PIO_EPERM, "permission denied")                                                              \
     X(PIO_EADDR, "address problem: cannot bind, resolve or reach an address")                      \
-    X(PIO_EINTERNAL, "internal error (a bug in PIO: please report it)")
+    X(PIO_EINTERNAL, "internal error (a bug in PIO: please report it)")                            \
+    X(PIO_ECHANNEL, "the channel named with PIO_USER(i) does not exist or is down: name another "  \
+                    "one, or use PIO_DYNAMIC")
 
 #define PIO_ERROR_ENUM_(code, words) code,
 typedef enum pio_status { PIO_ERRORS(PIO_ERROR_ENUM_) PIO_ERROR_COUNT_ } pio_status;
@@ -151,6 +153,10 @@ typedef struct PIO_Coninfo {
     uint64_t tx_bytes, rx_bytes; /* data bytes carried so far */
     uint64_t queued;             /* bytes queued or in flight */
     uint64_t rate;               /* recent throughput, bytes/s */
+    uint64_t tx_chunks;          /* data chunks sent on it */
+    uint64_t rx_chunks;          /* data chunks received on it */
+    uint64_t resent;             /* chunks sent on it again after another channel failed */
+    unsigned downs;              /* times it went down after being up */
 } PIO_Coninfo;
 
 /* PIO_Init - join this process to its local piod.

@@ -264,6 +264,8 @@ static void tx_set_state(struct piod_txchan *ch, int state)
     pthread_mutex_lock(&ch->mtx);
     int old = ch->state;
     ch->state = state;
+    if (old == 2 && state != 2)
+        ch->downs++;
     if (state == 2)
         ch->last_progress_ms = piod_now_ms();
     pthread_mutex_unlock(&ch->mtx);
@@ -462,11 +464,14 @@ static void *tx_thread(void *arg)
             f.u.c_data.resend = c->resend;
             pio_wire_encode(&f, hdr, sizeof(hdr), &hl);
             uint32_t len = c->len; /* once written, c may be acked and freed any time */
+            int resend = c->resend;
             struct iovec iov[2] = {{hdr, hl}, {(void *)c->data, len}};
             if (d->tp->sendv(ch->conn, iov, 2) != PIO_OK)
                 break;
             pthread_mutex_lock(&ch->mtx);
             ch->tx_bytes += len;
+            ch->tx_chunks++;
+            ch->resent += resend != 0;
             pthread_mutex_unlock(&ch->mtx);
         }
         /* connection over (error, peer gone or stop) */
@@ -757,6 +762,7 @@ static void *rx_thread(void *arg)
                 memcpy(g->dst, scratch, cd.len);
         }
         atomic_fetch_add(&d->peers[rx->peer].rx_bytes[rx->index], cd.len);
+        atomic_fetch_add(&d->peers[rx->peer].rx_chunks[rx->index], 1);
         PIOD_DEBUG("channel %d: chunk %llu+%llu (%u bytes)%s", rx->index,
                    (unsigned long long)cd.msgid, (unsigned long long)cd.off, cd.len,
                    g ? "" : " without grant: dropped");

@@ -1015,6 +1015,14 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
     pending_partners(d, piod_now_ms());
 }
 
+/* PIO_USER(i) must name a channel of the bundle that is up now. */
+static int user_channel_up(struct piod *d, int peer, uint32_t i)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    uint64_t q;
+    return i < (uint32_t)p->nchan && p->tx[i] && piod_tx_state(p->tx[i], &q) == 2;
+}
+
 static void on_send(struct piod *d, int pi, struct pio_p_send *s)
 {
     struct piod_proc *src = &d->procs[pi];
@@ -1025,8 +1033,8 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
         status = PIO_EPARTNER;
     else if (s->dst_proc >= nprocs || !pio_type_known((int)s->datatype))
         status = PIO_EINVAL;
-    else if (peer >= 0 && s->conn == PIO_WCONN_USER && s->conn_arg >= d->peers[peer].nchan)
-        status = PIO_EINVAL;
+    else if (peer >= 0 && s->conn == PIO_WCONN_USER && !user_channel_up(d, peer, s->conn_arg))
+        status = PIO_ECHANNEL;
     if (status != PIO_OK) {
         struct piod_omsg tmp = {.sid = s->sid, .src = pi};
         omsg_finish(d, &tmp, status);
@@ -1221,6 +1229,9 @@ static void on_info(struct piod *d, uint64_t cid, uint64_t req)
                 pthread_mutex_lock(&ch->mtx);
                 c->state = (uint32_t)ch->state;
                 c->tx_bytes = ch->tx_bytes;
+                c->tx_chunks = ch->tx_chunks;
+                c->resent = ch->resent;
+                c->downs = ch->downs;
                 c->queued = ch->queued_bytes;
                 snprintf(c->local, sizeof(c->local), "%s", ch->state == 2 ? ch->local : "");
                 snprintf(c->remote, sizeof(c->remote), "%s", ch->state == 2 ? ch->remote : "");
@@ -1231,6 +1242,7 @@ static void on_info(struct piod *d, uint64_t cid, uint64_t req)
             if (!c->remote[0])
                 snprintf(c->remote, sizeof(c->remote), "%s", ps->cfg->addr[k]);
             c->rx_bytes = atomic_load(&ps->rx_bytes[k]);
+            c->rx_chunks = atomic_load(&ps->rx_chunks[k]);
             c->rate = (uint64_t)ps->bal[k].rate;
         }
     }

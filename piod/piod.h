@@ -67,7 +67,8 @@ struct piod_txchan {
     struct piod_chunk *q, *q_tail; /* waiting to be sent */
     struct piod_chunk *unacked;    /* sent, not acknowledged */
     uint64_t queued_bytes;         /* in q and unacked */
-    uint64_t tx_bytes;
+    uint64_t tx_bytes, tx_chunks, resent;
+    uint32_t downs;            /* up -> not up transitions */
     uint64_t last_progress_ms; /* last ack, or when work arrived on an idle channel */
     struct pio_tp_conn *conn;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
@@ -122,6 +123,7 @@ struct piod_peer_st {
     struct piod_rxchan *rx[PIOD_MAX_LINKS]; /* key_mtx */
     struct piod_rxbal bal[PIOD_MAX_LINKS];
     atomic_uint_fast64_t rx_bytes[PIOD_MAX_LINKS]; /* data received per index, all connections */
+    atomic_uint_fast64_t rx_chunks[PIOD_MAX_LINKS];
     int napps;
     struct piod_remote_app *apps;
 };

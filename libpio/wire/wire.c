@@ -453,6 +453,10 @@ static void w_chan_info(struct wire_w *w, const struct pio_chan_info *c)
     put_u64(w, c->rx_bytes);
     put_u64(w, c->queued);
     put_u64(w, c->rate);
+    put_u64(w, c->tx_chunks);
+    put_u64(w, c->rx_chunks);
+    put_u64(w, c->resent);
+    put_u32(w, c->downs);
 }
 
 static void r_chan_info(struct wire_r *r, struct pio_chan_info *c)
@@ -466,6 +470,10 @@ static void r_chan_info(struct wire_r *r, struct pio_chan_info *c)
     c->rx_bytes = get_u64(r);
     c->queued = get_u64(r);
     c->rate = get_u64(r);
+    c->tx_chunks = get_u64(r);
+    c->rx_chunks = get_u64(r);
+    c->resent = get_u64(r);
+    c->downs = get_u32(r);
 }
 
 static void w_app_info(struct wire_w *w, const struct pio_app_info *a)

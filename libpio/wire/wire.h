@@ -178,8 +178,11 @@ struct pio_chan_info {
     uint32_t index;
     uint32_t state; /* 0 down, 1 connecting, 2 up */
     uint64_t tx_bytes, rx_bytes;
-    uint64_t queued; /* bytes granted/queued not yet acknowledged */
-    uint64_t rate;   /* measured bytes/s (recent) */
+    uint64_t queued;               /* bytes granted/queued not yet acknowledged */
+    uint64_t rate;                 /* measured bytes/s (recent) */
+    uint64_t tx_chunks, rx_chunks; /* data chunks sent / received */
+    uint64_t resent;               /* chunks sent on it that were resends */
+    uint32_t downs;                /* times it went down after being up */
 };
 struct pio_app_info {
     char app[PIO_WIRE_NAME];

@@ -54,6 +54,10 @@ pair() {
   pair sizes sz2 -m sync
 }
 
+@test "PIO_USER(i) puts a message on channel i only (chunk counters); a channel the bundle lacks gives PIO_ECHANNEL" {
+  pair channels chn -n 4
+}
+
 @test "a 1 GiB message arrives intact" {
   pair sizes big -S 1G
 }

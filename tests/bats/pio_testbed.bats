@@ -37,6 +37,23 @@ info = json.load(sys.stdin)
 print(" ".join(str(c[sys.argv[1]]) for c in info["channels"]))' "$2"
 }
 
+# channel_field SOCK INDEX FIELD: one field of one channel (pio-info --json).
+channel_field() {
+  PIO_SOCKET=$1 pio-info --json | python3 -c '
+import json, sys
+info = json.load(sys.stdin)
+print([c for c in info["channels"] if c["index"] == int(sys.argv[1])][0][sys.argv[2]])' "$2" "$3"
+}
+
+# channel_state_is SOCK INDEX STATE...: the channel's state is one of STATE.
+channel_state_is() {
+  local st want
+  st=$(channel_field "$1" "$2" state) || return 1
+  shift 2
+  for want in "$@"; do [ "$st" = "$want" ] && return 0; done
+  return 1
+}
+
 @test "the bundle is 4 channels pinned to the 4 link addresses of each host" {
   run env PIO_SOCKET="$PIO_SOCK_A" pio-info --json
   assert_success
@@ -96,6 +113,31 @@ PY
   grep 'channel 2 to B: no acknowledgement' "$PAIR_DIR/A.log"
   # the channel over the restored link comes back
   pio_wait_channels "$PIO_SOCK_A" 4 30
+}
+
+@test "while a link is cut pio-info shows its channel down and PIO_USER on it fails with PIO_ECHANNEL; restored, it counts a down and carries again" {
+  "$PIO_TESTBED" link "$BED" h1 1 down
+  # an idle channel over a cut link looks fine until it has to carry: send
+  # DYNAMIC traffic until piod A gives channel 1 up
+  PIO_SOCKET=$PIO_SOCK_B timeout 120 "$CHECK" recv sizes -a dn-r -p dn-s -S 64M \
+    >"$BATS_TEST_TMPDIR/r" 2>&1 &
+  rp=$!
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "$CHECK" send sizes -a dn-s -p dn-r -S 64M -c DYNAMIC
+  wait "$rp" || { "$PIO_TESTBED" link "$BED" h1 1 up; cat "$BATS_TEST_TMPDIR/r"; false; }
+  pio_wait_until 20 channel_state_is "$PIO_SOCK_A" 1 down connecting || {
+    "$PIO_TESTBED" link "$BED" h1 1 up; false; }
+  PIO_SOCKET=$PIO_SOCK_B timeout 60 "$CHECK" recv channels -a ch-r -p ch-s -n 1 \
+    >"$BATS_TEST_TMPDIR/cr" 2>&1 &
+  rp=$!
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$CHECK" send channels -a ch-s -p ch-r -c USER:1
+  kill "$rp" 2>/dev/null || true
+  wait "$rp" 2>/dev/null || true
+  "$PIO_TESTBED" link "$BED" h1 1 up
+  assert_success
+  assert_output --partial "OK channels: channel 1 refused"
+  pio_wait_channels "$PIO_SOCK_A" 4 30
+  run channel_field "$PIO_SOCK_A" 1 downs
+  [ "$output" -ge 1 ]
 }
 
 # Last in this file: it stops piod A.

@@ -479,6 +479,63 @@ static void t_nonblock(int send)
     printf("OK nonblock: %d requests\n", N);
 }
 
+/* Channels: PIO_USER(i) goes on channel i (its chunk counter moves, the
+ * others' do not), a channel the bundle lacks fails with PIO_ECHANNEL, and
+ * with -c USER:i a send on channel i must fail with PIO_ECHANNEL (it is
+ * down). The receiver takes -n messages. */
+static void t_channels(int send)
+{
+    enum { SIZE = 1 << 20 };
+    uint8_t *b = malloc(SIZE);
+    if (!b)
+        FAIL("out of memory");
+    if (!send) {
+        for (int i = 0; i < nmsg; i++) {
+            PIO_Status st;
+            CHECK(PIO_Recv(partner, 0, 3, b, PIO_BYTE, SIZE, 60000, PIO_BLOCKING, &st));
+            if (st.bytes != SIZE || b[0] != (uint8_t)i || b[SIZE - 1] != (uint8_t)i)
+                FAIL("message %d: %llu bytes, wrong contents", i, (unsigned long long)st.bytes);
+        }
+        printf("OK channels: %d messages\n", nmsg);
+        free(b);
+        return;
+    }
+    PIO_Coninfo before[16], after[16];
+    int n, n2;
+    CHECK(PIO_Getconinfo(partner, before, 16, &n));
+    if (n < 1)
+        FAIL("no channels");
+    EXPECT(PIO_Send(partner, 0, 3, PIO_USER(n + 3), b, PIO_BYTE, 8, PIO_BLOCKING), PIO_ECHANNEL);
+    if (conn >= 0) { /* -c USER:i: that channel is down */
+        EXPECT(PIO_Send(partner, 0, 3, PIO_USER(conn), b, PIO_BYTE, SIZE, PIO_BLOCKING),
+               PIO_ECHANNEL);
+        printf("OK channels: channel %d refused\n", conn);
+        free(b);
+        return;
+    }
+    for (int i = 0; i < n && i < nmsg; i++) {
+        CHECK(PIO_Getconinfo(partner, before, 16, &n));
+        memset(b, i, SIZE);
+        CHECK(PIO_Send(partner, 0, 3, PIO_USER(i), b, PIO_BYTE, SIZE, PIO_SYNC));
+        double t0 = now();
+        for (;;) { /* the sender thread counts just after its write */
+            CHECK(PIO_Getconinfo(partner, after, 16, &n2));
+            if (after[i].tx_chunks == before[i].tx_chunks + 1 || now() - t0 > 2)
+                break;
+            usleep(10000);
+        }
+        for (int k = 0; k < n; k++)
+            if (after[k].tx_chunks != before[k].tx_chunks + (k == i))
+                FAIL("USER(%d): channel %d sent %llu chunks, %llu before", i, k,
+                     (unsigned long long)after[k].tx_chunks,
+                     (unsigned long long)before[k].tx_chunks);
+        if (after[i].tx_bytes < before[i].tx_bytes + SIZE)
+            FAIL("USER(%d): its byte counter did not move", i);
+    }
+    printf("OK channels: %d channels, each carried its USER message\n", n);
+    free(b);
+}
+
 /* Errors that need no partner. */
 static void t_errors(void)
 {
@@ -578,6 +635,8 @@ int main(int argc, char **argv)
         t_gone(send);
     else if (strcmp(test, "nonblock") == 0)
         t_nonblock(send);
+    else if (strcmp(test, "channels") == 0)
+        t_channels(send);
     else
         FAIL("unknown test %s", test);
     CHECK(PIO_Exit());

@@ -44,10 +44,13 @@ static void print_json(const struct pio_p_info *in)
         const struct pio_chan_info *c = &in->chan[i];
         printf("%s\n  {\"peer\": \"%s\", \"index\": %u, \"state\": \"%s\", \"local\": \"%s\", "
                "\"remote\": \"%s\", \"tx_bytes\": %llu, \"rx_bytes\": %llu, \"queued\": %llu, "
-               "\"rate\": %llu}",
+               "\"rate\": %llu, \"tx_chunks\": %llu, \"rx_chunks\": %llu, \"resent\": %llu, "
+               "\"downs\": %u}",
                i ? "," : "", c->peer, c->index, state_name(c->state), c->local, c->remote,
                (unsigned long long)c->tx_bytes, (unsigned long long)c->rx_bytes,
-               (unsigned long long)c->queued, (unsigned long long)c->rate);
+               (unsigned long long)c->queued, (unsigned long long)c->rate,
+               (unsigned long long)c->tx_chunks, (unsigned long long)c->rx_chunks,
+               (unsigned long long)c->resent, c->downs);
     }
     printf("],\n \"applications\": [");
     for (uint32_t i = 0; i < in->napp; i++)
@@ -64,16 +67,19 @@ static void print_table(const struct pio_p_info *in)
     human_bytes(in->pool_size, a, sizeof(a));
     human_bytes(in->pool_used, b, sizeof(b));
     printf("pool: %s, %s mapped by processes\n\n", a, b);
-    printf("%-10s %3s  %-10s %-22s %-22s %10s %10s %10s %10s\n", "peer", "ch", "state", "local",
-           "remote", "tx", "rx", "queued", "rate/s");
+    printf("%-10s %3s  %-10s %-22s %-22s %10s %10s %10s %10s %9s %9s %7s %5s\n", "peer", "ch",
+           "state", "local", "remote", "tx", "rx", "queued", "rate/s", "tx chunks", "rx chunks",
+           "resent", "downs");
     for (uint32_t i = 0; i < in->nchan; i++) {
         const struct pio_chan_info *c = &in->chan[i];
         human_bytes(c->tx_bytes, a, sizeof(a));
         human_bytes(c->rx_bytes, b, sizeof(b));
         human_bytes(c->queued, q, sizeof(q));
         human_bytes(c->rate, r, sizeof(r));
-        printf("%-10s %3u  %-10s %-22s %-22s %10s %10s %10s %10s\n", c->peer, c->index,
-               state_name(c->state), c->local, c->remote, a, b, q, r);
+        printf("%-10s %3u  %-10s %-22s %-22s %10s %10s %10s %10s %9llu %9llu %7llu %5u\n", c->peer,
+               c->index, state_name(c->state), c->local, c->remote, a, b, q, r,
+               (unsigned long long)c->tx_chunks, (unsigned long long)c->rx_chunks,
+               (unsigned long long)c->resent, c->downs);
     }
     if (in->nchan == 0)
         printf("(no peers configured)\n");
