@@ -202,6 +202,7 @@ void piod_config_defaults(struct piod_config *c)
     c->curve = 1;
     c->express = 1;
     c->spin_us = 50;
+    c->link_timeout = 30;
 }
 
 /* ---- the config file ---------------------------------------------------- */
@@ -249,6 +250,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"chunk", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk)},
     {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
     {"spin-us", CFG_SIZE32, CFG_FIELD(struct piod_config, spin_us)},
+    {"link-timeout", CFG_SIZE32, CFG_FIELD(struct piod_config, link_timeout)},
 };
 static const struct cfg_key cfg_peer_keys[] = {
     {"addr", CFG_ADDRS, CFG_FIELD(struct piod_peer, addr)},
@@ -478,7 +480,8 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                 cfg_problem(p,
                             "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                             "export, log, log-level, listen, control, control-port, data-port, "
-                            "source-ports, pool, proc-pool, eager-limit, chunk, express, spin-us)",
+                            "source-ports, pool, proc-pool, eager-limit, chunk, express, spin-us, "
+                            "link-timeout)",
                             key);
             return;
         }
@@ -791,6 +794,8 @@ int piod_config_validate(const struct piod_config *c, FILE *errs)
         cfg_bad(&v, "proc-pool is 0: give the per-process pool size, e.g. 64M");
     if (c->chunk == 0)
         cfg_bad(&v, "chunk is 0: give the chunk size, e.g. 1M");
+    if (c->link_timeout == 0 || c->link_timeout > 86400)
+        cfg_bad(&v, "link-timeout (%u) must be 1 to 86400 seconds", c->link_timeout);
     if (c->spin_us > 10000)
         cfg_bad(&v, "spin-us (%u) is over 10000: a piod would burn a core for nothing", c->spin_us);
     if (c->eager_limit > c->chunk) {
@@ -861,6 +866,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "chunk = %s\n", s);
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
     fprintf(out, "spin-us = %u\n", c->spin_us);
+    fprintf(out, "link-timeout = %u\n", c->link_timeout);
     for (int i = 0; i < c->npeers && i < PIOD_MAX_PEERS; i++) {
         const struct piod_peer *pr = &c->peers[i];
         fprintf(out, "\n[peer %s]\n", pr->name);

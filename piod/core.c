@@ -874,6 +874,53 @@ static int proc_index(struct piod *d, uint64_t cid)
     return -1;
 }
 
+/* Give up an outgoing message: the receiver is told (status), the sender
+ * too if it still waits, and m goes once no chunk of it is on a channel. */
+static void omsg_abandon(struct piod *d, struct piod_omsg *m, int status)
+{
+    if (m->peer >= 0)
+        send_h_done(d, m->peer, m->msgid, status);
+    else if (m->local)
+        imsg_fail(d, m->local, status);
+    omsg_finish(d, m, status);
+    for (uint32_t i = 0; i < m->nchunks; i++)
+        if (m->state[i] != 1)
+            m->state[i] = 2;
+    omsg_maybe_free(d, m, 1);
+}
+
+/* A peer none of whose channels has been up for link-timeout seconds: every
+ * message to it that has not all arrived fails with PIO_ELINK. While one
+ * channel is up the others' chunks go on it and nothing fails. */
+static void links_watch(struct piod *d, uint64_t now)
+{
+    for (int k = 0; k < d->npeers; k++) {
+        struct piod_peer_st *p = &d->peers[k];
+        int up = 0;
+        for (int i = 0; i < p->nchan && !up; i++)
+            up = p->tx[i] && piod_tx_state(p->tx[i], NULL) == 2;
+        if (up || !p->hello_seen || p->nchan == 0) {
+            p->none_up_ms = 0;
+            continue;
+        }
+        if (!p->none_up_ms)
+            p->none_up_ms = now;
+        if (now - p->none_up_ms < (uint64_t)d->cfg.link_timeout * 1000)
+            continue;
+        for (struct piod_omsg *m = d->omsgs; m;) {
+            struct piod_omsg *next = m->next;
+            if (m->peer == k && !m->outcome && m->nacked < m->nchunks) {
+                PIOD_WARN("no channel to %s has been up for %u s: message %llu (%llu bytes) fails "
+                          "with PIO_ELINK",
+                          p->cfg->name, d->cfg.link_timeout, (unsigned long long)m->msgid,
+                          (unsigned long long)m->size);
+                omsg_abandon(d, m, PIO_ELINK);
+            }
+            m = next;
+        }
+    }
+}
+
 static void proc_leave(struct piod *d, int pi, const char *why)
 {
     struct piod_proc *p = &d->procs[pi];
@@ -905,14 +952,7 @@ static void proc_leave(struct piod *d, int pi, const char *why)
             if (!complete) {
                 PIOD_WARN("message %llu of %s:%u lost its sender before all its bytes came",
                           (unsigned long long)m->msgid, p->app, p->proc);
-                if (m->peer >= 0)
-                    send_h_done(d, m->peer, m->msgid, PIO_EGONE);
-                else if (m->local)
-                    imsg_fail(d, m->local, PIO_EGONE);
-                for (uint32_t i = 0; i < m->nchunks; i++)
-                    if (m->state[i] != 1)
-                        m->state[i] = 2;
-                omsg_maybe_free(d, m, 1);
+                omsg_abandon(d, m, PIO_EGONE);
             }
         }
         m = next;
@@ -1842,12 +1882,14 @@ static void on_events(struct piod *d)
             while (c) {
                 struct piod_chunk *cn = c->next;
                 struct piod_omsg *m = omsg_find(d, c->msgid);
+                piod_proc_unref(d, c->proc);
                 if (m) {
                     uint32_t i = (uint32_t)(c->off / m->chunk);
                     if (i < m->nchunks && m->state[i] == 1)
-                        m->state[i] = 3;
+                        m->state[i] = m->outcome ? 2 : 3; /* an abandoned one stays put */
+                    if (m->outcome)
+                        omsg_maybe_free(d, m, 1);
                 }
-                piod_proc_unref(d, c->proc);
                 free(c);
                 c = cn;
             }
@@ -1935,6 +1977,7 @@ static void tick(struct piod *d, uint64_t now)
             proc_leave(d, i, "the process died");
     }
     pending_partners(d, now);
+    links_watch(d, now);
     announce_all(d); /* requests held behind a gap that has timed out */
     for (struct piod_omsg *m = d->omsgs; m; m = m->next)
         if (m->peer >= 0) {

@@ -59,6 +59,8 @@ static void usage(FILE *out)
             "      --proc-pool SIZE   pool per process (default 64M)\n"
             "      --eager-limit SIZE largest message sent with its request (default 64K)\n"
             "      --no-express       keep peer frames on ZeroMQ (no express lane)\n"
+            "      --link-timeout S   with no channel up to a peer for S s, its sends fail\n"
+            "                         with PIO_ELINK (default 30)\n"
             "      --spin-us N        after activity, look again without sleeping for N us\n"
             "                         (default 50; 0: always sleep)\n"
             "      --chunk SIZE       chunk size of large messages (default 1M)\n"
@@ -111,6 +113,7 @@ enum {
     O_EAGER,
     O_NOEXPRESS,
     O_SPIN,
+    O_LINKTO,
     O_CHUNK,
     O_PIDFILE,
     O_LOG,
@@ -170,6 +173,7 @@ int main(int argc, char **argv)
         {"eager-limit", required_argument, 0, O_EAGER},
         {"no-express", no_argument, 0, O_NOEXPRESS},
         {"spin-us", required_argument, 0, O_SPIN},
+        {"link-timeout", required_argument, 0, O_LINKTO},
         {"chunk", required_argument, 0, O_CHUNK},
         {"pidfile", required_argument, 0, O_PIDFILE},
         {"log", required_argument, 0, O_LOG},
@@ -267,6 +271,19 @@ int main(int argc, char **argv)
             break;
         }
         case O_NOEXPRESS: c->express = 0; break;
+        case O_LINKTO: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*optarg == 0 || *end || v < 1 || v > 86400) {
+                fprintf(stderr,
+                        "piod: --link-timeout: '%s' is not a number of seconds from 1 to "
+                        "86400\n",
+                        optarg);
+                bad = 1;
+            }
+            c->link_timeout = (uint32_t)v;
+            break;
+        }
         case O_SPIN: {
             char *end;
             long v = strtol(optarg, &end, 10);

@@ -109,7 +109,8 @@ struct piod_peer_st {
     uint8_t my_key[PIO_WIRE_KEY];    /* its channels to us must prove this */
     uint8_t their_key[PIO_WIRE_KEY]; /* our channels to it prove this (key_mtx) */
     char host[PIO_WIRE_NAME];
-    int nchan; /* min(our links, its links) */
+    int nchan;           /* min(our links, its links) */
+    uint64_t none_up_ms; /* since when no channel to it is up (0: one is) */
     struct piod_txchan *tx[PIOD_MAX_LINKS];
     /* The express lane: H_* frames between the main loops over an
      * authenticated TCP connection on link 0, without ZeroMQ's I/O threads.

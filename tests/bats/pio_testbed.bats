@@ -17,7 +17,8 @@ setup_file() {
   pio_bed_up "$BED" --hosts 2 --links 4 --rate 100mbit >/dev/null
   export PAIR_DIR=$BATS_FILE_TMPDIR/pair
   mkdir -p "$PAIR_DIR"
-  pio_pair_testbed "$PAIR_DIR" "$BED" 4
+  # a short link timeout, for the test that cuts every link
+  PIO_PIOD_FLAGS="${PIO_PIOD_FLAGS:-} --link-timeout 4" pio_pair_testbed "$PAIR_DIR" "$BED" 4
   export PIO_SOCK_A PIO_SOCK_B
 }
 
@@ -138,6 +139,37 @@ PY
   pio_wait_channels "$PIO_SOCK_A" 4 30
   run channel_field "$PIO_SOCK_A" 1 downs
   [ "$output" -ge 1 ]
+}
+
+@test "with every link cut the send fails with PIO_ELINK after the link timeout; restored, the bundle carries again" {
+  PIO_SOCKET=$PIO_SOCK_B timeout 120 "$CHECK" recv sizes -a all-r -p all-s -S 256M \
+    >"$BATS_TEST_TMPDIR/r" 2>&1 &
+  rp=$!
+  PIO_SOCKET=$PIO_SOCK_A timeout 120 "$CHECK" send sizes -a all-s -p all-r -S 256M -c DYNAMIC \
+    >"$BATS_TEST_TMPDIR/s" 2>&1 &
+  sp=$!
+  sleep 1.5
+  for l in 0 1 2 3; do "$PIO_TESTBED" link "$BED" h1 "$l" down; done
+  # every channel stalls (watchdog), none comes back, 4 s later the send fails
+  local st=0
+  wait "$sp" || st=$?
+  for l in 0 1 2 3; do "$PIO_TESTBED" link "$BED" h1 "$l" up; done
+  cat "$BATS_TEST_TMPDIR/s"
+  [ "$st" -ne 0 ]
+  grep -q "PIO_ELINK" "$BATS_TEST_TMPDIR/s"
+  grep -q "no channel to B has been up for 4 s" "$PAIR_DIR/A.log"
+  # the receiver hears of it once the control path is back, and fails too
+  local rs=0
+  wait "$rp" || rs=$?
+  [ "$rs" -ne 0 ]
+  # the bundle recovers and carries a new message
+  pio_wait_channels "$PIO_SOCK_A" 4 60
+  PIO_SOCKET=$PIO_SOCK_B timeout 120 "$CHECK" recv sizes -a aft-r -p aft-s -S 16M \
+    >"$BATS_TEST_TMPDIR/r2" 2>&1 &
+  rp=$!
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "$CHECK" send sizes -a aft-s -p aft-r -S 16M -c DYNAMIC
+  wait "$rp" || { cat "$BATS_TEST_TMPDIR/r2"; false; }
+  assert_success
 }
 
 # Last in this file: it stops piod A.

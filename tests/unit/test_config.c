@@ -98,6 +98,7 @@ static void assert_config_equal(const struct piod_config *a, const struct piod_c
     assert_int_equal(a->log_level, b->log_level);
     assert_int_equal(a->express, b->express);
     assert_int_equal(a->spin_us, b->spin_us);
+    assert_int_equal(a->link_timeout, b->link_timeout);
 }
 
 /* print a, load the output over defaults, compare. */
@@ -177,6 +178,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.curve, 1);
     assert_int_equal(c.express, 1);
     assert_int_equal(c.spin_us, 50);
+    assert_int_equal(c.link_timeout, 30);
     assert_null(c.config_path);
     /* the defaults lack only a listen address */
     snprintf(c.name, sizeof(c.name), "nodeA");
@@ -740,6 +742,9 @@ static void test_validate_sizes(void **state)
     good_config(&c);
     c.spin_us = 20000;
     expect_invalid(&c, "spin-us (20000) is over 10000");
+    good_config(&c);
+    c.link_timeout = 0;
+    expect_invalid(&c, "link-timeout (0) must be 1 to 86400 seconds");
     good_config(&c);
     c.pool = 0;
     c.proc_pool = 0;
