@@ -58,6 +58,19 @@ pair() {
   pair channels chn -n 4
 }
 
+@test "PIO_STATIC sends process s to process d on channel (s + d) mod K" {
+  PIO_SOCKET=$PIO_SOCK_B timeout 60 "$CHECK" recv channels -a stc-r -p stc-s -n 3 \
+    >"$BATS_TEST_TMPDIR/r" 2>&1 &
+  local rp=$! r
+  for r in 1 2 3; do
+    run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$CHECK" send channels -a stc-s -p stc-r \
+      -r "$r" -P 4 -c STATIC
+    assert_success
+    assert_output --partial "OK channels: STATIC process $r -> process 0 took channel $r"
+  done
+  wait "$rp" || { cat "$BATS_TEST_TMPDIR/r"; false; }
+}
+
 @test "a 1 GiB message arrives intact" {
   pair sizes big -S 1G
 }
