@@ -2,8 +2,8 @@
 # run-all.sh - run every PIO benchmark once and sum up their targets (used by `make bench`).
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Runs bench/pingpong.sh (loopback) and bench/throughput.sh (namespace test
-# bed; skipped with a note when not root), each printing its own table and
+# Runs bench/pingpong.sh (loopback), bench/throughput.sh and bench/unequal.sh
+# (namespace test bed; skipped with a note when not root), each printing its own table and
 # writing bench/results/*.csv and *.png. Afterwards repeats every PASS/MISS
 # line. Exit status: non-zero when a script failed (could not measure);
 # a MISS is printed clearly but is not a failure of the run.
@@ -19,7 +19,7 @@ trap 'rm -rf "$logdir"' EXIT
 
 status=0
 summary=()
-for s in pingpong throughput; do
+for s in pingpong throughput unequal; do
   echo "======== bench/$s.sh ========"
   if [ "$s" = throughput ] && [ "$(id -u)" -ne 0 ]; then
     echo "skip: bench/throughput.sh needs root (network namespaces)"

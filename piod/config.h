@@ -45,21 +45,18 @@ struct piod_config {
     int src_port_lo, src_port_hi; /* outgoing channels bind source ports in this range (0,0: any) */
     int npeers;
     struct piod_peer peers[PIOD_MAX_PEERS];
-    uint64_t pool;        /* total pool bytes (default 1 GiB) */
-    uint64_t proc_pool;   /* per process (default 64 MiB), <= pool */
-    uint32_t eager_limit; /* default 64 KiB */
-    uint32_t chunk;       /* default 1 MiB */
-    int foreground;       /* -f */
-    int log_syslog;       /* log to syslog instead of stderr/logfile */
-    int log_level;        /* enum piod_log_level, default INFO */
-    int curve;            /* 1 (default): CURVE on the control plane; 0 only with --insecure */
-    int express;          /* 1 (default): H_* frames on the express lane once it is up */
-    uint32_t spin_us;
-    uint32_t link_timeout;
-        /* s: with no channel up to a peer this long, its sends fail */ /* main loop: look again
-                                                                           without sleeping this
-                                                                           long after activity */
-    const char *config_path;                                            /* file loaded, or NULL */
+    uint64_t pool;           /* total pool bytes (default 1 GiB) */
+    uint64_t proc_pool;      /* per process (default 64 MiB), <= pool */
+    uint32_t eager_limit;    /* default 64 KiB */
+    uint32_t chunk;          /* default 1 MiB */
+    int foreground;          /* -f */
+    int log_syslog;          /* log to syslog instead of stderr/logfile */
+    int log_level;           /* enum piod_log_level, default INFO */
+    int curve;               /* 1 (default): CURVE on the control plane; 0 only with --insecure */
+    int express;             /* 1 (default): H_* frames on the express lane once it is up */
+    uint32_t spin_us;        /* main loop: look again without sleeping this long (us) */
+    uint32_t link_timeout;   /* s: with no channel up to a peer this long, its sends fail */
+    const char *config_path; /* file loaded, or NULL */
 };
 
 /* piod_config_defaults - fill c with the defaults above (name from gethostname). */
