@@ -86,6 +86,24 @@ sane_table() {
   sane_table stream 20
 }
 
+@test "oneway, blocking and nonblocking (PIO_Isend): data checked; sane table" {
+  pio_pair_loopback "$BATS_TEST_TMPDIR/pair" 2
+  perf -t oneway -s "$SIZES" -n 20 -w 2 -b DYNAMIC
+  assert_success
+  assert_output --partial "time in the send call per message"
+  sane_table oneway 20
+  assert_equal "$srv_status" 0
+  perf -t oneway -s "$SIZES" -n 20 -w 2 -b DYNAMIC -m nonblocking
+  assert_success
+  sane_table oneway 20
+  assert_output --partial "DYNAMIC  nonblocking"
+  assert_equal "$srv_status" 0
+  # nonblocking is for oneway only
+  run "$PERF" -t stream -m nonblocking
+  assert_failure 2
+  assert_output --partial "-m nonblocking goes with -t oneway only"
+}
+
 @test "without a piod pio-perf fails with a clear message" {
   PIO_SOCKET=$BATS_TEST_TMPDIR/none.sock run "$PERF" -s 8
   assert_failure 1

@@ -12,7 +12,12 @@
  *             sends the same bytes back; reported: half the round trip;
  *   stream:   the client sends N messages, the server receives them all and
  *             answers with a 1-byte ack (tag PERF_TAG_ACK); reported: N x size
- *             over the time from the first send to the ack.
+ *             over the time from the first send to the ack;
+ *   oneway:   a stream, but usec/op is the time the sending application
+ *             spends in the send call per message (when it may continue: the
+ *             original PIO's experiment 2); MB/s as for stream. With mode
+ *             nonblocking the client posts PIO_Isend (up to PERF_WINDOW
+ *             outstanding, each with its own buffer) and waits at the end.
  * Data is checked cheaply: the send buffer is filled with a pattern once;
  * each message carries a per-message stamp in its first (up to) 8 bytes;
  * the receiver poisons, then checks, the first 8, the middle and the last
@@ -49,15 +54,17 @@
 #define PERF_TARGET_S  0.5 /* default: each size takes about this long */
 
 enum { OP_RUN = 1, OP_QUIT = 2 };
-enum { T_PINGPONG = 0, T_STREAM = 1 };
+enum { T_PINGPONG = 0, T_STREAM = 1, T_ONEWAY = 2 };
+enum { M_BLOCKING = PIO_BLOCKING, M_SYNC = PIO_SYNC, M_NONBLOCKING = 2 };
+#define PERF_WINDOW 8 /* nonblocking oneway: sends outstanding at most */
 enum { B_USER = 0, B_STATIC = 1, B_DYNAMIC = 2 };
 
 /* control message: ten u64 in this order */
 enum { C_MAGIC, C_OP, C_TEST, C_SIZE, C_WARMUP, C_ITERS, C_BAL, C_K, C_MODE, C_ROUND };
 
-static const char *const test_names[] = {"pingpong", "stream"};
+static const char *const test_names[] = {"pingpong", "stream", "oneway"};
 static const char *const bal_names[] = {"USER", "STATIC", "DYNAMIC"};
-static const char *const mode_names[] = {"blocking", "sync"};
+static const char *const mode_names[] = {"blocking", "sync", "nonblocking"};
 
 static struct {
     int server, test, bal, k, mode, quiet;
@@ -77,7 +84,9 @@ static struct {
 static int partner_h;
 static uint8_t *sbuf, *rbuf; /* sbuf: pattern + stamps; rbuf: receive target */
 static size_t buf_size;
-static uint64_t msg_counter; /* stamps: unique per message in this run */
+static uint64_t msg_counter;       /* stamps: unique per message in this run */
+static uint8_t *wbuf[PERF_WINDOW]; /* nonblocking oneway: one buffer per outstanding send */
+static double post_usec;           /* oneway: mean time in the send call, last round */
 
 /* ---- progress watchdog ---- */
 
@@ -158,6 +167,13 @@ static void buffers_need(size_t size)
     rbuf = r;
     for (size_t i = buf_size; i < n; i++)
         sbuf[i] = pat(i);
+    if (opt.mode == M_NONBLOCKING)
+        for (int w = 0; w < PERF_WINDOW; w++) {
+            uint8_t *b = realloc(wbuf[w], n);
+            if (!b)
+                die("cannot allocate %d send buffers of %zu bytes", PERF_WINDOW, n);
+            wbuf[w] = b;
+        }
     buf_size = n;
 }
 
@@ -308,6 +324,8 @@ static void serve_stream(const uint64_t *c)
 {
     size_t size = (size_t)c[C_SIZE];
     int mode = (int)c[C_MODE], bal = (int)c[C_BAL], k = (int)c[C_K];
+    if (mode == M_NONBLOCKING) /* the client's business: we receive as usual */
+        mode = PIO_BLOCKING;
     uint64_t phases[2] = {c[C_WARMUP], c[C_ITERS]};
     for (int ph = 0; ph < 2; ph++) {
         if (ph == 0 && phases[0] == 0)
@@ -340,8 +358,8 @@ static int run_server(void)
         if (c[C_OP] == OP_QUIT)
             break;
         uint64_t reply[3] = {PERF_MAGIC, PIO_OK, 0};
-        if (n < PERF_NCTRL || c[C_OP] != OP_RUN || c[C_TEST] > T_STREAM || c[C_BAL] > B_DYNAMIC ||
-            c[C_MODE] > PIO_SYNC || c[C_SIZE] > (uint64_t)SIZE_MAX / 2)
+        if (n < PERF_NCTRL || c[C_OP] != OP_RUN || c[C_TEST] > T_ONEWAY || c[C_BAL] > B_DYNAMIC ||
+            c[C_MODE] > M_NONBLOCKING || c[C_SIZE] > (uint64_t)SIZE_MAX / 2)
             reply[1] = PIO_EINVAL;
         reply[2] = n >= PERF_NCTRL ? c[C_ROUND] : 0;
         if (reply[1] == PIO_OK)
@@ -394,6 +412,55 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
             verify(rbuf, size, st, got, "client, pong");
         }
         t1 = now_ns();
+    } else if (opt.test == T_ONEWAY) {
+        uint64_t phases[2] = {warmup, iters};
+        PIO_Request req[PERF_WINDOW] = {0};
+        long long in_call = 0;
+        t1 = 0;
+        for (int ph = 0; ph < 2; ph++) {
+            if (ph == 0 && warmup == 0)
+                continue;
+            if (ph == 1)
+                t0 = now_ns();
+            in_call = 0;
+            for (uint64_t i = 0; i < phases[ph]; i++) {
+                uint64_t st = ++msg_counter;
+                int conn = conn_for(opt.bal, opt.k, i);
+                if (opt.mode != M_NONBLOCKING) {
+                    stamp(sbuf, size, st);
+                    long long a = now_ns();
+                    send_data(sbuf, size, conn, opt.mode, "client: sending one-way");
+                    in_call += now_ns() - a;
+                    continue;
+                }
+                int w = (int)(i % PERF_WINDOW);
+                if (req[w]) { /* its buffer is reused: that send must be done */
+                    progress("client: waiting for an earlier PIO_Isend");
+                    pio_check(PIO_Wait(&req[w], PIO_WAIT_FOREVER, NULL), "PIO_Wait", "(oneway)");
+                }
+                memcpy(wbuf[w], sbuf, size);
+                stamp(wbuf[w], size, st);
+                progress("client: posting one-way");
+                long long a = now_ns();
+                pio_check(PIO_Isend(partner_h, 0, PERF_TAG_DATA, conn, wbuf[w], PIO_BYTE, size,
+                                    PIO_BLOCKING, &req[w]),
+                          "PIO_Isend", "(oneway)");
+                in_call += now_ns() - a;
+            }
+            for (int w = 0; w < PERF_WINDOW; w++)
+                if (req[w]) {
+                    progress("client: waiting for the last PIO_Isends");
+                    pio_check(PIO_Wait(&req[w], PIO_WAIT_FOREVER, NULL), "PIO_Wait", "(oneway)");
+                }
+            uint8_t ack = 0;
+            size_t got = recv_data(PERF_TAG_ACK, &ack, 1, PIO_BLOCKING,
+                                   "client: waiting for the one-way ack");
+            if (got != 1 || ack != 'K')
+                die("one-way ack is %zu bytes, value 0x%02x: expected 1 byte 'K'", got, ack);
+            if (ph == 1)
+                t1 = now_ns();
+        }
+        post_usec = iters ? (double)in_call / 1e3 / (double)iters : 0;
     } else {
         uint64_t phases[2] = {warmup, iters};
         t1 = 0;
@@ -471,6 +538,8 @@ static int run_client(void)
     printf(", mode %s\n", mode_names[opt.mode]);
     printf("# usec/op: %s; MB/s: 1 MB = 10^6 bytes\n",
            opt.test == T_PINGPONG ? "half the round trip; MB/s = size / (usec/op)"
+           : opt.test == T_ONEWAY ? "time in the send call per message (until the application "
+                                    "may continue); MB/s: messages x size / (first send to ack)"
                                   : "stream time (first send to ack) / messages");
     printf("%-9s %12s %9s %-8s %-9s %12s %12s\n", "#test", "size", "iters", "balance", "mode",
            "usec/op", "MB/s");
@@ -497,6 +566,8 @@ static int run_client(void)
         double sec = client_round(size, warmup, iters);
         double usec = sec * 1e6 / (double)iters / (opt.test == T_PINGPONG ? 2.0 : 1.0);
         double mbps = usec > 0 ? (double)size / usec : 0.0; /* bytes per usec = MB/s */
+        if (opt.test == T_ONEWAY)
+            usec = post_usec; /* MB/s stays the one-way rate */
         print_row(stdout, 0, size, iters, usec, mbps);
         fflush(stdout);
         if (csv) {
@@ -517,20 +588,22 @@ static int run_client(void)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: pio-perf --server [--app NAME] [--partner NAME] [--timeout S]\n"
-                 "       pio-perf [-t pingpong|stream] [-s SIZES] [-n ITERS] [-w WARMUP]\n"
-                 "                [-b USER|STATIC|DYNAMIC] [-k K] [-m blocking|sync]\n"
+                 "       pio-perf [-t pingpong|stream|oneway] [-s SIZES] [-n ITERS] [-w WARMUP]\n"
+                 "                [-b USER|STATIC|DYNAMIC] [-k K] [-m blocking|sync|nonblocking]\n"
                  "                [--csv FILE] [--app NAME] [--partner NAME] [--timeout S]\n"
                  "Measures PIO latency (pingpong: half round trip) and bandwidth (stream) between\n"
                  "a client (app perf-cli) and a server (app perf-srv), each joined to the piod at\n"
                  "$PIO_SOCKET. Only the client takes test options; it sends them to the server.\n"
-                 "  -t, --test T       pingpong (default) or stream\n"
+                 "  -t, --test T       pingpong (default), stream, or oneway (a stream whose\n"
+                 "                     usec/op is the time spent in the send call)\n"
                  "  -s, --sizes LIST   sizes in bytes: 8,64K,1M or ranges 8:64M (powers of two);\n"
                  "                     K/M/G are binary, 64K+1 adds (default 8:1M)\n"
                  "  -n, --iters N      messages per size (default: about 0.5 s per size, >= 3)\n"
                  "  -w, --warmup N     untimed messages first (default 10, 2 from 1 MiB)\n"
                  "  -b, --balance B    USER (channel i round-robin over -k), STATIC, DYNAMIC\n"
                  "  -k, --channels K   channels for USER (default: all of the bundle)\n"
-                 "  -m, --mode M       blocking (default) or sync\n"
+                 "  -m, --mode M       blocking (default), sync, or nonblocking (oneway only:\n"
+                 "                     PIO_Isend, up to 8 outstanding)\n"
                  "      --csv FILE     append rows test,size,iters,balance,mode,usec_per_op,MBps\n"
                  "      --app NAME     this application's name (perf-cli / perf-srv)\n"
                  "      --partner NAME the other side's name (perf-srv / perf-cli)\n"
@@ -583,8 +656,8 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "t:s:n:w:b:k:m:qh", opts, NULL)) != -1) {
         switch (c) {
         case 't':
-            if ((opt.test = pick(optarg, test_names, 2)) < 0) {
-                fprintf(stderr, "pio-perf: -t: '%s': use pingpong or stream\n", optarg);
+            if ((opt.test = pick(optarg, test_names, 3)) < 0) {
+                fprintf(stderr, "pio-perf: -t: '%s': use pingpong, stream or oneway\n", optarg);
                 return 2;
             }
             break;
@@ -607,8 +680,8 @@ int main(int argc, char **argv)
             break;
         case 'k': opt.k = (int)count_arg("-k", optarg, 1, 65535); break;
         case 'm':
-            if ((opt.mode = pick(optarg, mode_names, 2)) < 0) {
-                fprintf(stderr, "pio-perf: -m: '%s': use blocking or sync\n", optarg);
+            if ((opt.mode = pick(optarg, mode_names, 3)) < 0) {
+                fprintf(stderr, "pio-perf: -m: '%s': use blocking, sync or nonblocking\n", optarg);
                 return 2;
             }
             break;
@@ -632,6 +705,10 @@ int main(int argc, char **argv)
     if (pthread_create(&wd, NULL, watchdog, NULL) != 0)
         die("cannot start the watchdog thread");
     pthread_detach(wd);
+    if (opt.mode == M_NONBLOCKING && opt.test != T_ONEWAY) {
+        fprintf(stderr, "pio-perf: -m nonblocking goes with -t oneway only\n");
+        return 2;
+    }
     int rc = opt.server ? run_server() : run_client();
     free(sbuf);
     free(rbuf);
