@@ -2,8 +2,9 @@
 # run-all.sh - run every PIO benchmark once and sum up their targets (used by `make bench`).
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Runs bench/pingpong.sh (loopback), bench/throughput.sh and bench/unequal.sh
-# (namespace test bed; skipped with a note when not root), each printing its own table and
+# Runs bench/pingpong.sh (loopback), then bench/throughput.sh, unequal.sh,
+# linkfail.sh and channels.sh (namespace test bed; skipped with a note when
+# not root), each printing its own table and
 # writing bench/results/*.csv and *.png. Afterwards repeats every PASS/MISS
 # line. Exit status: non-zero when a script failed (could not measure);
 # a MISS is printed clearly but is not a failure of the run.
@@ -19,7 +20,7 @@ trap 'rm -rf "$logdir"' EXIT
 
 status=0
 summary=()
-for s in pingpong throughput unequal; do
+for s in pingpong throughput unequal linkfail channels; do
   echo "======== bench/$s.sh ========"
   if [ "$s" = throughput ] && [ "$(id -u)" -ne 0 ]; then
     echo "skip: bench/throughput.sh needs root (network namespaces)"
@@ -29,7 +30,7 @@ for s in pingpong throughput unequal; do
   bash "bench/$s.sh" 2>&1 | tee "$logdir/$s.log"
   rc=${PIPESTATUS[0]}
   while IFS= read -r line; do summary+=("$line  [$s]"); done \
-    < <(grep -E '^(PASS|MISS|FAIL):' "$logdir/$s.log")
+    < <(grep -E '^(PASS|MISS|FAIL|SKIP):' "$logdir/$s.log")
   if [ "$rc" -ne 0 ]; then
     summary+=("FAILED: bench/$s.sh exited $rc")
     status=1

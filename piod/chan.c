@@ -706,6 +706,7 @@ static void *rx_thread(void *arg)
         ev->peer = rx->peer;
         ev->index = rx->index;
         ev->state = 12; /* rx up */
+        ev->gen = rx->gen;
         piod_post(d, ev);
     }
     PIOD_INFO("channel %d from %s accepted: %s <- %s", rx->index, d->peers[rx->peer].cfg->name,
@@ -785,6 +786,7 @@ static void *rx_thread(void *arg)
         ev->peer = rx->peer;
         ev->index = rx->index;
         ev->state = 10; /* rx down */
+        ev->gen = rx->gen;
         piod_post(d, ev);
     }
 out:
@@ -821,8 +823,10 @@ static void *accept_thread(void *arg)
             d->tp->close(c);
             continue;
         }
+        static atomic_uint_fast64_t next_gen;
         rx->d = d;
         rx->peer = -1;
+        rx->gen = atomic_fetch_add(&next_gen, 1) + 1;
         rx->conn = c;
         d->tp->addrs(c, rx->local, rx->remote);
         /* reap finished receivers, remember this one */

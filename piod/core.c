@@ -1902,7 +1902,15 @@ static void on_events(struct piod *d)
         }
         case PIOD_EV_CHAN:
             if (ev->state == 12 || ev->state == 10) {
-                d->peers[ev->peer].bal[ev->index].up = ev->state == 12;
+                /* a replaced connection's "down" can come after its
+                 * successor's "up": only the current one's counts */
+                struct piod_rxbal *b = &d->peers[ev->peer].bal[ev->index];
+                if (ev->state == 12) {
+                    b->up = 1;
+                    b->rx_gen = ev->gen;
+                } else if (ev->gen == b->rx_gen) {
+                    b->up = 0;
+                }
                 regrant = 1;
             } else if (ev->state == 2) {
                 /* a channel came up: chunks that found none can go now */

@@ -78,6 +78,7 @@ struct piod_txchan {
 struct piod_rxchan {
     struct piod *d;
     int peer, index; /* peer -1 until authenticated */
+    uint64_t gen;    /* unique per accepted connection: tells its events from a successor's */
     pthread_t thr;
     struct pio_tp_conn *conn;
     atomic_int dead; /* set by the thread when it ends */
@@ -91,6 +92,7 @@ struct piod_rxbal {
     int busy;              /* had outstanding bytes during the window */
     double rate;           /* EWMA bytes/s */
     int up;
+    uint64_t rx_gen; /* the incoming connection that said "up" last (its rx->gen) */
 };
 
 struct piod_remote_app {
@@ -220,6 +222,7 @@ struct piod_ev {
     int state;                 /* PIOD_EV_CHAN: new state */
     struct piod_chunk *chunks; /* PIOD_EV_REQUEUE */
     struct pio_tp_conn *conn;  /* PIOD_EV_EXPRESS */
+    uint64_t gen;              /* PIOD_EV_CHAN rx up/down: the connection (rx->gen) */
 };
 
 struct piod_pending_partner {

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# channels.sh - latency and one-way transfer over 1..16 channels (the original PIO's experiments 1 and 2).
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# For each K in CHANNELS_KS (default 1 2 4 8 16): a test bed of 2 hosts with
+# K links at CHANNELS_RATE (default 100mbit) each way, a piod pair on it, and
+#   - ping-pong of 8 B and 1 MiB (pio-perf, USER round-robin over the K
+#     channels): half round trip;
+#   - one-way 16 MiB messages with DYNAMIC (pio-perf -t oneway), blocking
+#     and non-blocking (PIO_Isend): the one-way rate, and the time the
+#     sending application spends in the send call per message (when it may
+#     go on: the original experiment 2).
+# Baseline, measured in the same run on the first bed: a plain TCP socket
+# (bench/tcp_pingpong) between the same hosts over link 0: ping-pong 8 B and
+# 1 MiB, and a 16 MiB stream; the one-way "ceiling" at K is K x that stream.
+# Prints a table, writes bench/results/channels.csv and channels.png.
+# Exit status: 0 when every run completed, 1 when one failed; 0 with a note
+# when not root (the test bed needs network namespaces).
+#
+# Environment: BUILD (default build/default), CHANNELS_KS, CHANNELS_RATE,
+# CHANNELS_SECONDS (one-way run length per mode, default 3),
+# PIO_BENCH_RESULTS (default bench/results), PIO_PIOD_FLAGS.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build/default}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+PERF=$BUILD/bin/pio-perf
+TCPPP=$BUILD/bench/tcp_pingpong
+TB=$ROOT/tests/testbed/pio-testbed
+RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+KS=${CHANNELS_KS:-1 2 4 8 16}
+RATE=${CHANNELS_RATE:-100mbit}
+SECS=${CHANNELS_SECONDS:-3}
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "skip: bench/channels.sh needs root (network namespaces for the test bed)"
+  exit 0
+fi
+for b in "$PERF" "$TCPPP" "$BUILD/sbin/piod" "$TB"; do
+  [ -x "$b" ] || { echo "channels.sh: $b is missing: run 'make' first" >&2; exit 1; }
+done
+source "$ROOT/tests/lib/piod.bash"
+
+work=$(mktemp -d /tmp/pio-bench-channels.XXXXXX)
+bed=""
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  pio_piods_stop
+  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+PY=python3
+for p in python3 /usr/bin/python3; do
+  if "$p" -c 'import matplotlib' 2>/dev/null; then PY=$p; break; fi
+done
+
+fail=0
+# perf NAME CLIENT_ARGS...: a pio-perf server on B, the client on A (CSV rows
+# appended to $work/pio.$K.csv); both must exit 0.
+perf() {
+  local name=$1; shift
+  PIO_SOCKET=$PIO_SOCK_B "$PERF" --server -q --timeout 120 >"$work/$name.srv" 2>&1 &
+  local sp=$! rc=0
+  pids+=("$sp")
+  PIO_SOCKET=$PIO_SOCK_A "$PERF" --timeout 120 --csv "$work/pio.$K.csv" "$@" \
+    >"$work/$name.cli" 2>&1 || rc=$?
+  [ $rc -eq 0 ] || kill "$sp" 2>/dev/null
+  wait "$sp" || rc=1
+  if [ $rc -ne 0 ]; then
+    echo "channels.sh: K=$K: $name failed:" >&2
+    sed 's/^/  | /' "$work/$name.cli" "$work/$name.srv" >&2
+    fail=1
+    return 1
+  fi
+}
+
+# tcp NAME CLIENT_ARGS...: the plain-socket baseline from h1 to h2 over link 0.
+tcp() {
+  local name=$1 port=$((7790 + RANDOM % 100)); shift
+  "$TB" exec "$bed" h2 "$TCPPP" --server -B "$("$TB" addr "$bed" h2 0)" -p "$port" --timeout 60 \
+    >"$work/$name.srv" 2>&1 &
+  local sp=$! n rc=0
+  pids+=("$sp")
+  for ((n = 0; n < 100; n++)); do
+    [ -n "$("$TB" exec "$bed" h2 ss -Hltn "sport = :$port")" ] && break
+    sleep 0.05
+  done
+  "$TB" exec "$bed" h1 "$TCPPP" -p "$port" --timeout 60 --csv "$work/tcp.csv" "$@" \
+    "$("$TB" addr "$bed" h2 0)" >"$work/$name.cli" 2>&1 || rc=$?
+  [ $rc -eq 0 ] || kill "$sp" 2>/dev/null
+  wait "$sp" || rc=1
+  if [ $rc -ne 0 ]; then
+    echo "channels.sh: baseline $name failed:" >&2
+    sed 's/^/  | /' "$work/$name.cli" "$work/$name.srv" >&2
+    fail=1
+    return 1
+  fi
+}
+
+date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
+echo "== channels.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x K links at $RATE, K in: $KS"
+first=1
+for K in $KS; do
+  bed="ch$(printf '%03d' $((RANDOM % 1000)))k$K"
+  bed=${bed:0:8}
+  echo "-- K=$K: bed $bed"
+  if ! "$TB" up "$bed" --hosts 2 --links "$K" --rate "$RATE" >"$work/up.$K.log" 2>&1; then
+    echo "channels.sh: K=$K: bed did not come up:" >&2; cat "$work/up.$K.log" >&2
+    fail=1; bed=""; continue
+  fi
+  if [ $first -eq 1 ]; then
+    first=0
+    echo "   baseline: plain TCP over link 0"
+    tcp tcp-pp -t pingpong -s 8,1M
+    tcp tcp-st -t stream -s 16M -n 4 -w 1
+  fi
+  if pio_pair_testbed "$work/pio$K" "$bed" "$K"; then
+    perf pp -t pingpong -s 8,1M -b USER -k "$K" && echo "   ping-pong done"
+    # enough 16 MiB messages for about SECS seconds at K links' rate
+    n=$(( (K * 12000000 * SECS + 16777215) / 16777216 ))
+    [ $n -ge 2 ] || n=2
+    perf ow -t oneway -s 16M -n "$n" -w 1 -b DYNAMIC && echo "   one-way (blocking, $n x 16 MiB) done"
+    perf nb -t oneway -s 16M -n "$n" -w 1 -b DYNAMIC -m nonblocking &&
+      echo "   one-way (non-blocking, $n x 16 MiB) done"
+  else
+    echo "channels.sh: K=$K: the piod pair did not come up on the bed" >&2; fail=1
+  fi
+  pio_piods_stop
+  "$TB" down "$bed" >/dev/null 2>&1
+  bed=""
+done
+
+mkdir -p "$RESULTS"
+"$PY" - "$work" "$KS" "$RESULTS/channels.csv" "$RESULTS/channels.png" "$RATE" "$date_s" <<'EOF'
+import csv, os, sys
+work, ks, out_csv, out_png, rate, date = sys.argv[1:7]
+ks = [int(k) for k in ks.split()]
+
+def rows(path):
+    return list(csv.DictReader(open(path))) if os.path.exists(path) else []
+
+tcp = rows(os.path.join(work, "tcp.csv"))
+def tcp_get(test, size, col):
+    for r in tcp:
+        if r["test"] == test and int(r["size"]) == size:
+            return float(r[col])
+    return None
+
+t8 = tcp_get("pingpong", 8, "usec_per_op")
+t1m = tcp_get("pingpong", 1 << 20, "usec_per_op")
+tst = tcp_get("stream", 16 << 20, "MBps")
+out = []
+for k in ks:
+    rs = rows(os.path.join(work, "pio.%d.csv" % k))
+    def get(test, size, mode, col):
+        for r in rs:
+            if r["test"] == test and int(r["size"]) == size and r["mode"] == mode:
+                return float(r[col])
+        return None
+    out.append(dict(K=k, pio_8_us=get("pingpong", 8, "blocking", "usec_per_op"),
+                    pio_1m_us=get("pingpong", 1 << 20, "blocking", "usec_per_op"),
+                    oneway_MBps=get("oneway", 16 << 20, "blocking", "MBps"),
+                    call_block_us=get("oneway", 16 << 20, "blocking", "usec_per_op"),
+                    oneway_nb_MBps=get("oneway", 16 << 20, "nonblocking", "MBps"),
+                    call_nonblock_us=get("oneway", 16 << 20, "nonblocking", "usec_per_op"),
+                    tcp_8_us=t8, tcp_1m_us=t1m, tcp_stream_MBps=tst))
+cols = ["K", "pio_8_us", "tcp_8_us", "pio_1m_us", "tcp_1m_us", "oneway_MBps", "oneway_nb_MBps",
+        "tcp_stream_MBps", "call_block_us", "call_nonblock_us"]
+with open(out_csv, "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=cols)
+    w.writeheader()
+    for r in out:
+        w.writerow({c: ("%.3f" % r[c] if isinstance(r[c], float) else r[c]) for c in cols})
+
+fmt = lambda v, p="%.1f": (p % v) if v is not None else "-"
+print()
+print("Over K channels, 2 hosts x K links at %s (%s)" % (rate, date))
+print("baseline, plain TCP over link 0: 8 B half RTT %s us, 1 MiB half RTT %s us, 16 MiB stream %s MB/s"
+      % (fmt(t8), fmt(t1m), fmt(tst, "%.2f")))
+print("%3s %9s %6s %10s %8s %11s %11s %9s %13s %13s %8s" % (
+    "K", "8B us", "x TCP", "1MiB us", "x TCP", "1way MB/s", "K x TCP", "ratio", "call blk us",
+    "call nb us", "nb MB/s"))
+for r in out:
+    k = r["K"]
+    ceil = k * tst if tst else None
+    ratio = r["oneway_MBps"] / ceil if ceil and r["oneway_MBps"] else None
+    print("%3d %9s %6s %10s %8s %11s %11s %9s %13s %13s %8s" % (
+        k, fmt(r["pio_8_us"]), fmt(r["pio_8_us"] / t8 if t8 and r["pio_8_us"] else None, "%.2f"),
+        fmt(r["pio_1m_us"]), fmt(r["pio_1m_us"] / t1m if t1m and r["pio_1m_us"] else None, "%.2f"),
+        fmt(r["oneway_MBps"], "%.2f"), fmt(ceil, "%.2f"), fmt(ratio, "%.3f"),
+        fmt(r["call_block_us"], "%.0f"), fmt(r["call_nonblock_us"], "%.0f"),
+        fmt(r["oneway_nb_MBps"], "%.2f")))
+print("(x TCP: PIO / plain socket, lower is better; ratio: one-way / (K x the socket's stream);")
+print(" call: microseconds the sender spends in PIO_Send (blk) / PIO_Isend (nb) per 16 MiB message)")
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    K = [r["K"] for r in out]
+    def series(key):
+        return [r[key] for r in out]
+    ax[0].plot(K, series("pio_8_us"), "o-", label="PIO 8 B")
+    ax[0].plot(K, series("pio_1m_us"), "s-", label="PIO 1 MiB")
+    if t8: ax[0].axhline(t8, ls="--", color="C0", label="TCP 8 B")
+    if t1m: ax[0].axhline(t1m, ls="--", color="C1", label="TCP 1 MiB")
+    ax[0].set_xscale("log", base=2); ax[0].set_yscale("log")
+    ax[0].set_xlabel("channels K"); ax[0].set_ylabel("half round trip (us)")
+    ax[0].set_title("ping-pong (USER round-robin)"); ax[0].legend(fontsize=8)
+    ax[1].plot(K, series("oneway_MBps"), "o-", label="PIO blocking")
+    ax[1].plot(K, series("oneway_nb_MBps"), "^-", label="PIO non-blocking")
+    if tst: ax[1].plot(K, [k * tst for k in K], "k--", label="K x plain TCP stream")
+    ax[1].set_xscale("log", base=2)
+    ax[1].set_xlabel("channels K"); ax[1].set_ylabel("MB/s (10^6 B/s)")
+    ax[1].set_title("one-way 16 MiB messages, DYNAMIC"); ax[1].legend(fontsize=8)
+    ax[2].plot(K, [v / 1000 if v else None for v in series("call_block_us")], "o-",
+               label="PIO_Send (blocking)")
+    ax[2].plot(K, [v / 1000 if v else None for v in series("call_nonblock_us")], "^-",
+               label="PIO_Isend (non-blocking)")
+    ax[2].set_xscale("log", base=2)
+    ax[2].set_xlabel("channels K"); ax[2].set_ylabel("ms in the call per 16 MiB message")
+    ax[2].set_title("until the sender may continue"); ax[2].legend(fontsize=8)
+    fig.suptitle("PIO over K channels at %s each (%s)" % (rate, date))
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    print("wrote %s and %s" % (out_csv, out_png))
+except ImportError:
+    print("wrote %s (matplotlib missing: no plot)" % out_csv)
+EOF
+[ $? -eq 0 ] || fail=1
+exit $fail
