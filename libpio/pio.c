@@ -86,6 +86,7 @@ struct pio_request {
     uint64_t sid, size, next_off;
     const uint8_t *sbuf;
     int sync, copied_all, done_recv, pumping;
+    int verdict; /* a large PIO_USER send waits for the piod to accept its channel */
     /* recv */
     int partner, src, tag, datatype;
     uint8_t *rbuf;
@@ -434,7 +435,7 @@ static void pump(struct pio_request *r)
     r->pumping = 0;
     if (r->next_off == r->size && !r->copied_all) {
         r->copied_all = 1;
-        if (!r->sync || r->done_recv) {
+        if ((!r->sync || r->done_recv) && !r->verdict) {
             list_remove_req(&g.sends, r);
             req_complete(r, r->done_recv ? r->status : PIO_OK);
         } else {
@@ -540,7 +541,14 @@ static void on_send_done(struct pio_frame *f)
         return;
     }
     for (struct pio_request *r = g.sends; r; r = r->next)
-        if (r->sid == f->u.p_done.id) {
+        if (r->sid == f->u.p_done.id && (f->flags & 2) && f->u.p_done.status == PIO_OK) {
+            r->verdict = 0; /* the piod took the named channel */
+            if (r->copied_all && (!r->sync || r->done_recv)) {
+                list_remove_req(&g.sends, r);
+                req_complete(r, r->done_recv ? r->status : PIO_OK);
+            }
+            return;
+        } else if (r->sid == f->u.p_done.id) {
             r->done_recv = 1;
             r->status = f->u.p_done.status;
             if (r->copied_all || f->u.p_done.status != PIO_OK) {
@@ -1089,6 +1097,9 @@ static int isend(int partner, int process_ID, int tag, int connection, const voi
     s->flags = (r->sync ? PIO_WF_SYNC : 0) | (pio_host_bigendian() ? PIO_WF_BIGEND : 0);
     snprintf(s->partner, sizeof(s->partner), "%s", p->name);
     int eager = size <= g.w.eager_limit;
+    /* a large message on a named channel: the piod says whether that channel
+     * is up before the send may complete (PIO_ECHANNEL otherwise) */
+    r->verdict = !eager && connection >= 0;
     if (eager) {
         s->flags |= PIO_WF_EAGER;
         s->payload = addr;

@@ -1073,13 +1073,17 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
         status = PIO_EPARTNER;
     else if (s->dst_proc >= nprocs || !pio_type_known((int)s->datatype))
         status = PIO_EINVAL;
-    else if (peer >= 0 && s->conn == PIO_WCONN_USER && !user_channel_up(d, peer, s->conn_arg))
-        status = PIO_ECHANNEL;
+    else if (peer >= 0 && s->conn == PIO_WCONN_USER &&
+             ((s->flags & PIO_WF_EAGER) ? s->conn_arg >= (uint32_t)d->peers[peer].nchan
+                                        : !user_channel_up(d, peer, s->conn_arg)))
+        status = PIO_ECHANNEL; /* an eager message uses no channel: it need only exist */
     if (status != PIO_OK) {
         struct piod_omsg tmp = {.sid = s->sid, .src = pi};
         omsg_finish(d, &tmp, status);
         return;
     }
+    if (s->conn == PIO_WCONN_USER && !(s->flags & PIO_WF_EAGER)) /* libpio waits for this */
+        send_done_flags(d, pi, PIO_F_P_SEND_DONE, 2, s->sid, PIO_OK);
     struct pio_h_request rq;
     memset(&rq, 0, sizeof(rq));
     rq.msgid = ++d->next_msgid;

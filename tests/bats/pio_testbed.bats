@@ -134,7 +134,11 @@ PY
   kill "$rp" 2>/dev/null || true
   wait "$rp" 2>/dev/null || true
   "$PIO_TESTBED" link "$BED" h1 1 up
-  assert_success
+  if [ "$status" -ne 0 ]; then # say what piod A saw of channel 1
+    echo "$output"
+    grep -E "channel 1|express" "$PAIR_DIR/A.log" | tail -20
+    false
+  fi
   assert_output --partial "OK channels: channel 1 refused"
   pio_wait_channels "$PIO_SOCK_A" 4 30
   run channel_field "$PIO_SOCK_A" 1 downs

@@ -875,6 +875,7 @@ static void test_string_refusals(void **state)
         hb_u32(h, 1), hb_u32(h, 0); /* nchan 1, napp 0 */
         hb_str(h, "peer", 4), hb_str(h, s, len), hb_str(h, "r", 1);
         hb_u32(h, 0), hb_u32(h, 2), hb_u64(h, 1), hb_u64(h, 2), hb_u64(h, 3), hb_u64(h, 4);
+        hb_u64(h, 5), hb_u64(h, 6), hb_u64(h, 7), hb_u32(h, 1); /* chunks, resent, downs */
         hb_u64(h, 100), hb_u64(h, 50);
         assert_int_equal(hb_decode(PIO_F_P_INFO, h), len < PIO_WIRE_ADDR ? PIO_OK : PIO_EPROTO);
     }
