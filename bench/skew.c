@@ -34,19 +34,22 @@
 #define MAXRANK   4096
 #define RECV_WAIT 300000 /* ms without any message before the receiver gives up */
 
-static void die(const char *what, int rc) {
+static void die(const char *what, int rc)
+{
     fprintf(stderr, "skew: %s: %s (%s)\n", what, PIO_Strerror(rc), PIO_Errname(rc));
     exit(1);
 }
 
-static void usage(void) {
+static void usage(void)
+{
     fprintf(stderr, "usage: skew send -r RANK -P NPROCS -c STATIC|DYNAMIC -b BYTES -a APP -p "
                     "PARTNER [-g GATE_DIR]\n"
                     "       skew recv -a APP -p PARTNER -n TOTAL_BYTES\n");
     exit(1);
 }
 
-static uint64_t parse_bytes(const char *s, const char *opt) {
+static uint64_t parse_bytes(const char *s, const char *opt)
+{
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
@@ -57,9 +60,21 @@ static uint64_t parse_bytes(const char *s, const char *opt) {
     unsigned shift = 0;
     switch (*end) {
     case 0: break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
     default: break;
     }
     if (*end != 0 || (shift && v > (UINT64_MAX >> shift))) {
@@ -69,7 +84,8 @@ static uint64_t parse_bytes(const char *s, const char *opt) {
     return (uint64_t)v << shift;
 }
 
-static int parse_int(const char *s, const char *opt) {
+static int parse_int(const char *s, const char *opt)
+{
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -81,19 +97,22 @@ static int parse_int(const char *s, const char *opt) {
 }
 
 /* the pattern byte of (rank, offset) */
-static inline uint8_t pat(int rank, uint64_t off) {
+static inline uint8_t pat(int rank, uint64_t off)
+{
     uint64_t x = off * 0x9E3779B97F4A7C15ull + (uint64_t)rank * 0xC2B2AE3D27D4EB4Full;
     x ^= x >> 29;
     return (uint8_t)(x ^ (x >> 17) ^ (off >> 20));
 }
 
-static double now(void) {
+static double now(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     if (argc < 2)
         usage();
     const char *role = argv[1];
@@ -123,8 +142,14 @@ int main(int argc, char **argv) {
             }
             have_conn = 1;
             break;
-        case 'b': bytes = parse_bytes(v, o); have_bytes = 1; break;
-        case 'n': total = parse_bytes(v, o); have_total = 1; break;
+        case 'b':
+            bytes = parse_bytes(v, o);
+            have_bytes = 1;
+            break;
+        case 'n':
+            total = parse_bytes(v, o);
+            have_total = 1;
+            break;
         case 'a': app = v; break;
         case 'p': partner_name = v; break;
         case 'g': gate = v; break;
@@ -239,8 +264,8 @@ int main(int argc, char **argv) {
                 (unsigned long long)total);
         return 1;
     }
-    printf("elapsed %.3f bytes %llu first_msg_s %.3f\n", t_last - t_first,
-           (unsigned long long)got, t_first - t_join);
+    printf("elapsed %.3f bytes %llu first_msg_s %.3f\n", t_last - t_first, (unsigned long long)got,
+           t_first - t_join);
     printf("OK\n");
     fflush(stdout);
     if ((rc = PIO_Exit()) != PIO_OK)
