@@ -41,6 +41,8 @@ for b in "$PERF" "$TCPPP" "$BUILD/sbin/piod" "$TB"; do
   [ -x "$b" ] || { echo "channels.sh: $b is missing: run 'make' first" >&2; exit 1; }
 done
 source "$ROOT/tests/lib/piod.bash"
+# shellcheck source=lib.bash
+source "$ROOT/bench/lib.bash"
 
 work=$(mktemp -d /tmp/pio-bench-channels.XXXXXX)
 bed=""
@@ -55,10 +57,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-PY=python3
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import matplotlib' 2>/dev/null; then PY=$p; break; fi
-done
 
 fail=0
 # perf NAME CLIENT_ARGS...: a pio-perf server on B, the client on A (CSV rows

@@ -85,6 +85,8 @@ if [ "$CUT" -ge "$K" ] || [ "$K" -lt 2 ]; then
 fi
 # shellcheck source=../tests/lib/piod.bash
 source "$ROOT/tests/lib/piod.bash"
+# shellcheck source=lib.bash
+source "$ROOT/bench/lib.bash"
 
 work=$(mktemp -d /tmp/pio-bench-linkfail.XXXXXX)
 bed=""
@@ -99,57 +101,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-PY=python3
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import matplotlib' 2>/dev/null; then PY=$p; break; fi
-done
 
-# iperf_rate JSON...: sum of receiver-side rates in MB/s (10^6 B/s); fails
-# (with the reason) if a file holds no result.
-iperf_rate() {
-  "$PY" - "$@" <<'EOF'
-import json, sys
-tot = 0.0
-for p in sys.argv[1:]:
-    try:
-        d = json.load(open(p))
-        tot += d["end"]["sum_received"]["bits_per_second"] / 8e6
-    except Exception as e:
-        msg = d.get("error") if isinstance(d, dict) and "error" in d else repr(e)
-        sys.exit("iperf3 result %s: %s" % (p, msg))
-print("%.3f" % tot)
-EOF
-}
 
-# iperf_servers K: one-off iperf3 servers in h2, on each link address.
-iperf_servers() {
-  local k=$1 i a n
-  for ((i = 0; i < k; i++)); do
-    a=$("$TB" addr "$bed" h2 "$i")
-    "$TB" exec "$bed" h2 iperf3 -s -1 -D -B "$a" -p $((5201 + i)) || return 1
-  done
-  for ((i = 0; i < k; i++)); do
-    a=$("$TB" addr "$bed" h2 "$i")
-    for ((n = 0; n < 100; n++)); do
-      [ -n "$("$TB" exec "$bed" h2 ss -Hltn "src $a:$((5201 + i))")" ] && break
-      sleep 0.05
-    done
-    [ $n -lt 100 ] || { echo "iperf3 server on $a did not start" >&2; return 1; }
-  done
-}
 
-# iperf_clients K OUTPREFIX: K clients at once, client i bound to h1's link i.
-iperf_clients() {
-  local k=$1 out=$2 i cp=() rc=0
-  for ((i = 0; i < k; i++)); do
-    "$TB" exec "$bed" h1 timeout $((CSECS + 30)) iperf3 -J -t "$CSECS" \
-      -B "$("$TB" addr "$bed" h1 "$i")" -c "$("$TB" addr "$bed" h2 "$i")" -p $((5201 + i)) \
-      >"$out.$i.json" 2>"$out.$i.err" &
-    cp+=($!)
-  done
-  for i in "${cp[@]}"; do wait "$i" || rc=1; done
-  return $rc
-}
 
 # a bed name no one else uses now (`up` would tear an existing one down)
 for ((n = 0; n < 50; n++)); do
@@ -169,7 +123,7 @@ if ! "$TB" up "$bed" --hosts 2 --links "$K" --rate "$RATE" >"$work/up.log" 2>&1;
 fi
 
 ceil=""
-if iperf_servers "$K" && iperf_clients "$K" "$work/ceil" &&
+if iperf_servers $(links "$K") && iperf_clients "$work/ceil" "$CSECS" $(links "$K") &&
   ceil=$(iperf_rate "$work"/ceil.*.json); then
   echo "   ceiling ($K x iperf3, one per link, ${CSECS}s): $ceil MB/s"
 else

@@ -59,11 +59,9 @@ done
 command -v iperf3 >/dev/null || { echo "skew.sh: iperf3 is missing (make deps)" >&2; exit 1; }
 # shellcheck source=../tests/lib/piod.bash
 source "$ROOT/tests/lib/piod.bash"
+# shellcheck source=lib.bash
+source "$ROOT/bench/lib.bash"
 
-PY=python3
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import matplotlib' 2>/dev/null; then PY=$p; break; fi
-done
 
 # amounts in MiB, one a line: proportional to 16^(i/15), largest remainder
 # rounding to whole MiB summing to the total.
@@ -109,47 +107,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# iperf_rate JSON...: sum of receiver-side rates in MB/s (10^6 B/s).
-iperf_rate() {
-  "$PY" - "$@" <<'EOF'
-import json, sys
-tot = 0.0
-for p in sys.argv[1:]:
-    d = None
-    try:
-        d = json.load(open(p))
-        tot += d["end"]["sum_received"]["bits_per_second"] / 8e6
-    except Exception as e:
-        msg = d.get("error") if isinstance(d, dict) and "error" in d else repr(e)
-        sys.exit("iperf3 result %s: %s" % (p, msg))
-print("%.3f" % tot)
-EOF
-}
 
 # ceiling: K iperf3 at once, one per link; prints the summed MB/s.
 ceiling() {
-  local i a n cp=() rc=0 files=()
-  for ((i = 0; i < K; i++)); do
-    a=$("$TB" addr "$bed" h2 "$i")
-    "$TB" exec "$bed" h2 iperf3 -s -1 -D -B "$a" -p $((5201 + i)) || return 1
-  done
-  for ((i = 0; i < K; i++)); do
-    a=$("$TB" addr "$bed" h2 "$i")
-    for ((n = 0; n < 100; n++)); do
-      [ -n "$("$TB" exec "$bed" h2 ss -Hltn "src $a:$((5201 + i))")" ] && break
-      sleep 0.05
-    done
-    [ $n -lt 100 ] || { echo "iperf3 server on $a did not start" >&2; return 1; }
-  done
-  for ((i = 0; i < K; i++)); do
-    "$TB" exec "$bed" h1 timeout $((SECS + 30)) iperf3 -J -t "$SECS" \
-      -B "$("$TB" addr "$bed" h1 "$i")" -c "$("$TB" addr "$bed" h2 "$i")" -p $((5201 + i)) \
-      >"$work/ceil.$i.json" 2>"$work/ceil.$i.err" &
-    cp+=($!)
-    files+=("$work/ceil.$i.json")
-  done
-  for i in "${cp[@]}"; do wait "$i" || rc=1; done
-  if [ $rc -ne 0 ] || ! iperf_rate "${files[@]}" 2>"$work/ceil.rate.err"; then
+  local i files=()
+  for ((i = 0; i < K; i++)); do files+=("$work/ceil.$i.json"); done
+  if ! { iperf_servers $(links "$K") && iperf_clients "$work/ceil" "$SECS" $(links "$K") &&
+    iperf_rate "${files[@]}" 2>"$work/ceil.rate.err"; }; then
     cat "$work"/ceil.*.err >&2 2>/dev/null
     return 1
   fi

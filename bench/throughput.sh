@@ -46,6 +46,8 @@ done
 command -v iperf3 >/dev/null || { echo "throughput.sh: iperf3 is missing (make deps)" >&2; exit 1; }
 # shellcheck source=../tests/lib/piod.bash
 source "$ROOT/tests/lib/piod.bash"
+# shellcheck source=lib.bash
+source "$ROOT/bench/lib.bash"
 
 work=$(mktemp -d /tmp/pio-bench-throughput.XXXXXX)
 bed=""
@@ -60,57 +62,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-PY=python3
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import matplotlib' 2>/dev/null; then PY=$p; break; fi
-done
 
-# iperf_rate JSON...: sum of receiver-side rates in MB/s (10^6 B/s); fails
-# (with the reason) if a file holds no result.
-iperf_rate() {
-  "$PY" - "$@" <<'EOF'
-import json, sys
-tot = 0.0
-for p in sys.argv[1:]:
-    try:
-        d = json.load(open(p))
-        tot += d["end"]["sum_received"]["bits_per_second"] / 8e6
-    except Exception as e:
-        msg = d.get("error") if isinstance(d, dict) and "error" in d else repr(e)
-        sys.exit("iperf3 result %s: %s" % (p, msg))
-print("%.3f" % tot)
-EOF
-}
 
-# iperf_servers K: one-off iperf3 servers in h2, on each link address.
-iperf_servers() {
-  local k=$1 i a n
-  for ((i = 0; i < k; i++)); do
-    a=$("$TB" addr "$bed" h2 "$i")
-    "$TB" exec "$bed" h2 iperf3 -s -1 -D -B "$a" -p $((5201 + i)) || return 1
-  done
-  for ((i = 0; i < k; i++)); do
-    a=$("$TB" addr "$bed" h2 "$i")
-    for ((n = 0; n < 100; n++)); do
-      [ -n "$("$TB" exec "$bed" h2 ss -Hltn "src $a:$((5201 + i))")" ] && break
-      sleep 0.05
-    done
-    [ $n -lt 100 ] || { echo "iperf3 server on $a did not start" >&2; return 1; }
-  done
-}
 
-# iperf_clients K OUTPREFIX: K clients at once, client i bound to h1's link i.
-iperf_clients() {
-  local k=$1 out=$2 i cp=() rc=0
-  for ((i = 0; i < k; i++)); do
-    "$TB" exec "$bed" h1 timeout $((SECS + 30)) iperf3 -J -t "$SECS" \
-      -B "$("$TB" addr "$bed" h1 "$i")" -c "$("$TB" addr "$bed" h2 "$i")" -p $((5201 + i)) \
-      >"$out.$i.json" 2>"$out.$i.err" &
-    cp+=($!)
-  done
-  for i in "${cp[@]}"; do wait "$i" || rc=1; done
-  return $rc
-}
 
 date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "== throughput.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x K links at $RATE, K in: $KS"
@@ -125,14 +79,14 @@ for K in $KS; do
     fail=1; bed=""; continue
   fi
   ceil="" single="" pio=""
-  if iperf_servers "$K" && iperf_clients "$K" "$work/ceil.$K" &&
+  if iperf_servers $(links "$K") && iperf_clients "$work/ceil.$K" "$SECS" $(links "$K") &&
     ceil=$(iperf_rate "$work"/ceil."$K".*.json); then
     echo "   ceiling ($K x iperf3, one per link): $ceil MB/s"
   else
     echo "throughput.sh: K=$K: ceiling measurement failed" >&2
     cat "$work"/ceil."$K".*.err >&2 2>/dev/null; fail=1
   fi
-  if iperf_servers 1 && iperf_clients 1 "$work/single.$K" &&
+  if iperf_servers 0 && iperf_clients "$work/single.$K" "$SECS" 0 &&
     single=$(iperf_rate "$work/single.$K.0.json"); then
     echo "   single TCP stream (1 x iperf3, link 0): $single MB/s"
   else

@@ -61,6 +61,8 @@ done
 command -v iperf3 >/dev/null || { echo "unequal.sh: iperf3 is missing (make deps)" >&2; exit 1; }
 # shellcheck source=../tests/lib/piod.bash
 source "$ROOT/tests/lib/piod.bash"
+# shellcheck source=lib.bash
+source "$ROOT/bench/lib.bash"
 
 work=$(mktemp -d /tmp/pio-bench-unequal.XXXXXX)
 bed=""
@@ -75,60 +77,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-PY=python3
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import matplotlib' 2>/dev/null; then PY=$p; break; fi
-done
 
-# iperf_rate JSON...: sum of receiver-side rates in MB/s (10^6 B/s); fails
-# (with the reason) if a file holds no result.
-iperf_rate() {
-  "$PY" - "$@" <<'EOF'
-import json, sys
-tot = 0.0
-for p in sys.argv[1:]:
-    d = None
-    try:
-        d = json.load(open(p))
-        tot += d["end"]["sum_received"]["bits_per_second"] / 8e6
-    except Exception as e:
-        msg = d.get("error") if isinstance(d, dict) and "error" in d else repr(e)
-        sys.exit("iperf3 result %s: %s" % (p, msg))
-print("%.3f" % tot)
-EOF
-}
 
-# iperf_servers LINK...: one-off iperf3 servers in h2, on each given link's address.
-iperf_servers() {
-  local i a n
-  for i in "$@"; do
-    a=$("$TB" addr "$bed" h2 "$i")
-    "$TB" exec "$bed" h2 iperf3 -s -1 -D -B "$a" -p $((5201 + i)) || return 1
-  done
-  for i in "$@"; do
-    a=$("$TB" addr "$bed" h2 "$i")
-    for ((n = 0; n < 100; n++)); do
-      [ -n "$("$TB" exec "$bed" h2 ss -Hltn "src $a:$((5201 + i))")" ] && break
-      sleep 0.05
-    done
-    [ $n -lt 100 ] || { echo "iperf3 server on $a did not start" >&2; return 1; }
-  done
-}
 
-# iperf_clients OUTPREFIX LINK...: one client per given link at once, client i
-# bound to h1's link i and aimed at h2's link i.
-iperf_clients() {
-  local out=$1 i cp=() rc=0
-  shift
-  for i in "$@"; do
-    "$TB" exec "$bed" h1 timeout $((SECS + 30)) iperf3 -J -t "$SECS" \
-      -B "$("$TB" addr "$bed" h1 "$i")" -c "$("$TB" addr "$bed" h2 "$i")" -p $((5201 + i)) \
-      >"$out.$i.json" 2>"$out.$i.err" &
-    cp+=($!)
-  done
-  for i in "${cp[@]}"; do wait "$i" || rc=1; done
-  return $rc
-}
 
 # iperf_run NAME LINK...: servers, then clients at once; prints the summed MB/s.
 iperf_run() {
@@ -136,7 +87,7 @@ iperf_run() {
   shift
   local i files=()
   for i in "$@"; do files+=("$work/$name.$i.json"); done
-  if ! { iperf_servers "$@" && iperf_clients "$work/$name" "$@" &&
+  if ! { iperf_servers "$@" && iperf_clients "$work/$name" "$SECS" "$@" &&
     iperf_rate "${files[@]}" 2>"$work/$name.rate.err"; }; then
     cat "$work/$name".*.err >&2 2>/dev/null
     return 1
