@@ -22,6 +22,7 @@
  * no two are held together, none across a send or receive.
  */
 #include "piod/piod.h"
+#include "piod/relay.h"
 #include "piod/log.h"
 #include "err.h"
 
@@ -346,15 +347,18 @@ static int tx_connect(struct piod_txchan *ch)
     o.timeout_ms = CHAN_IO_TIMEOUT_MS;
     int link = ch->express ? 0 : ch->index;
     uint32_t index = ch->express ? PIOD_EXPRESS_INDEX : (uint32_t)ch->index;
-    int rc = d->tp->connect(d->cfg.listen[link], p->cfg->addr[link], port, &o, &c);
+    int rc = d->cfg.link_owner[link] < 0 ? d->tp->connect(d->cfg.listen[d->cfg.link_local[link]],
+                                                          p->cfg->addr[link], port, &o, &c)
+                                         : piod_relay_out(d, link, p->cfg->addr[link], port, &c);
     if (rc != PIO_OK)
         return rc;
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_HELLO;
     f.u.c_hello.proto = PIO_WIRE_VERSION;
     f.u.c_hello.index = index;
-    snprintf(f.u.c_hello.system, sizeof(f.u.c_hello.system), "%s", d->cfg.system);
+    snprintf(f.u.c_hello.system, sizeof(f.u.c_hello.system), "%s", d->cfg.ident);
     snprintf(f.u.c_hello.host, sizeof(f.u.c_hello.host), "%s", d->cfg.name);
+    snprintf(f.u.c_hello.target, sizeof(f.u.c_hello.target), "%s", p->cfg->name);
     PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
     PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f), rc, fail);
     PIO_CHECK(f.type != PIO_F_C_CHALLENGE, rc, PIO_EPROTO, fail);
@@ -365,7 +369,7 @@ static int tx_connect(struct piod_txchan *ch)
     memcpy(challenge, f.u.c_key.b, sizeof(challenge));
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_PROOF;
-    chan_mac(f.u.c_key.b, key, challenge, index, d->cfg.system);
+    chan_mac(f.u.c_key.b, key, challenge, index, d->cfg.ident);
     PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
     PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f), rc, fail);
     PIO_CHECK(f.type != PIO_F_C_ACCEPT, rc, PIO_EPROTO, fail);
@@ -612,6 +616,19 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
     }
     if (rc != PIO_OK || f.type != PIO_F_C_HELLO)
         return rc != PIO_OK ? rc : PIO_EPROTO;
+    if (f.u.c_hello.target[0] && strcmp(f.u.c_hello.target, d->cfg.ident) != 0) {
+        /* meant for another host of our system: it came in on a link we own */
+        int m = piod_member_by_name(d, f.u.c_hello.target);
+        if (m < 0) {
+            PIOD_WARN("data channel from %s is for '%s', neither us nor a member: refused",
+                      rx->remote, f.u.c_hello.target);
+            return PIO_EAUTH;
+        }
+        struct pio_tp_conn *c = rx->conn;
+        rx->conn = NULL;
+        piod_relay_in(d, c, m, &f);
+        return PIO_ECANCELED; /* relayed: nothing more for this receiver */
+    }
     int peer = -1;
     for (int i = 0; i < d->npeers; i++)
         if (strcmp(d->peers[i].cfg->name, f.u.c_hello.system) == 0)
@@ -803,6 +820,53 @@ struct accept_arg {
     int i;
 };
 
+void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c)
+{
+    struct piod_rxchan *rx = calloc(1, sizeof(*rx));
+    if (!rx) {
+        d->tp->close(c);
+        return;
+    }
+    static atomic_uint_fast64_t next_gen;
+    rx->d = d;
+    rx->peer = -1;
+    rx->gen = atomic_fetch_add(&next_gen, 1) + 1;
+    rx->conn = c;
+    d->tp->addrs(c, rx->local, rx->remote);
+    /* reap finished receivers, remember this one */
+    pthread_mutex_lock(&d->rxlist_mtx);
+    for (int k = 0; k < d->nrx;) {
+        struct piod_rxchan *r = d->rxlist[k];
+        if (atomic_load(&r->dead)) {
+            pthread_join(r->thr, NULL);
+            pthread_mutex_lock(&d->key_mtx);
+            if (r->peer >= 0 && r->index < PIOD_MAX_LINKS && d->peers[r->peer].rx[r->index] == r)
+                d->peers[r->peer].rx[r->index] = NULL;
+            pthread_mutex_unlock(&d->key_mtx);
+            if (r->conn)
+                d->tp->close(r->conn);
+            free(r);
+            d->rxlist[k] = d->rxlist[--d->nrx];
+        } else {
+            k++;
+        }
+    }
+    int full = d->nrx >= (int)(sizeof(d->rxlist) / sizeof(d->rxlist[0]));
+    if (!full)
+        d->rxlist[d->nrx++] = rx;
+    pthread_mutex_unlock(&d->rxlist_mtx);
+    if (full || pthread_create(&rx->thr, NULL, rx_thread, rx) != 0) {
+        PIOD_WARN("too many data channels; refusing %s", rx->remote);
+        if (!full) {
+            pthread_mutex_lock(&d->rxlist_mtx);
+            d->nrx--;
+            pthread_mutex_unlock(&d->rxlist_mtx);
+        }
+        d->tp->close(c);
+        free(rx);
+    }
+}
+
 static void *accept_thread(void *arg)
 {
     struct accept_arg *a = arg;
@@ -818,50 +882,7 @@ static void *accept_thread(void *arg)
             break;
         if (rc != PIO_OK)
             continue;
-        struct piod_rxchan *rx = calloc(1, sizeof(*rx));
-        if (!rx) {
-            d->tp->close(c);
-            continue;
-        }
-        static atomic_uint_fast64_t next_gen;
-        rx->d = d;
-        rx->peer = -1;
-        rx->gen = atomic_fetch_add(&next_gen, 1) + 1;
-        rx->conn = c;
-        d->tp->addrs(c, rx->local, rx->remote);
-        /* reap finished receivers, remember this one */
-        pthread_mutex_lock(&d->rxlist_mtx);
-        for (int k = 0; k < d->nrx;) {
-            struct piod_rxchan *r = d->rxlist[k];
-            if (atomic_load(&r->dead)) {
-                pthread_join(r->thr, NULL);
-                pthread_mutex_lock(&d->key_mtx);
-                if (r->peer >= 0 && r->index < PIOD_MAX_LINKS &&
-                    d->peers[r->peer].rx[r->index] == r)
-                    d->peers[r->peer].rx[r->index] = NULL;
-                pthread_mutex_unlock(&d->key_mtx);
-                if (r->conn)
-                    d->tp->close(r->conn);
-                free(r);
-                d->rxlist[k] = d->rxlist[--d->nrx];
-            } else {
-                k++;
-            }
-        }
-        int full = d->nrx >= (int)(sizeof(d->rxlist) / sizeof(d->rxlist[0]));
-        if (!full)
-            d->rxlist[d->nrx++] = rx;
-        pthread_mutex_unlock(&d->rxlist_mtx);
-        if (full || pthread_create(&rx->thr, NULL, rx_thread, rx) != 0) {
-            PIOD_WARN("too many data channels; refusing %s", rx->remote);
-            if (!full) {
-                pthread_mutex_lock(&d->rxlist_mtx);
-                d->nrx--;
-                pthread_mutex_unlock(&d->rxlist_mtx);
-            }
-            d->tp->close(c);
-            free(rx);
-        }
+        piod_rx_adopt(d, c);
     }
     return NULL;
 }

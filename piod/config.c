@@ -194,6 +194,7 @@ void piod_config_defaults(struct piod_config *c)
     cfg_copy(c->pidfile, sizeof(c->pidfile), PIOD_DEFAULT_PIDFILE);
     c->control_port = 7700;
     c->data_port = 7701;
+    c->relay_port = 7702;
     c->pool = CFG_GIB;
     c->proc_pool = 64 * CFG_MIB;
     c->eager_limit = (uint32_t)(64 * CFG_KIB);
@@ -251,11 +252,16 @@ static const struct cfg_key cfg_top_keys[] = {
     {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
     {"spin-us", CFG_SIZE32, CFG_FIELD(struct piod_config, spin_us)},
     {"link-timeout", CFG_SIZE32, CFG_FIELD(struct piod_config, link_timeout)},
+    {"internal", CFG_ADDR, CFG_FIELD(struct piod_config, internal)},
+    {"relay-port", CFG_PORT, CFG_FIELD(struct piod_config, relay_port)},
 };
 static const struct cfg_key cfg_peer_keys[] = {
     {"addr", CFG_ADDRS, CFG_FIELD(struct piod_peer, addr)},
     {"control-port", CFG_PORT, CFG_FIELD(struct piod_peer, control_port)},
     {"data-port", CFG_PORT, CFG_FIELD(struct piod_peer, data_port)},
+    {"control", CFG_ADDR, CFG_FIELD(struct piod_peer, control)},
+    {"system", CFG_NAME, CFG_FIELD(struct piod_peer, system)},
+    {"internal", CFG_ADDR, CFG_FIELD(struct piod_peer, internal)},
 };
 #define CFG_NTOP  (sizeof(cfg_top_keys) / sizeof(cfg_top_keys[0]))
 #define CFG_NPEER (sizeof(cfg_peer_keys) / sizeof(cfg_peer_keys[0]))
@@ -282,6 +288,7 @@ struct cfg_parse {
     struct piod_peer scratch; /* receives the keys of a section we cannot keep */
     int listen_reset;         /* the file's first listen line replaced c->listen */
     int peers_reset;          /* the file's first [peer] replaced c->peers */
+    int members_reset;        /* the file's first [member] replaced c->members */
 };
 
 static void cfg_problem(struct cfg_parse *p, const char *fmt, ...)
@@ -419,7 +426,7 @@ static void cfg_section(struct cfg_parse *p, char *hdr)
     p->peer_line = p->line;
 
     if (n < 2 || hdr[n - 1] != ']') {
-        cfg_problem(p, "bad section header '%s': expected [peer NAME]", hdr);
+        cfg_problem(p, "bad section header '%s': expected [peer NAME] or [member NAME]", hdr);
         return;
     }
     hdr[n - 1] = '\0';
@@ -427,25 +434,29 @@ static void cfg_section(struct cfg_parse *p, char *hdr)
     word = strtok_r(inner, " \t", &end);
     name = word ? strtok_r(NULL, " \t", &end) : NULL;
     extra = name ? strtok_r(NULL, " \t", &end) : NULL;
-    if (word == NULL || strcmp(word, "peer") != 0 || name == NULL || extra != NULL) {
-        cfg_problem(p, "bad section header '%s': expected [peer NAME]", shown);
+    int member = word && strcmp(word, "member") == 0;
+    if (word == NULL || (strcmp(word, "peer") != 0 && !member) || name == NULL || extra != NULL) {
+        cfg_problem(p, "bad section header '%s': expected [peer NAME] or [member NAME]", shown);
         return;
     }
     if (!cfg_name_ok(name)) {
-        cfg_problem(p, "bad peer name '%s': %s", name, CFG_NAME_HELP);
+        cfg_problem(p, "bad %s name '%s': %s", word, name, CFG_NAME_HELP);
         return;
     }
-    if (!p->peers_reset) {
-        p->c->npeers = 0;
-        p->peers_reset = 1;
+    int *count = member ? &p->c->nmembers : &p->c->npeers;
+    int *reset = member ? &p->members_reset : &p->peers_reset;
+    int max = member ? PIOD_MAX_MEMBERS : PIOD_MAX_PEERS;
+    if (!*reset) {
+        *count = 0;
+        *reset = 1;
     }
-    if (p->c->npeers >= PIOD_MAX_PEERS) {
-        cfg_problem(p, "too many peers: [peer %s] is peer %d, at most %d are supported", name,
-                    p->c->npeers + 1, PIOD_MAX_PEERS);
-        p->c->npeers++; /* count on, so each extra section is numbered; undone at the end */
+    if (*count >= max) {
+        cfg_problem(p, "too many %ss: [%s %s] is number %d, at most %d are supported", word, word,
+                    name, *count + 1, max);
+        (*count)++; /* count on, so each extra section is numbered; undone at the end */
         return;
     }
-    p->peer = &p->c->peers[p->c->npeers++];
+    p->peer = member ? &p->c->members[(*count)++] : &p->c->peers[(*count)++];
     memset(p->peer, 0, sizeof(*p->peer));
     cfg_copy(p->peer->name, sizeof(p->peer->name), name);
 }
@@ -481,7 +492,7 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                             "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                             "export, log, log-level, listen, control, control-port, data-port, "
                             "source-ports, pool, proc-pool, eager-limit, chunk, express, spin-us, "
-                            "link-timeout)",
+                            "link-timeout, internal, relay-port)",
                             key);
             return;
         }
@@ -495,8 +506,8 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                             key, p->peer_line);
             else
                 cfg_problem(p,
-                            "unknown key '%s' in a [peer] section (peer keys: addr, "
-                            "control-port, data-port)",
+                            "unknown key '%s' in a [peer] or [member] section (keys: addr, "
+                            "control-port, data-port, control, system, internal)",
                             key);
             return;
         }
@@ -586,6 +597,8 @@ int piod_config_load(struct piod_config *c, const char *path, FILE *errs)
     }
     if (c->npeers > PIOD_MAX_PEERS)
         c->npeers = PIOD_MAX_PEERS;
+    if (c->nmembers > PIOD_MAX_MEMBERS)
+        c->nmembers = PIOD_MAX_MEMBERS;
     /* system defaults to name: follow a name the file sets */
     if (follow && p.top_seen[0] && !p.top_seen[1]) /* [0] is name, [1] system */
         cfg_copy(c->system, sizeof(c->system), c->name);
@@ -728,6 +741,45 @@ static void cfg_check_peer(struct cfg_check *v, const struct piod_config *c, int
     int dp = pr->data_port ? pr->data_port : c->data_port;
     if ((pr->control_port || pr->data_port) && cp == dp)
         cfg_bad(v, "peer '%s': control-port and data-port are both %d: they must differ", nm, cp);
+    if (!CFG_TERMINATED(pr->control) || (pr->control[0] && cfg_addr_parse(pr->control, NULL) != 0))
+        cfg_bad(v, "peer '%s': bad control address '%.47s': %s", nm, pr->control, CFG_ADDR_HELP);
+    if (!CFG_TERMINATED(pr->system) || (pr->system[0] && !cfg_name_ok(pr->system)))
+        cfg_bad(v, "peer '%s': bad system '%.63s': %s", nm, pr->system, CFG_NAME_HELP);
+    if (pr->internal[0])
+        cfg_bad(v, "peer '%s': 'internal' describes a host of our own system: use [member %s]", nm,
+                nm);
+}
+
+static void cfg_check_member(struct cfg_check *v, const struct piod_config *c, int i)
+{
+    const struct piod_peer *m = &c->members[i];
+    const char *nm = CFG_TERMINATED(m->name) ? m->name : "?";
+
+    if (!CFG_TERMINATED(m->name) || !cfg_name_ok(m->name))
+        cfg_bad(v, "member %d: bad name '%s': %s", i + 1, nm, CFG_NAME_HELP);
+    else if (strcmp(m->name, c->name) == 0)
+        cfg_bad(v, "member '%s' is this host itself: list the other hosts of the system", nm);
+    for (int j = 0; j < i; j++)
+        if (strcmp(c->members[j].name, m->name) == 0) {
+            cfg_bad(v, "member '%s' is given twice: give each member once", nm);
+            break;
+        }
+    for (int j = 0; j < c->npeers && j < PIOD_MAX_PEERS; j++)
+        if (strcmp(c->peers[j].name, m->name) == 0)
+            cfg_bad(v, "'%s' is both a member and a peer: a member is a host of our system", nm);
+    if (!CFG_TERMINATED(m->internal) || m->internal[0] == '\0' ||
+        cfg_addr_parse(m->internal, NULL) != 0)
+        cfg_bad(v, "member '%s' needs 'internal = ADDR' (its internal-network address): %s", nm,
+                CFG_ADDR_HELP);
+    if (m->naddr < 1 || m->naddr > PIOD_MAX_LINKS)
+        cfg_bad(v, "member '%s' has %d link addresses: give 1 to %d 'addr = ADDR' lines", nm,
+                m->naddr, PIOD_MAX_LINKS);
+    for (int a = 0; a < m->naddr && a < PIOD_MAX_LINKS; a++)
+        if (!CFG_TERMINATED(m->addr[a]) || cfg_addr_parse(m->addr[a], NULL) != 0)
+            cfg_bad(v, "member '%s': bad address '%.*s': %s", nm, PIOD_ADDR_MAX - 1, m->addr[a],
+                    CFG_ADDR_HELP);
+    if (m->control[0] || m->system[0] || m->control_port || m->data_port)
+        cfg_bad(v, "member '%s': only 'addr' and 'internal' go in a [member] section", nm);
 }
 
 int piod_config_validate(const struct piod_config *c, FILE *errs)
@@ -823,7 +875,59 @@ int piod_config_validate(const struct piod_config *c, FILE *errs)
         cfg_bad(&v, "%d peers: at most %d", c->npeers, PIOD_MAX_PEERS);
     for (int i = 0; i < c->npeers && i < PIOD_MAX_PEERS; i++)
         cfg_check_peer(&v, c, i);
+    if (c->nmembers < 0 || c->nmembers > PIOD_MAX_MEMBERS)
+        cfg_bad(&v, "%d members: at most %d", c->nmembers, PIOD_MAX_MEMBERS);
+    int links = c->nlisten;
+    for (int i = 0; i < c->nmembers && i < PIOD_MAX_MEMBERS; i++) {
+        cfg_check_member(&v, c, i);
+        links += c->members[i].naddr;
+    }
+    if (!CFG_TERMINATED(c->internal) || (c->internal[0] && cfg_addr_parse(c->internal, NULL) != 0))
+        cfg_bad(&v, "bad internal address '%.47s': %s", c->internal, CFG_ADDR_HELP);
+    if (c->nmembers > 0 && c->internal[0] == '\0')
+        cfg_bad(&v, "a system of several hosts needs 'internal = ADDR': this host's address on "
+                    "the network between the members");
+    if (c->nmembers > 0 && links > PIOD_MAX_LINKS)
+        cfg_bad(&v, "the system has %d links (this host's and its members'): at most %d", links,
+                PIOD_MAX_LINKS);
+    if (!cfg_port_ok(c->relay_port) || c->relay_port == c->control_port ||
+        c->relay_port == c->data_port)
+        cfg_bad(&v, "bad relay-port %d: a port from 1 to 65535, not the control or data port",
+                c->relay_port);
     return v.problems;
+}
+
+/* ---- the system's links ------------------------------------------------ */
+
+void piod_config_links(struct piod_config *c)
+{
+    /* hosts in name order: -1 is this host, i >= 0 members[i] */
+    int order[PIOD_MAX_MEMBERS + 1], n = 0;
+    order[n++] = -1;
+    for (int i = 0; i < c->nmembers; i++) {
+        int j = n++;
+        while (j > 0) {
+            const char *prev = order[j - 1] < 0 ? c->name : c->members[order[j - 1]].name;
+            if (strcmp(prev, c->members[i].name) <= 0)
+                break;
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    snprintf(c->ident, sizeof(c->ident), "%s", c->nmembers ? c->name : c->system);
+    c->nlinks = 0;
+    for (int h = 0; h < n; h++) {
+        int m = order[h];
+        int cnt = m < 0 ? c->nlisten : c->members[m].naddr;
+        for (int a = 0; a < cnt && c->nlinks < PIOD_MAX_LINKS; a++) {
+            int k = c->nlinks++;
+            c->link_owner[k] = m;
+            c->link_local[k] = m < 0 ? a : -1;
+            snprintf(c->link_addr[k], sizeof(c->link_addr[k]), "%s",
+                     m < 0 ? c->listen[a] : c->members[m].addr[a]);
+        }
+    }
 }
 
 /* ---- printing ----------------------------------------------------------- */
@@ -867,6 +971,9 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
     fprintf(out, "spin-us = %u\n", c->spin_us);
     fprintf(out, "link-timeout = %u\n", c->link_timeout);
+    if (c->internal[0])
+        fprintf(out, "internal = %s\n", c->internal);
+    fprintf(out, "relay-port = %d\n", c->relay_port);
     for (int i = 0; i < c->npeers && i < PIOD_MAX_PEERS; i++) {
         const struct piod_peer *pr = &c->peers[i];
         fprintf(out, "\n[peer %s]\n", pr->name);
@@ -876,5 +983,16 @@ void piod_config_print(const struct piod_config *c, FILE *out)
             fprintf(out, "control-port = %d\n", pr->control_port);
         if (pr->data_port)
             fprintf(out, "data-port = %d\n", pr->data_port);
+        if (pr->control[0])
+            fprintf(out, "control = %s\n", pr->control);
+        if (pr->system[0])
+            fprintf(out, "system = %s\n", pr->system);
+    }
+    for (int i = 0; i < c->nmembers && i < PIOD_MAX_MEMBERS; i++) {
+        const struct piod_peer *m = &c->members[i];
+        fprintf(out, "\n[member %s]\n", m->name);
+        fprintf(out, "internal = %s\n", m->internal);
+        for (int a = 0; a < m->naddr && a < PIOD_MAX_LINKS; a++)
+            fprintf(out, "addr = %s\n", m->addr[a]);
     }
 }

@@ -8,11 +8,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define PIOD_NAME_MAX  64
-#define PIOD_ADDR_MAX  48 /* textual IPv4/IPv6 address, no port */
-#define PIOD_PATH_MAX  1024
-#define PIOD_MAX_LINKS 16
-#define PIOD_MAX_PEERS 32
+#define PIOD_NAME_MAX    64
+#define PIOD_ADDR_MAX    48 /* textual IPv4/IPv6 address, no port */
+#define PIOD_PATH_MAX    1024
+#define PIOD_MAX_LINKS   16
+#define PIOD_MAX_PEERS   32
+#define PIOD_MAX_MEMBERS 16 /* other hosts of our system */
 
 #define PIOD_DEFAULT_CONFIG  "/etc/pio/piod.conf"
 #define PIOD_DEFAULT_SOCKET  "/run/pio/piod.sock"
@@ -25,8 +26,11 @@ struct piod_peer {
     char name[PIOD_NAME_MAX]; /* the peer's system name */
     int naddr;                /* its link addresses, in channel order */
     char addr[PIOD_MAX_LINKS][PIOD_ADDR_MAX];
-    int control_port; /* 0: same as ours */
-    int data_port;    /* 0: same as ours */
+    int control_port;             /* 0: same as ours */
+    int data_port;                /* 0: same as ours */
+    char control[PIOD_ADDR_MAX];  /* peer: its control-plane address ("": addr[0]) */
+    char system[PIOD_NAME_MAX];   /* peer: the system it is one host of ("": its own) */
+    char internal[PIOD_ADDR_MAX]; /* member: its address on the internal network */
 };
 
 struct piod_config {
@@ -45,18 +49,29 @@ struct piod_config {
     int src_port_lo, src_port_hi; /* outgoing channels bind source ports in this range (0,0: any) */
     int npeers;
     struct piod_peer peers[PIOD_MAX_PEERS];
-    uint64_t pool;           /* total pool bytes (default 1 GiB) */
-    uint64_t proc_pool;      /* per process (default 64 MiB), <= pool */
-    uint32_t eager_limit;    /* default 64 KiB */
-    uint32_t chunk;          /* default 1 MiB */
-    int foreground;          /* -f */
-    int log_syslog;          /* log to syslog instead of stderr/logfile */
-    int log_level;           /* enum piod_log_level, default INFO */
-    int curve;               /* 1 (default): CURVE on the control plane; 0 only with --insecure */
-    int express;             /* 1 (default): H_* frames on the express lane once it is up */
-    uint32_t spin_us;        /* main loop: look again without sleeping this long (us) */
-    uint32_t link_timeout;   /* s: with no channel up to a peer this long, its sends fail */
+    uint64_t pool;         /* total pool bytes (default 1 GiB) */
+    uint64_t proc_pool;    /* per process (default 64 MiB), <= pool */
+    uint32_t eager_limit;  /* default 64 KiB */
+    uint32_t chunk;        /* default 1 MiB */
+    int foreground;        /* -f */
+    int log_syslog;        /* log to syslog instead of stderr/logfile */
+    int log_level;         /* enum piod_log_level, default INFO */
+    int curve;             /* 1 (default): CURVE on the control plane; 0 only with --insecure */
+    int express;           /* 1 (default): H_* frames on the express lane once it is up */
+    uint32_t spin_us;      /* main loop: look again without sleeping this long (us) */
+    uint32_t link_timeout; /* s: with no channel up to a peer this long, its sends fail */
+    char internal[PIOD_ADDR_MAX]; /* our internal-network address (systems of several hosts) */
+    int relay_port;               /* relays and load reports between members (default 7702) */
+    int nmembers;                 /* the other hosts of our system ([member NAME] sections) */
+    struct piod_peer members[PIOD_MAX_MEMBERS];
     const char *config_path; /* file loaded, or NULL */
+    /* Derived by piod_config_links, after validation: */
+    char ident[PIOD_NAME_MAX];      /* who we are to peers: name in a system of several hosts, else
+                                       system */
+    int nlinks;                     /* the system's links: ours and the members', in order */
+    int link_owner[PIOD_MAX_LINKS]; /* -1: this host, else index in members */
+    char link_addr[PIOD_MAX_LINKS][PIOD_ADDR_MAX]; /* the owner's address on that link */
+    int link_local[PIOD_MAX_LINKS];                /* owned by us: index in listen */
 };
 
 /* piod_config_defaults - fill c with the defaults above (name from gethostname). */
@@ -64,7 +79,9 @@ void piod_config_defaults(struct piod_config *c);
 
 /* piod_config_load - read a config file into c (over the defaults already in c).
  * Syntax: `key = value` lines, `#` comments, `[peer NAME]` sections holding
- * `addr = A` (repeatable), `control-port`, `data-port`. Top-level keys: name,
+ * `addr = A` (repeatable), `control-port`, `data-port`, `control`, `system`,
+ * and `[member NAME]` sections (the other hosts of our system) holding `addr`
+ * lines and `internal = A`. Top-level keys: name, internal, relay-port,
  * system, socket, keys, pidfile, export, log, log-level, listen (repeatable),
  * control, control-port, data-port, source-ports (LO-HI), pool, proc-pool,
  * eager-limit, chunk (sizes accept K, M, G suffixes, powers of 1024).
@@ -83,6 +100,11 @@ int piod_config_peer_arg(struct piod_config *c, const char *arg, FILE *errs);
  * no duplicate listen address or peer, a peer is not ourselves, ...).
  * Prints one line per problem on errs; returns the number of problems. */
 int piod_config_validate(const struct piod_config *c, FILE *errs);
+
+/* piod_config_links - derive ident and the system's link order from a valid
+ * config: this host and every [member] sorted by name, each contributing its
+ * links in the order given (so every member derives the same order). */
+void piod_config_links(struct piod_config *c);
 
 /* piod_parse_size - "64K", "1M", "2G", "4096" -> bytes. Returns 0 or -1. */
 int piod_parse_size(const char *s, uint64_t *out);

@@ -26,6 +26,7 @@
  * slots) briefly, never together and never across a send.
  */
 #include "piod/piod.h"
+#include "piod/relay.h"
 #include "piod/log.h"
 #include "err.h"
 #include "types.h"
@@ -297,8 +298,9 @@ static void answer_partner(struct piod *d, struct piod_pending_partner *pp, int 
     f.u.p_partner_info.nprocs = n;
     if (n && peer >= 0) {
         f.u.p_partner_info.channels = (uint32_t)d->peers[peer].nchan;
+        const struct piod_peer *pc = d->peers[peer].cfg;
         snprintf(f.u.p_partner_info.system, sizeof(f.u.p_partner_info.system), "%s",
-                 d->peers[peer].cfg->name);
+                 pc->system[0] ? pc->system : pc->name);
         snprintf(f.u.p_partner_info.host, sizeof(f.u.p_partner_info.host), "%s",
                  d->peers[peer].host);
     } else if (n) {
@@ -665,6 +667,14 @@ static void grant_all(struct piod *d)
                 }
                 if (!any_room)
                     break;
+                /* hosts of one peer system share its links: count what we
+                 * granted their channels on the same link too */
+                for (int q = 0; p->cfg->system[0] && q < d->npeers; q++) {
+                    const struct piod_peer_st *o = &d->peers[q];
+                    if (o != p && strcmp(o->cfg->system, p->cfg->system) == 0)
+                        for (int k = 0; k < p->nchan && k < o->nchan; k++)
+                            bc[k].outstanding += o->bal[k].outstanding;
+                }
                 if (m->conn == PIO_WCONN_USER) {
                     /* the named channel, waiting for room on it unless it is down */
                     int i_ch = m->conn_arg;
@@ -1251,21 +1261,12 @@ static void on_consumed(struct piod *d, int pi, uint64_t key)
         imsg_complete(d, m, PIO_OK);
 }
 
-static void on_info(struct piod *d, uint64_t cid, uint64_t req)
+void piod_chan_rows(struct piod *d, struct pio_chan_info *rows, uint32_t max, uint32_t *n)
 {
-    struct pio_frame *f = calloc(1, sizeof(*f));
-    if (!f)
-        return;
-    f->type = PIO_F_P_INFO;
-    struct pio_p_info *in = &f->u.p_info;
-    in->req = req;
-    in->version = PIO_WIRE_VERSION;
-    snprintf(in->host, sizeof(in->host), "%s", d->cfg.name);
-    snprintf(in->system, sizeof(in->system), "%s", d->cfg.system);
     for (int p = 0; p < d->npeers; p++) {
         struct piod_peer_st *ps = &d->peers[p];
-        for (int k = 0; k < ps->nchan && in->nchan < PIO_WIRE_MAX_CHANNELS; k++) {
-            struct pio_chan_info *c = &in->chan[in->nchan++];
+        for (int k = 0; k < ps->nchan && *n < max; k++) {
+            struct pio_chan_info *c = &rows[(*n)++];
             snprintf(c->peer, sizeof(c->peer), "%s", ps->cfg->name);
             c->index = (uint32_t)k;
             struct piod_txchan *ch = ps->tx[k];
@@ -1281,8 +1282,8 @@ static void on_info(struct piod *d, uint64_t cid, uint64_t req)
                 snprintf(c->remote, sizeof(c->remote), "%s", ch->state == 2 ? ch->remote : "");
                 pthread_mutex_unlock(&ch->mtx);
             }
-            if (!c->local[0])
-                snprintf(c->local, sizeof(c->local), "%s", d->cfg.listen[k]);
+            if (!c->local[0] || d->cfg.link_owner[k] >= 0) /* relayed: the link's owner */
+                snprintf(c->local, sizeof(c->local), "%s", d->cfg.link_addr[k]);
             if (!c->remote[0])
                 snprintf(c->remote, sizeof(c->remote), "%s", ps->cfg->addr[k]);
             c->rx_bytes = atomic_load(&ps->rx_bytes[k]);
@@ -1290,6 +1291,21 @@ static void on_info(struct piod *d, uint64_t cid, uint64_t req)
             c->rate = (uint64_t)ps->bal[k].rate;
         }
     }
+}
+
+static void on_info(struct piod *d, uint64_t cid, uint64_t req)
+{
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    if (!f)
+        return;
+    f->type = PIO_F_P_INFO;
+    struct pio_p_info *in = &f->u.p_info;
+    in->req = req;
+    in->version = PIO_WIRE_VERSION;
+    snprintf(in->host, sizeof(in->host), "%s", d->cfg.name);
+    snprintf(in->system, sizeof(in->system), "%s", d->cfg.system);
+    piod_chan_rows(d, in->chan, PIO_WIRE_MAX_CHANNELS, &in->nchan);
+    piod_relay_rows(d, in->chan, PIO_WIRE_MAX_CHANNELS, &in->nchan);
     for (int i = 0; i < d->nprocs_max && in->napp < PIO_WIRE_MAX_REG; i++) {
         struct piod_proc *p = &d->procs[i];
         if (!p->used || p->gone)
@@ -1449,8 +1465,8 @@ static void peer_send_hello(struct piod *d, int peer)
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_H_HELLO;
     f.u.h_hello.proto = PIO_WIRE_VERSION;
-    f.u.h_hello.nchan = (uint32_t)d->cfg.nlisten;
-    snprintf(f.u.h_hello.system, sizeof(f.u.h_hello.system), "%s", d->cfg.system);
+    f.u.h_hello.nchan = (uint32_t)d->cfg.nlinks;
+    snprintf(f.u.h_hello.system, sizeof(f.u.h_hello.system), "%s", d->cfg.ident);
     snprintf(f.u.h_hello.host, sizeof(f.u.h_hello.host), "%s", d->cfg.name);
     memcpy(f.u.h_hello.chan_key, d->peers[peer].my_key, PIO_WIRE_KEY);
     send_peer(d, peer, &f);
@@ -1528,7 +1544,7 @@ static void on_peer_monitor(struct piod *d, int peer)
             if (!p->refused)
                 PIOD_ERR("peer %s refused our control connection: does its key directory hold "
                          "%s.pub? (and does ours hold the right %s.pub?)",
-                         p->cfg->name, d->cfg.system, p->cfg->name);
+                         p->cfg->name, d->cfg.ident, p->cfg->name);
             p->refused = 1;
         }
         zmq_msg_close(&ev);
@@ -1554,8 +1570,8 @@ static void on_peer_hello(struct piod *d, int peer, struct pio_h_hello *h)
     int nchan = (int)h->nchan;
     if (nchan > p->cfg->naddr)
         nchan = p->cfg->naddr;
-    if (nchan > d->cfg.nlisten)
-        nchan = d->cfg.nlisten;
+    if (nchan > d->cfg.nlinks)
+        nchan = d->cfg.nlinks;
     pthread_mutex_lock(&d->key_mtx);
     memcpy(p->their_key, h->chan_key, PIO_WIRE_KEY);
     p->hello_seen = 1;
@@ -1961,6 +1977,7 @@ static void on_events(struct piod *d)
 
 static void tick(struct piod *d, uint64_t now)
 {
+    piod_relay_tick(d, now);
     uint64_t dt = now - d->last_tick_ms;
     if (dt < TICK_MS)
         return;
@@ -2042,6 +2059,8 @@ int piod_init(struct piod *d)
     pthread_cond_init(&d->grant_cv, NULL);
     pthread_mutex_init(&d->key_mtx, NULL);
     pthread_mutex_init(&d->rxlist_mtx, NULL);
+    pthread_mutex_init(&d->relay_mtx, NULL);
+    d->load_fd = -1;
     d->nprocs_max = (int)(d->cfg.pool / d->cfg.proc_pool);
     if (d->nprocs_max < 1)
         d->nprocs_max = 1;
@@ -2072,13 +2091,18 @@ int piod_init(struct piod *d)
     zmq_setsockopt(d->ctl_sock, ZMQ_ZAP_DOMAIN, "pio", 3);
     zsock_opt_int(d->ctl_sock, ZMQ_RCVHWM, 0);
     zsock_opt_int(d->ctl_sock, ZMQ_LINGER, 0);
+    /* the control plane listens on the control address, or on every link
+     * address (a peer reaches us over whichever link it has) */
     const char *caddr = d->cfg.control_addr[0] ? d->cfg.control_addr : d->cfg.listen[0];
-    snprintf(ep, sizeof(ep), strchr(caddr, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", caddr,
-             d->cfg.control_port);
-    if (zmq_bind(d->ctl_sock, ep) != 0) {
-        PIOD_ERR("cannot bind the control plane on %s: %s", ep, zmq_strerror(errno));
-        rc = PIO_EADDR;
-        goto out;
+    for (int i = 0; i < (d->cfg.control_addr[0] ? 1 : d->cfg.nlisten); i++) {
+        const char *a = d->cfg.control_addr[0] ? d->cfg.control_addr : d->cfg.listen[i];
+        snprintf(ep, sizeof(ep), strchr(a, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", a,
+                 d->cfg.control_port);
+        if (zmq_bind(d->ctl_sock, ep) != 0) {
+            PIOD_ERR("cannot bind the control plane on %s: %s", ep, zmq_strerror(errno));
+            rc = PIO_EADDR;
+            goto out;
+        }
     }
 
     d->npeers = d->cfg.npeers;
@@ -2103,7 +2127,11 @@ int piod_init(struct piod *d)
         zsock_opt_int(p->dealer, ZMQ_RECONNECT_IVL, 100);
         zsock_opt_int(p->dealer, ZMQ_RECONNECT_IVL_MAX, 1000);
         int port = p->cfg->control_port ? p->cfg->control_port : d->cfg.control_port;
-        const char *a = p->cfg->addr[0];
+        /* its control address, or its address on the first link we own */
+        int k0 = 0;
+        while (k0 < d->cfg.nlinks && k0 < p->cfg->naddr - 1 && d->cfg.link_owner[k0] >= 0)
+            k0++;
+        const char *a = p->cfg->control[0] ? p->cfg->control : p->cfg->addr[k0];
         snprintf(ep, sizeof(ep), strchr(a, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", a, port);
         char mon_ep[64];
         snprintf(mon_ep, sizeof(mon_ep), "inproc://piod-peer-%d", i);
@@ -2121,6 +2149,7 @@ int piod_init(struct piod *d)
         p->nchan = 0;
     }
     PIO_TRY(piod_chan_start(d), rc, out);
+    PIO_TRY(piod_relay_start(d), rc, out);
     for (int i = 0; i < d->npeers; i++)
         peer_send_hello(d, i);
     PIOD_INFO("piod %s (system %s) serving %s; control %s:%d, data port %d, %d link(s), %d "
@@ -2193,7 +2222,7 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
     struct pio_frame *f = malloc(sizeof(*f));
     if (!f)
         return PIO_ENOMEM;
-    size_t nmax = (size_t)(5 + 3 * PIOD_MAX_PEERS + d->nconns);
+    size_t nmax = (size_t)(6 + 3 * PIOD_MAX_PEERS + d->nconns);
     struct pollfd *it = calloc(nmax, sizeof(*it));
     int *itc = calloc(nmax, sizeof(*itc));
     int ctl_fd = zsock_fd(d->ctl_sock), zap_fd = zsock_fd(d->zap_sock), zcheck = 1;
@@ -2267,8 +2296,14 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
                 it[nit++] = (struct pollfd){ps->xin_fd, POLLIN, 0};
             }
         }
+        int iev = nit, iload = -1;
         itc[nit] = -1;
         it[nit++] = (struct pollfd){d->evfd, POLLIN, 0};
+        if (d->load_fd >= 0) {
+            iload = nit;
+            itc[nit] = -1;
+            it[nit++] = (struct pollfd){d->load_fd, POLLIN, 0};
+        }
         /* After activity, look again without sleeping for a little while
          * (yielding the CPU between looks): the answer to what we just
          * forwarded usually comes within tens of microseconds, and waking a
@@ -2293,9 +2328,11 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
             zcheck = 1;
             last_zcheck = now;
         }
-        if (n > 0 && (it[nit - 1].revents & POLLIN))
+        if (n > 0 && (it[iev].revents & POLLIN))
             on_events(d);
-        for (int k = nconn_end; n > 0 && k < nit - 1; k++)
+        if (n > 0 && iload >= 0 && (it[iload].revents & POLLIN))
+            piod_relay_load_in(d, f);
+        for (int k = nconn_end; n > 0 && k < iev; k++)
             if (it[k].revents)
                 on_express_ready(d, itc[k] % PIOD_MAX_PEERS, itc[k] < PIOD_MAX_PEERS, it[k].revents,
                                  f);
@@ -2355,6 +2392,7 @@ void piod_fini(struct piod *d)
     for (int i = 0; i < d->npeers; i++)
         if (d->peers[i].dealer && d->peers[i].hello_seen)
             send_peer(d, i, &f);
+    piod_relay_stop(d);
     piod_chan_stop(d);
     for (int i = 0; i < d->npeers; i++) {
         express_in_down(d, i);

@@ -357,6 +357,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < npeer_args; i++)
         bad |= piod_config_peer_arg(c, peer_args[i], stderr) != 0;
     int problems = file_problems + (bad ? 1 : 0) + piod_config_validate(c, stderr);
+    if (problems == 0)
+        piod_config_links(c);
     if (check) {
         if (problems == 0) {
             printf("piod: configuration %s is valid\n", config ? config : "(from flags)");
@@ -377,7 +379,7 @@ int main(int argc, char **argv)
         snprintf(c->pidfile, sizeof(c->pidfile), "%s", PIOD_DEFAULT_PIDFILE);
     if (piod_log_open(c->log_syslog, c->logfile, c->log_level) != 0)
         fprintf(stderr, "piod: cannot open log %s; logging to stderr\n", c->logfile);
-    if (piod_keys_load(&d.keys, c->keys, c->system, stderr) != PIO_OK)
+    if (piod_keys_load(&d.keys, c->keys, c->ident, stderr) != PIO_OK)
         return 2;
     if (c->pidfile[0] && pidfile_busy(c->pidfile))
         return 2; /* said why on the terminal, before detaching from it */

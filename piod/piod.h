@@ -18,6 +18,7 @@
  *    d->grant_mtx  the grant table
  *    d->key_mtx    peers' channel keys and rx-channel slots
  *    ch->mtx       one tx channel's queue, unacked list, state, counters
+ *    d->relay_mtx  relayed connections (relay.c)
  * Pool mappings are reference counted (piod_proc.refs, atomic) so a dying
  * process' pool is unmapped only after no channel thread still copies into
  * or out of it.
@@ -252,6 +253,14 @@ struct piod_stream { /* per (peer, src app, src proc, dst app, dst proc, tag) */
     uint64_t next_seq;
 };
 
+struct piod_splice;
+
+/* A member of our system as its load reports show it (relay.c; main thread). */
+struct piod_member_st {
+    struct pio_h_load load; /* its latest report */
+    uint64_t at_ms;         /* when it came (0: never) */
+};
+
 struct piod {
     struct piod_config cfg;
     struct piod_keys keys;
@@ -290,6 +299,15 @@ struct piod {
     uint8_t *scratch;           /* main thread frame buffer (encoding) */
     uint8_t *rbuf;              /* main thread frame buffer (receiving), scratch_len bytes */
     size_t scratch_len;
+    /* relay.c: a system of several hosts */
+    struct pio_tp_listener *relay_l;
+    pthread_t relay_thr;
+    pthread_mutex_t relay_mtx; /* splices, nsplices, nhandlers */
+    struct piod_splice *splices;
+    int nsplices, nhandlers;
+    int load_fd; /* UDP: load reports from members (-1: none) */
+    struct piod_member_st *members;
+    uint64_t load_seq, last_load_ms;
 };
 
 /* piod_init - set up sockets, listeners and channel threads from d->cfg
@@ -300,6 +318,9 @@ int piod_init(struct piod *d);
  * drain in-flight messages (up to drain_ms) and return PIO_OK. *reopen makes
  * the loop reopen the log. */
 int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain_ms);
+
+/* piod_chan_rows - this host's channel rows (as in P_INFO) into rows[*n..max). */
+void piod_chan_rows(struct piod *d, struct pio_chan_info *rows, uint32_t max, uint32_t *n);
 
 /* piod_dump - log every message in flight and the channels' state. */
 void piod_dump(struct piod *d);
@@ -318,6 +339,7 @@ void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c);
 void piod_express_failed(struct piod *d, int peer); /* main: xout is dead, reconnect */
 int piod_tx_state(struct piod_txchan *ch, uint64_t *queued);
 void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now);
+void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c); /* run a receiver on c (takes it) */
 void piod_grant_add(struct piod *d, struct piod_grant *g);
 struct piod_grant *piod_grant_take(struct piod *d, int peer, uint64_t msgid, uint64_t off);
 void piod_grants_drop_proc(struct piod *d, struct piod_proc *p);

@@ -155,9 +155,23 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
         break;
     case PIO_F_H_DONE:
     case PIO_F_H_BYE: f->u.h_done = (struct pio_h_done){.msgid = 1001, .status = PIO_OK}; break;
+    case PIO_F_H_LOAD: {
+        struct pio_h_load *b = &f->u.h_load;
+        strcpy(b->host, "s2");
+        b->seq = 42, b->nchan = n;
+        for (uint32_t i = 0; i < b->nchan && i < PIO_WIRE_MAX_LOAD; i++) {
+            snprintf(b->chan[i].peer, sizeof b->chan[i].peer, "beta");
+            strcpy(b->chan[i].host, "s2");
+            b->chan[i].index = i, b->chan[i].state = 2, b->chan[i].queued = 1 << 20;
+        }
+        break;
+    }
     case PIO_F_C_HELLO:
-        f->u.c_hello = (struct pio_c_hello){
-            .proto = PIO_WIRE_VERSION, .index = 2, .system = "alpha", .host = "hostA"};
+        f->u.c_hello = (struct pio_c_hello){.proto = PIO_WIRE_VERSION,
+                                            .index = 2,
+                                            .system = "alpha",
+                                            .host = "hostA",
+                                            .target = "hostB"};
         break;
     case PIO_F_C_CHALLENGE:
     case PIO_F_C_PROOF:

@@ -34,6 +34,25 @@ static int fz_payload_eq(uint32_t flags, uint64_t size, const uint8_t *a, const 
     return a != NULL && b != NULL && (size == 0 || memcmp(a, b, (size_t)size) == 0);
 }
 
+static int fz_chan_eq(const struct pio_chan_info *a, const struct pio_chan_info *b)
+{
+    FZ_EQS(peer);
+    FZ_EQS(local);
+    FZ_EQS(remote);
+    FZ_EQS(host);
+    FZ_EQ(index);
+    FZ_EQ(state);
+    FZ_EQ(tx_bytes);
+    FZ_EQ(rx_bytes);
+    FZ_EQ(queued);
+    FZ_EQ(rate);
+    FZ_EQ(tx_chunks);
+    FZ_EQ(rx_chunks);
+    FZ_EQ(resent);
+    FZ_EQ(downs);
+    return 1;
+}
+
 static int fz_p_info_eq(const struct pio_p_info *a, const struct pio_p_info *b)
 {
     FZ_EQ(req);
@@ -44,17 +63,9 @@ static int fz_p_info_eq(const struct pio_p_info *a, const struct pio_p_info *b)
     FZ_EQ(napp);
     FZ_EQ(pool_size);
     FZ_EQ(pool_used);
-    for (uint32_t i = 0; i < a->nchan; i++) {
-        FZ_EQS(chan[i].peer);
-        FZ_EQS(chan[i].local);
-        FZ_EQS(chan[i].remote);
-        FZ_EQ(chan[i].index);
-        FZ_EQ(chan[i].state);
-        FZ_EQ(chan[i].tx_bytes);
-        FZ_EQ(chan[i].rx_bytes);
-        FZ_EQ(chan[i].queued);
-        FZ_EQ(chan[i].rate);
-    }
+    for (uint32_t i = 0; i < a->nchan; i++)
+        if (!fz_chan_eq(&a->chan[i], &b->chan[i]))
+            return 0;
     for (uint32_t i = 0; i < a->napp; i++) {
         FZ_EQS(app[i].app);
         FZ_EQS(app[i].system);
@@ -244,6 +255,17 @@ static int fz_frame_eq(const struct pio_frame *fa, const struct pio_frame *fb)
         FZ_EQ(index);
         FZ_EQS(system);
         FZ_EQS(host);
+        FZ_EQS(target);
+        return 1;
+    }
+    case PIO_F_H_LOAD: {
+        const struct pio_h_load *a = &fa->u.h_load, *b = &fb->u.h_load;
+        FZ_EQS(host);
+        FZ_EQ(seq);
+        FZ_EQ(nchan);
+        for (uint32_t i = 0; i < a->nchan; i++)
+            if (!fz_chan_eq(&a->chan[i], &b->chan[i]))
+                return 0;
         return 1;
     }
     case PIO_F_C_CHALLENGE:

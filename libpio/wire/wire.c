@@ -457,6 +457,7 @@ static void w_chan_info(struct wire_w *w, const struct pio_chan_info *c)
     put_u64(w, c->rx_chunks);
     put_u64(w, c->resent);
     put_u32(w, c->downs);
+    put_str(w, c->host, sizeof c->host);
 }
 
 static void r_chan_info(struct wire_r *r, struct pio_chan_info *c)
@@ -474,6 +475,25 @@ static void r_chan_info(struct wire_r *r, struct pio_chan_info *c)
     c->rx_chunks = get_u64(r);
     c->resent = get_u64(r);
     c->downs = get_u32(r);
+    get_str(r, c->host, sizeof c->host);
+}
+
+static void w_h_load(struct wire_w *w, const struct pio_h_load *b)
+{
+    put_str(w, b->host, sizeof b->host);
+    put_u64(w, b->seq);
+    int n = put_count(w, b->nchan, PIO_WIRE_MAX_LOAD);
+    for (int i = 0; i < n; i++)
+        w_chan_info(w, &b->chan[i]);
+}
+
+static void r_h_load(struct wire_r *r, struct pio_h_load *b)
+{
+    get_str(r, b->host, sizeof b->host);
+    b->seq = get_u64(r);
+    b->nchan = get_count(r, PIO_WIRE_MAX_LOAD);
+    for (uint32_t i = 0; i < b->nchan && r->rc == PIO_OK; i++)
+        r_chan_info(r, &b->chan[i]);
 }
 
 static void w_app_info(struct wire_w *w, const struct pio_app_info *a)
@@ -647,6 +667,7 @@ static void w_c_hello(struct wire_w *w, const struct pio_c_hello *b)
     put_u32(w, b->index);
     put_str(w, b->system, sizeof b->system);
     put_str(w, b->host, sizeof b->host);
+    put_str(w, b->target, sizeof b->target);
 }
 
 static void r_c_hello(struct wire_r *r, struct pio_c_hello *b)
@@ -655,6 +676,7 @@ static void r_c_hello(struct wire_r *r, struct pio_c_hello *b)
     b->index = get_u32(r);
     get_str(r, b->system, sizeof b->system);
     get_str(r, b->host, sizeof b->host);
+    get_str(r, b->target, sizeof b->target);
 }
 
 static void w_c_data(struct wire_w *w, const struct pio_c_data *b)
@@ -719,6 +741,7 @@ static void wire_write_body(struct wire_w *w, const struct pio_frame *f)
     case PIO_F_H_DONE:
     case PIO_F_H_BYE: w_h_done(w, &f->u.h_done); break;
     case PIO_F_C_HELLO: w_c_hello(w, &f->u.c_hello); break;
+    case PIO_F_H_LOAD: w_h_load(w, &f->u.h_load); break;
     case PIO_F_C_CHALLENGE:
     case PIO_F_C_PROOF: put_bytes(w, f->u.c_key.b, sizeof f->u.c_key.b); break;
     case PIO_F_C_ACCEPT: put_i32(w, f->u.c_accept.status); break;
@@ -756,6 +779,7 @@ static void wire_read_body(struct wire_r *r, struct pio_frame *f)
     case PIO_F_H_DONE:
     case PIO_F_H_BYE: r_h_done(r, &f->u.h_done); break;
     case PIO_F_C_HELLO: r_c_hello(r, &f->u.c_hello); break;
+    case PIO_F_H_LOAD: r_h_load(r, &f->u.h_load); break;
     case PIO_F_C_CHALLENGE:
     case PIO_F_C_PROOF: get_bytes(r, f->u.c_key.b, sizeof f->u.c_key.b); break;
     case PIO_F_C_ACCEPT: f->u.c_accept.status = get_i32(r); break;

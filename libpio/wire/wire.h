@@ -36,12 +36,13 @@
 #include <stdint.h>
 
 #define PIO_WIRE_MAGIC        0x314F4950u /* "PIO1" read as a little-endian u32 */
-#define PIO_WIRE_VERSION      1
+#define PIO_WIRE_VERSION      2
 #define PIO_WIRE_HDR          16
 #define PIO_WIRE_NAME         64 /* names: at most 63 bytes + NUL */
 #define PIO_WIRE_ADDR         64 /* "a.b.c.d:port" or "[IPv6]:port" */
 #define PIO_WIRE_MAX_GRANTS   64
 #define PIO_WIRE_MAX_REG      128
+#define PIO_WIRE_MAX_LOAD     32 /* channel rows in one H_LOAD */
 #define PIO_WIRE_MAX_RANGES   128
 #define PIO_WIRE_MAX_CHANNELS 64
 #define PIO_WIRE_KEY          32         /* channel key / challenge / MAC length */
@@ -72,6 +73,7 @@
     X(H_REPLY, 35)       /* receiver grants: chunk -> channel */                                   \
     X(H_DONE, 36)        /* receiver: message delivered (sync) or failed */                        \
     X(H_BYE, 37)         /* piod leaving */                                                        \
+    X(H_LOAD, 38)        /* piod -> member of its system (UDP): its channels' load */              \
     X(C_HELLO, 64)       /* channel opener: system, channel index */                               \
     X(C_CHALLENGE, 65)   /* channel acceptor: random challenge */                                  \
     X(C_PROOF, 66)       /* opener: MAC(key, challenge | index | system) */                        \
@@ -183,6 +185,7 @@ struct pio_chan_info {
     uint64_t tx_chunks, rx_chunks; /* data chunks sent / received */
     uint64_t resent;               /* chunks sent on it that were resends */
     uint32_t downs;                /* times it went down after being up */
+    char host[PIO_WIRE_NAME];      /* member host that owns the row ("": the one asked) */
 };
 struct pio_app_info {
     char app[PIO_WIRE_NAME];
@@ -208,6 +211,12 @@ struct pio_h_hello {
     char system[PIO_WIRE_NAME];
     char host[PIO_WIRE_NAME];
     uint8_t chan_key[PIO_WIRE_KEY]; /* key the receiver's channels must prove */
+};
+struct pio_h_load { /* H_LOAD: one member's picture of its channels */
+    char host[PIO_WIRE_NAME];
+    uint64_t seq;
+    uint32_t nchan;
+    struct pio_chan_info chan[PIO_WIRE_MAX_LOAD];
 };
 struct pio_reg_entry {
     char app[PIO_WIRE_NAME];
@@ -254,8 +263,9 @@ struct pio_h_done {
 struct pio_c_hello {
     uint32_t proto;
     uint32_t index;             /* channel index in the bundle */
-    char system[PIO_WIRE_NAME]; /* opener's system */
+    char system[PIO_WIRE_NAME]; /* opener's system (its identity to the acceptor) */
     char host[PIO_WIRE_NAME];
+    char target[PIO_WIRE_NAME]; /* the host meant ("": the acceptor); another member relays */
 };
 struct pio_c_key { /* C_CHALLENGE (nonce) and C_PROOF (MAC) */
     uint8_t b[PIO_WIRE_KEY];
@@ -293,6 +303,7 @@ struct pio_frame {
         struct pio_p_info_req p_info_req;
         struct pio_p_info p_info;
         struct pio_h_hello h_hello;
+        struct pio_h_load h_load;
         struct pio_h_registry h_registry;
         struct pio_h_request h_request;
         struct pio_h_reply h_reply;

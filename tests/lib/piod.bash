@@ -10,6 +10,7 @@
 #                                  unique ports; exports PIO_SOCK_A, PIO_SOCK_B
 #   pio_pair_testbed DIR BED K     A on host h1, B on host h2 of an existing bed,
 #                                  one channel per link; exports PIO_SOCK_A, PIO_SOCK_B
+#   pio_start_conf NAME DIR NS CONF  a piod from a config file (systems of several hosts)
 #   pio_wait_channels SOCK N [S]   wait (S s, default 20) until N channels are up both ways
 #   pio_piods_stop                 SIGTERM every piod started here, wait for it
 # Extra piod flags: PIO_PIOD_FLAGS (e.g. "--pool 2G --log-level debug").
@@ -27,8 +28,22 @@ _pio_port() {
 # _pio_start NAME DIR [NETNS] -- piod args...
 _pio_start() {
   local name=$1 dir=$2 ns=$3; shift 4
-  local cmd=("$PIOD" -f --name "$name" --system "$name" --keys "$dir/keys"
-             --socket "$dir/$name.sock" ${PIO_PIOD_FLAGS:-} "$@")
+  _pio_launch "$name" "$dir" "$ns" "$PIOD" -f --name "$name" --system "$name" \
+    --keys "$dir/keys" --socket "$dir/$name.sock" ${PIO_PIOD_FLAGS:-} "$@"
+}
+
+# pio_start_conf NAME DIR NETNS CONF [piod args...]: a piod configured by the
+# file CONF (name, system, links, peers, members), socket DIR/NAME.sock.
+pio_start_conf() {
+  local name=$1 dir=$2 ns=$3 conf=$4; shift 4
+  _pio_launch "$name" "$dir" "$ns" "$PIOD" -f --config "$conf" --keys "$dir/keys" \
+    --socket "$dir/$name.sock" ${PIO_PIOD_FLAGS:-} "$@"
+}
+
+# _pio_launch NAME DIR NETNS CMD...: run CMD in NETNS, log to DIR/NAME.log.
+_pio_launch() {
+  local name=$1 dir=$2 ns=$3; shift 3
+  local cmd=("$@")
   [ -n "$ns" ] && cmd=(ip netns exec "$ns" "${cmd[@]}")
   "${cmd[@]}" >"$dir/$name.log" 2>&1 </dev/null &
   local pid=$!

@@ -267,7 +267,8 @@ static void test_error_unknown_key(void **state)
     expect_one("name = nodeA\nlisten = 10.0.0.1\nfrobnicate = 3\n", 3,
                "unknown key 'frobnicate' (keys: name,");
     expect_one("[peer sysB]\naddr = 10.0.0.2\nport = 9\n", 3,
-               "unknown key 'port' in a [peer] section (peer keys: addr, control-port, data-port)");
+               "unknown key 'port' in a [peer] or [member] section (keys: addr, control-port, "
+               "data-port, control, system, internal)");
 }
 
 static void test_error_syntax(void **state)
@@ -397,7 +398,7 @@ static void test_error_too_many(void **state)
         off += (size_t)snprintf(text + off, sizeof(text) - off, "[peer p%d]\naddr = 10.1.%d.2\n", i,
                                 i);
     expect_one(text, 2 * PIOD_MAX_PEERS + 1,
-               "too many peers: [peer p32] is peer 33, at most 32 are supported");
+               "too many peers: [peer p32] is number 33, at most 32 are supported");
     struct piod_config c;
     char *msgs = NULL;
     assert_int_equal(load_text(&c, text, &msgs), 1);
@@ -885,6 +886,62 @@ static void test_print_roundtrip(void **state)
     roundtrip(&c);
 }
 
+/* A system of several hosts: links numbered by host name, each host's links
+ * in order; the identity is the host name; members are checked. */
+static void test_system_links(void **state)
+{
+    (void)state;
+    struct piod_config c;
+    char *msgs = NULL;
+    piod_config_defaults(&c);
+    assert_int_equal(
+        load_text(&c,
+                  "name = s2\nsystem = S\ninternal = 10.9.0.2\n"
+                  "listen = 10.0.2.2\nlisten = 10.0.3.2\n"
+                  "[member s3]\ninternal = 10.9.0.3\naddr = 10.0.4.3\n"
+                  "[member s1]\ninternal = 10.9.0.1\naddr = 10.0.0.1\naddr = 10.0.1.1\n"
+                  "[peer R]\naddr = 10.0.0.9\nsystem = Q\ncontrol = 10.8.0.9\n",
+                  &msgs),
+        0);
+    free(msgs);
+    assert_int_equal(piod_config_validate(&c, stderr), 0);
+    piod_config_links(&c);
+    assert_string_equal(c.ident, "s2");
+    assert_int_equal(c.nlinks, 5);
+    const int owner[5] = {1, 1, -1, -1, 0}; /* members[0] is s3, members[1] s1 */
+    const char *addr[5] = {"10.0.0.1", "10.0.1.1", "10.0.2.2", "10.0.3.2", "10.0.4.3"};
+    for (int k = 0; k < 5; k++) {
+        assert_int_equal(c.link_owner[k], owner[k]);
+        assert_string_equal(c.link_addr[k], addr[k]);
+    }
+    assert_int_equal(c.link_local[2], 0);
+    assert_int_equal(c.link_local[3], 1);
+    assert_string_equal(c.peers[0].system, "Q");
+    assert_string_equal(c.peers[0].control, "10.8.0.9");
+
+    /* one host: its identity is the system, its links are its own */
+    piod_config_defaults(&c);
+    assert_int_equal(load_text(&c, "name = a\nsystem = A\nlisten = 10.0.0.1\n", &msgs), 0);
+    free(msgs);
+    piod_config_links(&c);
+    assert_string_equal(c.ident, "A");
+    assert_int_equal(c.nlinks, 1);
+    assert_int_equal(c.link_owner[0], -1);
+
+    /* a member that is also a peer, or this host, or without internal */
+    piod_config_defaults(&c);
+    assert_int_equal(load_text(&c,
+                               "name = s1\ninternal = 10.9.0.1\nlisten = 10.0.0.1\n"
+                               "[member s1]\ninternal = 10.9.0.1\naddr = 10.0.1.1\n"
+                               "[member x]\naddr = 10.0.2.1\n"
+                               "[member R]\ninternal = 10.9.0.4\naddr = 10.0.3.1\n"
+                               "[peer R]\naddr = 10.0.0.9\n",
+                               &msgs),
+                     0);
+    free(msgs);
+    assert_int_equal(piod_config_validate(&c, NULL), 3);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_defaults),
     cmocka_unit_test(test_example_loads_clean),
@@ -917,5 +974,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_validate_socket_and_paths),
     cmocka_unit_test(test_validate_counts_all),
     cmocka_unit_test(test_print_roundtrip),
+    cmocka_unit_test(test_system_links),
 };
 PIO_UNIT_MAIN(tests)

@@ -164,6 +164,7 @@ static void fill(struct pio_frame *f, int type, int v)
             fill_str(c->remote, sizeof c->remote, v);
             c->index = r32(), c->state = r32();
             c->tx_bytes = rnd(), c->rx_bytes = rnd(), c->queued = rnd(), c->rate = rnd();
+            fill_str(c->host, sizeof c->host, v);
         }
         for (uint32_t i = 0; i < b->napp; i++) {
             struct pio_app_info *a = &b->app[i];
@@ -219,6 +220,20 @@ static void fill(struct pio_frame *f, int type, int v)
         b->proto = r32(), b->index = r32();
         fill_str(b->system, sizeof b->system, v);
         fill_str(b->host, sizeof b->host, v);
+        fill_str(b->target, sizeof b->target, v);
+        break;
+    }
+    case PIO_F_H_LOAD: {
+        struct pio_h_load *b = &f->u.h_load;
+        fill_str(b->host, sizeof b->host, v);
+        b->seq = rnd();
+        b->nchan = fill_count(PIO_WIRE_MAX_LOAD, v);
+        for (uint32_t i = 0; i < b->nchan; i++) {
+            struct pio_chan_info *c = &b->chan[i];
+            fill_str(c->peer, sizeof c->peer, v);
+            fill_str(c->host, sizeof c->host, v);
+            c->index = r32(), c->state = r32(), c->tx_bytes = rnd(), c->downs = r32();
+        }
         break;
     }
     case PIO_F_C_CHALLENGE:
@@ -367,6 +382,17 @@ static void cmp_chan_info(const struct pio_chan_info *a, const struct pio_chan_i
     assert_int_equal(a->rx_bytes, b->rx_bytes);
     assert_int_equal(a->queued, b->queued);
     assert_int_equal(a->rate, b->rate);
+    assert_int_equal(a->downs, b->downs);
+    assert_string_equal(a->host, b->host);
+}
+
+static void cmp_h_load(const struct pio_h_load *a, const struct pio_h_load *b)
+{
+    assert_string_equal(a->host, b->host);
+    assert_int_equal(a->seq, b->seq);
+    assert_int_equal(a->nchan, b->nchan);
+    for (uint32_t i = 0; i < a->nchan; i++)
+        cmp_chan_info(&a->chan[i], &b->chan[i]);
 }
 
 static void cmp_app_info(const struct pio_app_info *a, const struct pio_app_info *b)
@@ -457,6 +483,7 @@ static void cmp_c_hello(const struct pio_c_hello *a, const struct pio_c_hello *b
     assert_int_equal(a->index, b->index);
     assert_string_equal(a->system, b->system);
     assert_string_equal(a->host, b->host);
+    assert_string_equal(a->target, b->target);
 }
 
 static void cmp_c_data(const struct pio_c_data *a, const struct pio_c_data *b)
@@ -507,6 +534,7 @@ static void cmp_frame(const struct pio_frame *a, const struct pio_frame *b)
     case PIO_F_H_DONE:
     case PIO_F_H_BYE: cmp_h_done(&a->u.h_done, &b->u.h_done); break;
     case PIO_F_C_HELLO: cmp_c_hello(&a->u.c_hello, &b->u.c_hello); break;
+    case PIO_F_H_LOAD: cmp_h_load(&a->u.h_load, &b->u.h_load); break;
     case PIO_F_C_CHALLENGE:
     case PIO_F_C_PROOF: assert_memory_equal(a->u.c_key.b, b->u.c_key.b, PIO_WIRE_KEY); break;
     case PIO_F_C_ACCEPT: assert_int_equal(a->u.c_accept.status, b->u.c_accept.status); break;
@@ -876,6 +904,7 @@ static void test_string_refusals(void **state)
         hb_str(h, "peer", 4), hb_str(h, s, len), hb_str(h, "r", 1);
         hb_u32(h, 0), hb_u32(h, 2), hb_u64(h, 1), hb_u64(h, 2), hb_u64(h, 3), hb_u64(h, 4);
         hb_u64(h, 5), hb_u64(h, 6), hb_u64(h, 7), hb_u32(h, 1); /* chunks, resent, downs */
+        hb_str(h, "", 0);                                       /* host */
         hb_u64(h, 100), hb_u64(h, 50);
         assert_int_equal(hb_decode(PIO_F_P_INFO, h), len < PIO_WIRE_ADDR ? PIO_OK : PIO_EPROTO);
     }

@@ -18,7 +18,7 @@
 
 static const char *state_name(uint32_t s)
 {
-    return s == 2 ? "up" : s == 1 ? "connecting" : "down";
+    return s == 3 ? "unknown" : s == 2 ? "up" : s == 1 ? "connecting" : "down";
 }
 
 static void human_bytes(uint64_t b, char *out, size_t n)
@@ -45,12 +45,12 @@ static void print_json(const struct pio_p_info *in)
         printf("%s\n  {\"peer\": \"%s\", \"index\": %u, \"state\": \"%s\", \"local\": \"%s\", "
                "\"remote\": \"%s\", \"tx_bytes\": %llu, \"rx_bytes\": %llu, \"queued\": %llu, "
                "\"rate\": %llu, \"tx_chunks\": %llu, \"rx_chunks\": %llu, \"resent\": %llu, "
-               "\"downs\": %u}",
+               "\"downs\": %u, \"host\": \"%s\"}",
                i ? "," : "", c->peer, c->index, state_name(c->state), c->local, c->remote,
                (unsigned long long)c->tx_bytes, (unsigned long long)c->rx_bytes,
                (unsigned long long)c->queued, (unsigned long long)c->rate,
                (unsigned long long)c->tx_chunks, (unsigned long long)c->rx_chunks,
-               (unsigned long long)c->resent, c->downs);
+               (unsigned long long)c->resent, c->downs, c->host[0] ? c->host : in->host);
     }
     printf("],\n \"applications\": [");
     for (uint32_t i = 0; i < in->napp; i++)
@@ -67,6 +67,11 @@ static void print_table(const struct pio_p_info *in)
     human_bytes(in->pool_size, a, sizeof(a));
     human_bytes(in->pool_used, b, sizeof(b));
     printf("pool: %s, %s mapped by processes\n\n", a, b);
+    int system = 0; /* rows of other hosts of our system: show a host column */
+    for (uint32_t i = 0; i < in->nchan; i++)
+        system |= in->chan[i].host[0] != '\0';
+    if (system)
+        printf("%-10s ", "host");
     printf("%-10s %3s  %-10s %-22s %-22s %10s %10s %10s %10s %9s %9s %7s %5s\n", "peer", "ch",
            "state", "local", "remote", "tx", "rx", "queued", "rate/s", "tx chunks", "rx chunks",
            "resent", "downs");
@@ -76,6 +81,8 @@ static void print_table(const struct pio_p_info *in)
         human_bytes(c->rx_bytes, b, sizeof(b));
         human_bytes(c->queued, q, sizeof(q));
         human_bytes(c->rate, r, sizeof(r));
+        if (system)
+            printf("%-10s ", c->host[0] ? c->host : in->host);
         printf("%-10s %3u  %-10s %-22s %-22s %10s %10s %10s %10s %9llu %9llu %7llu %5u\n", c->peer,
                c->index, state_name(c->state), c->local, c->remote, a, b, q, r,
                (unsigned long long)c->tx_chunks, (unsigned long long)c->rx_chunks,
@@ -160,8 +167,8 @@ int main(int argc, char **argv)
     }
     if (count_up) {
         unsigned n = 0;
-        for (uint32_t i = 0; i < f->u.p_info.nchan; i++)
-            n += f->u.p_info.chan[i].state == 2;
+        for (uint32_t i = 0; i < f->u.p_info.nchan; i++) /* this host's channels */
+            n += f->u.p_info.chan[i].state == 2 && f->u.p_info.chan[i].host[0] == '\0';
         printf("%u\n", n);
     } else if (json) {
         print_json(&f->u.p_info);
