@@ -72,6 +72,7 @@ struct inmsg {
     uint64_t size, count;
     uint8_t *eager;
     struct chunk_note *chunks;
+    uint64_t arrived; /* bytes the piod said are in the pool (P_MSG_DATA) */
     uint64_t copied;
     struct pio_request *req; /* the receive it matched */
     int canceled;
@@ -455,6 +456,42 @@ static void pump_all(void)
 
 /* ---- frames from the piod (progress thread, g.mtx held) ---- */
 
+/* Data came for m, which no receive holds. A receive that holds a message
+ * of another source with no data yet may take m instead (the held one goes
+ * back to the unmatched): a receive open to several sources then completes
+ * with what has arrived, instead of waiting for the first announced message
+ * while arrived ones hold the piod's buffer space (head-of-line blocking).
+ * Order per source is kept: m must be its source's oldest unheld message,
+ * and the receive gives up only a message of another source. */
+static void steal_for(struct inmsg *m)
+{
+    for (struct inmsg *e = g.msgs; e && e != m; e = e->next)
+        if (!e->req && !e->canceled && e->partner == m->partner && e->src_proc == m->src_proc)
+            return; /* an older message of m's source comes first */
+    for (struct inmsg *h = g.msgs; h; h = h->next) {
+        struct pio_request *r = h->req;
+        if (!r || h->arrived || (h->flags & PIO_WF_EAGER) || h->copied ||
+            (h->partner == m->partner && h->src_proc == m->src_proc))
+            continue;
+        h->req = NULL; /* test the receive against m as if it were free */
+        r->msg = NULL;
+        int fits = msg_matches(m, r) && pio_type_compatible((int)m->datatype, r->datatype) &&
+                   m->size <= (uint64_t)r->count * pio_type_size(r->datatype);
+        if (!fits) {
+            h->req = r;
+            r->msg = h;
+            continue;
+        }
+        bind_msg(r, m);
+        for (struct pio_request *o = g.recvs; o; o = o->next) /* h is free again */
+            if (msg_matches(h, o)) {
+                bind_msg(o, h);
+                break;
+            }
+        return;
+    }
+}
+
 static void on_msg_new(struct pio_p_msg_new *n)
 {
     struct inmsg *m = calloc(1, sizeof(*m));
@@ -477,6 +514,7 @@ static void on_msg_new(struct pio_p_msg_new *n)
         }
         if (n->size)
             memcpy(m->eager, n->payload, n->size);
+        m->arrived = n->size;
     }
     if (g.msgs_tail)
         g.msgs_tail->next = m;
@@ -486,8 +524,10 @@ static void on_msg_new(struct pio_p_msg_new *n)
     for (struct pio_request *r = g.recvs; r; r = r->next)
         if (msg_matches(m, r)) {
             bind_msg(r, m);
-            break;
+            return;
         }
+    if (m->flags & PIO_WF_EAGER)
+        steal_for(m); /* complete already: a receive waiting on an empty message may take it */
 }
 
 static void on_msg_data(struct pio_p_ranges *pr)
@@ -503,8 +543,10 @@ static void on_msg_data(struct pio_p_ranges *pr)
             msg_off + len > m->size) {
             out_ranges(PIO_F_P_FREE, pr->id, msg_off, off, len);
         } else if (m->req) {
+            m->arrived += len;
             push_job(m, msg_off, off, len);
         } else {
+            m->arrived += len;
             struct chunk_note *c = malloc(sizeof(*c));
             if (c) {
                 c->msg_off = msg_off;
@@ -516,6 +558,8 @@ static void on_msg_data(struct pio_p_ranges *pr)
         }
         msg_off += len;
     }
+    if (m && !m->req && !m->canceled && m->arrived)
+        steal_for(m);
 }
 
 static void on_send_done(struct pio_frame *f)

@@ -541,6 +541,10 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
     }
     *seen = p->line;
     cfg_set(p, p->peer ? (void *)p->peer : (void *)p->c, k, val);
+    if (!p->peer && strcmp(k->key, "pool") == 0)
+        p->c->pool_set = 1;
+    if (!p->peer && strcmp(k->key, "proc-pool") == 0)
+        p->c->proc_pool_set = 1;
 }
 
 /* A '#' at the start of a word begins a comment. */
@@ -916,6 +920,24 @@ void piod_config_links(struct piod_config *c)
         order[j] = i;
     }
     snprintf(c->ident, sizeof(c->ident), "%s", c->nmembers ? c->name : c->system);
+    int width = 0; /* the widest bundle: min(our links, a peer's) */
+    int ours = c->nlisten;
+    for (int i = 0; i < c->nmembers; i++)
+        ours += c->members[i].naddr;
+    for (int i = 0; i < c->npeers; i++) {
+        int w = c->peers[i].naddr < ours ? c->peers[i].naddr : ours;
+        width = w > width ? w : width;
+    }
+    uint64_t want = 8ull * c->chunk * (uint64_t)width;
+    if (!c->proc_pool_set && want > c->proc_pool) {
+        uint64_t pp = c->proc_pool;
+        while (pp < want)
+            pp *= 2;
+        if (!c->pool_set && 16 * pp > c->pool)
+            c->pool = 16 * pp;
+        if (pp <= c->pool)
+            c->proc_pool = pp;
+    }
     c->nlinks = 0;
     for (int h = 0; h < n; h++) {
         int m = order[h];

@@ -49,13 +49,14 @@ struct piod_config {
     int src_port_lo, src_port_hi; /* outgoing channels bind source ports in this range (0,0: any) */
     int npeers;
     struct piod_peer peers[PIOD_MAX_PEERS];
-    uint64_t pool;         /* total pool bytes (default 1 GiB) */
-    uint64_t proc_pool;    /* per process (default 64 MiB), <= pool */
-    uint32_t eager_limit;  /* default 64 KiB */
-    uint32_t chunk;        /* default 1 MiB */
-    int foreground;        /* -f */
-    int log_syslog;        /* log to syslog instead of stderr/logfile */
-    int log_level;         /* enum piod_log_level, default INFO */
+    uint64_t pool;               /* total pool bytes (default 1 GiB) */
+    uint64_t proc_pool;          /* per process (default 64 MiB, more for wide bundles), <= pool */
+    int pool_set, proc_pool_set; /* given in the file or on the command line (not derived) */
+    uint32_t eager_limit;        /* default 64 KiB */
+    uint32_t chunk;              /* default 1 MiB */
+    int foreground;              /* -f */
+    int log_syslog;              /* log to syslog instead of stderr/logfile */
+    int log_level;               /* enum piod_log_level, default INFO */
     int curve;             /* 1 (default): CURVE on the control plane; 0 only with --insecure */
     int express;           /* 1 (default): H_* frames on the express lane once it is up */
     uint32_t spin_us;      /* main loop: look again without sleeping this long (us) */
@@ -103,7 +104,10 @@ int piod_config_validate(const struct piod_config *c, FILE *errs);
 
 /* piod_config_links - derive ident and the system's link order from a valid
  * config: this host and every [member] sorted by name, each contributing its
- * links in the order given (so every member derives the same order). */
+ * links in the order given (so every member derives the same order).
+ * Also sizes the pools when neither file nor flags set them: a process' pool
+ * holds at least 8 chunks per channel of the widest bundle (a receiver keeps
+ * a few chunks in flight on every channel), and the pool 16 such pools. */
 void piod_config_links(struct piod_config *c);
 
 /* piod_parse_size - "64K", "1M", "2G", "4096" -> bytes. Returns 0 or -1. */

@@ -49,7 +49,7 @@
 #include <zmq.h>
 
 #define TICK_MS        100
-#define RATE_WINDOW_MS 200
+#define RATE_SAMPLE_MS 400  /* busy time behind one rate sample (at least) */
 #define SEQ_GAP_MS     2000 /* a missing request holds its stream's later ones this long */
 
 static int proc_index(struct piod *d, uint64_t cid);
@@ -1984,9 +1984,23 @@ static void tick(struct piod *d, uint64_t now)
     d->last_tick_ms = now;
     for (int p = 0; p < d->npeers; p++)
         for (int k = 0; k < d->peers[p].nchan; k++) {
+            /* A rate sample is bytes over busy time, taken once there is
+             * RATE_SAMPLE_MS of it and a few chunks' worth of bytes: a
+             * slow link's chunk can take longer than a tick, and per-tick
+             * samples of 0 or 1 chunk would differ wildly between equal
+             * links (and so would DYNAMIC's queues). Idle time restarts it. */
             struct piod_rxbal *b = &d->peers[p].bal[k];
-            if (b->window_bytes > 0 && (b->busy || b->outstanding > 0))
-                b->rate = piod_bal_ewma(b->rate, (double)b->window_bytes * 1000.0 / (double)dt);
+            if (b->busy || b->outstanding > 0) {
+                b->acc_bytes += b->window_bytes;
+                b->acc_ms += dt;
+            } else {
+                b->acc_bytes = b->acc_ms = 0;
+            }
+            if (b->acc_ms >= RATE_SAMPLE_MS &&
+                (b->acc_bytes >= 2ull * d->cfg.chunk || b->acc_ms >= 5 * RATE_SAMPLE_MS)) {
+                b->rate = piod_bal_ewma(b->rate, (double)b->acc_bytes * 1000.0 / (double)b->acc_ms);
+                b->acc_bytes = b->acc_ms = 0;
+            }
             b->window_bytes = 0;
             b->busy = b->outstanding > 0;
         }

@@ -258,8 +258,14 @@ int main(int argc, char **argv)
             break;
         case O_KEYS: snprintf(c->keys, sizeof(c->keys), "%s", optarg); break;
         case O_SOCKET: snprintf(c->socket, sizeof(c->socket), "%s", optarg); break;
-        case O_POOL: bad |= size_arg("--pool", optarg, &c->pool) != 0; break;
-        case O_PPOOL: bad |= size_arg("--proc-pool", optarg, &c->proc_pool) != 0; break;
+        case O_POOL:
+            bad |= size_arg("--pool", optarg, &c->pool) != 0;
+            c->pool_set = 1;
+            break;
+        case O_PPOOL:
+            bad |= size_arg("--proc-pool", optarg, &c->proc_pool) != 0;
+            c->proc_pool_set = 1;
+            break;
         case O_EAGER: {
             uint64_t v = 0;
             bad |= size_arg("--eager-limit", optarg, &v) != 0;

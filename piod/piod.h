@@ -91,7 +91,9 @@ struct piod_rxbal {
     uint64_t outstanding;  /* bytes granted on it and not arrived */
     uint64_t window_bytes; /* arrived in the current measuring window */
     int busy;              /* had outstanding bytes during the window */
-    double rate;           /* EWMA bytes/s */
+    uint64_t acc_bytes;    /* arrived during acc_ms of busy time, not yet a rate sample */
+    uint64_t acc_ms;
+    double rate; /* EWMA bytes/s */
     int up;
     uint64_t rx_gen; /* the incoming connection that said "up" last (its rx->gen) */
 };

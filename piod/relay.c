@@ -206,8 +206,7 @@ static int member_connect(struct piod *d, int m, const uint8_t *hdr, struct pio_
     return PIO_OK;
 }
 
-int piod_relay_out(struct piod *d, int link, const char *remote, int port,
-                   struct pio_tp_conn **out)
+int piod_relay_out(struct piod *d, int link, const char *remote, int port, struct pio_tp_conn **out)
 {
     int m = d->cfg.link_owner[link];
     if (m < 0)

@@ -85,3 +85,27 @@ assert sum(rx) >= 256 * 2**20, "piod B counted only %d bytes received" % sum(rx)
 assert 0.70 <= share <= 0.90, "the fast link carried %.1f%% of the bytes, not 70-90%%" % (100 * share)
 PY
 }
+
+@test "a receive open to any process completes with the message whose data came first" {
+  # process 0 of any-s sends 4 MiB on link 0, slowed to 10 Mbit/s (a 1 MiB
+  # chunk takes 0.84 s); process 1 sends 256 KiB on the 400 Mbit/s link 0.3 s
+  # later, and its data is complete long before process 0's first chunk
+  "$PIO_TESTBED" rate "$BED" h1 0 10mbit
+  "$PIO_TESTBED" rate "$BED" h2 0 10mbit
+  PIO_SOCKET=$PIO_SOCK_B timeout 60 "$CHECK" recv anysource -a any-r -p any-s \
+    >"$BATS_TEST_TMPDIR/r" 2>&1 &
+  rp=$!
+  for r in 0 1; do
+    PIO_SOCKET=$PIO_SOCK_A timeout 60 "$CHECK" send anysource -a any-s -p any-r -P 2 -r "$r" \
+      >"$BATS_TEST_TMPDIR/s$r" 2>&1 &
+    sp[$r]=$!
+  done
+  for r in 0 1; do wait "${sp[$r]}" || { cat "$BATS_TEST_TMPDIR/s$r"; false; }; done
+  rc=0
+  wait "$rp" || rc=$?
+  "$PIO_TESTBED" rate "$BED" h1 0 100mbit
+  "$PIO_TESTBED" rate "$BED" h2 0 100mbit
+  cat "$BATS_TEST_TMPDIR/r"
+  [ "$rc" -eq 0 ]
+  grep -q '^OK anysource: the small message completed first' "$BATS_TEST_TMPDIR/r"
+}

@@ -557,6 +557,45 @@ static void t_channels(int send)
     free(b);
 }
 
+/* A receive open to any process takes the message whose data came first,
+ * not the one announced first: process 0 sends a big message on channel 0
+ * (slow: its first chunk takes most of a second), process 1 a small one on
+ * channel 1 (fast) 300 ms later. The receive posted before either arrives
+ * must complete with process 1's. */
+static void t_anysource(int send)
+{
+    const size_t big = 4u << 20, small = 256u << 10;
+    uint8_t *b = malloc(big);
+    if (!b)
+        FAIL("out of memory");
+    if (send) {
+        size_t n = rank == 0 ? big : small;
+        fill(b, n, (uint64_t)rank);
+        if (rank == 1)
+            usleep(300000); /* process 0's message is announced first */
+        CHECK(PIO_Send(partner, 0, 5, PIO_USER(rank), b, PIO_BYTE, n, PIO_SYNC));
+        printf("OK anysource: process %d sent %zu bytes\n", rank, n);
+    } else {
+        PIO_Status st[2];
+        for (int k = 0; k < 2; k++) {
+            CHECK(PIO_Recv(partner, PIO_ANY_PROCESS, 5, b, PIO_BYTE, big, 60000, mode, &st[k]));
+            size_t n = st[k].source == 0 ? big : small;
+            if (st[k].bytes != n)
+                FAIL("message of process %d: %zu bytes, expected %zu", st[k].source, st[k].bytes,
+                     n);
+            for (size_t i = 0; i < n; i++)
+                if (b[i] != pat((uint64_t)st[k].source, i))
+                    FAIL("message of process %d: byte %zu differs", st[k].source, i);
+        }
+        if (st[0].source != 1 || st[1].source != 0)
+            FAIL("received from process %d first, then %d: expected 1 (its data came first), "
+                 "then 0",
+                 st[0].source, st[1].source);
+        printf("OK anysource: the small message completed first, then the big one\n");
+    }
+    free(b);
+}
+
 /* Errors that need no partner. */
 static void t_errors(void)
 {
@@ -658,6 +697,8 @@ int main(int argc, char **argv)
         t_nonblock(send);
     else if (strcmp(test, "channels") == 0)
         t_channels(send);
+    else if (strcmp(test, "anysource") == 0)
+        t_anysource(send);
     else
         FAIL("unknown test %s", test);
     CHECK(PIO_Exit());

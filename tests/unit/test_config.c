@@ -940,6 +940,30 @@ static void test_system_links(void **state)
                      0);
     free(msgs);
     assert_int_equal(piod_config_validate(&c, NULL), 3);
+
+    /* pools grow with the widest bundle unless given: 16 channels x 1M chunks */
+    char text[2048];
+    size_t o = (size_t)snprintf(text, sizeof(text), "name = a\n");
+    for (int k = 0; k < 16; k++)
+        o += (size_t)snprintf(text + o, sizeof(text) - o, "listen = 10.0.%d.1\n", k);
+    o += (size_t)snprintf(text + o, sizeof(text) - o, "[peer b]\n");
+    for (int k = 0; k < 16; k++)
+        o += (size_t)snprintf(text + o, sizeof(text) - o, "addr = 10.0.%d.2\n", k);
+    assert_int_equal(load_text(&c, text, &msgs), 0);
+    free(msgs);
+    piod_config_links(&c);
+    assert_true(c.proc_pool == 128ULL << 20);
+    assert_true(c.pool == 2ULL << 30);
+    piod_config_defaults(&c);
+    c.proc_pool = 64ULL << 20;
+    c.proc_pool_set = 1;                                         /* --proc-pool 64M: kept */
+    assert_int_equal(piod_config_load(&c, conf_path, NULL), -1); /* file gone: flags only */
+    c.nlisten = 16;
+    c.npeers = 1;
+    c.peers[0].naddr = 16;
+    piod_config_links(&c);
+    assert_true(c.proc_pool == 64ULL << 20);
+    assert_true(c.pool == 1ULL << 30);
 }
 
 static const struct CMUnitTest tests[] = {
