@@ -85,9 +85,18 @@ port=$(_pio_port)
 echo "-- plain TCP ping-pong (127.0.0.1:$port), sizes $SIZES"
 run tcp-pingpong "$TCPPP" --server -B 127.0.0.1 -p "$port" -- \
   "$TCPPP" -t pingpong -s "$SIZES" -p "$port" --csv "$work/tcp.csv" 127.0.0.1
-# The stream is short (about 0.5 s) and this machine is shared: run it
-# $ROUNDS times, PIO and TCP taking turns, and compare the medians.
+# The stream is short (about 0.5 s) and this machine is shared: run it, and
+# the smallest ping-pong, $ROUNDS more times, PIO and TCP taking turns, and
+# compare the medians.
+small=${SIZES%%[:,]*}
 for ((round = 1; round <= ROUNDS; round++)); do
+  echo "-- PIO and plain TCP ping-pong, $small B (round $round of $ROUNDS)"
+  run pio-small env PIO_SOCKET="$PIO_SOCK_B" "$PERF" --server -q -- \
+    env PIO_SOCKET="$PIO_SOCK_A" "$PERF" -t pingpong -s "$small" -b USER -k "$K" -q \
+    --csv "$work/pio.csv"
+  port=$(_pio_port)
+  run tcp-small "$TCPPP" --server -B 127.0.0.1 -p "$port" -- \
+    "$TCPPP" -t pingpong -s "$small" -p "$port" --csv "$work/tcp.csv" 127.0.0.1 >/dev/null
   echo "-- PIO stream, $STREAM (round $round of $ROUNDS)"
   run pio-stream env PIO_SOCKET="$PIO_SOCK_B" "$PERF" --server -q -- \
     env PIO_SOCKET="$PIO_SOCK_A" "$PERF" -t stream -s "$STREAM" -b USER -k "$K" --csv "$work/pio.csv"
