@@ -78,6 +78,7 @@ include libpio/module.mk
 include libpio/wire/module.mk
 include piod/module.mk
 include tools/module.mk
+include tools/pcp/module.mk
 include tests/module.mk
 include docs/module.mk
 # optional fragments: present when their component exists

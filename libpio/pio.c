@@ -1023,6 +1023,26 @@ int PIO_Exit(void)
     return PIO_OK;
 }
 
+/* A full partner table may reuse the slot of an application whose every
+ * process has left and that nothing (message, receive) refers to any more:
+ * a long-running server (the file service) meets many short-lived clients. */
+static int partner_reusable(void)
+{
+    for (int i = 0; i < g.npartners; i++) {
+        const struct partner *p = &g.partners[i];
+        int gone = p->left && p->nprocs > 0;
+        for (uint32_t k = 0; gone && k < p->nprocs; k++)
+            gone = p->left[k];
+        for (struct inmsg *m = g.msgs; gone && m; m = m->next)
+            gone = m->partner != i;
+        for (struct pio_request *r = g.recvs; gone && r; r = r->next)
+            gone = r->partner != i;
+        if (gone)
+            return i;
+    }
+    return -1;
+}
+
 static int add_partner(const char *name, int *partner, int reset)
 {
     if (!name || !*name || strlen(name) >= PIO_WIRE_NAME || !partner)
@@ -1052,8 +1072,13 @@ static int add_partner(const char *name, int *partner, int reset)
         }
         int h = partner_by_name(name);
         if (h < 0) {
-            PIO_CHECK(g.npartners == MAX_PARTNERS, rc, PIO_ENOMEM, free);
-            h = g.npartners++;
+            if (g.npartners == MAX_PARTNERS)
+                h = partner_reusable();
+            PIO_CHECK(h < 0 && g.npartners == MAX_PARTNERS, rc, PIO_ENOMEM, free);
+            if (h < 0)
+                h = g.npartners++;
+            else
+                free(g.partners[h].left);
             memset(&g.partners[h], 0, sizeof(g.partners[h]));
         }
         struct partner *p = &g.partners[h];

@@ -181,8 +181,11 @@ int PIO_Exit(void);
  * calls. Setpartner forgets earlier partners first; Addpartner adds one
  * (three or more applications). Waits up to $PIO_PARTNER_TIMEOUT seconds
  * (default 30) for the application to appear anywhere in the bundle.
+ * At most 64 partners; when the table is full, the slot of an application
+ * whose processes have all left and that no message or receive refers to is
+ * reused (its old handle then names the new partner).
  * Returns PIO_OK, PIO_EPARTNER (unknown after the wait), PIO_ENOTINIT,
- * PIO_EINVAL. */
+ * PIO_EINVAL, PIO_ENOMEM (64 partners, none reusable). */
 int PIO_Setpartner(const char *name, int *partner);
 int PIO_Addpartner(const char *name, int *partner);
 

@@ -1978,6 +1978,7 @@ static void on_events(struct piod *d)
 static void tick(struct piod *d, uint64_t now)
 {
     piod_relay_tick(d, now);
+    piod_files_tick(d, now);
     uint64_t dt = now - d->last_tick_ms;
     if (dt < TICK_MS)
         return;
@@ -2406,6 +2407,7 @@ void piod_fini(struct piod *d)
     for (int i = 0; i < d->npeers; i++)
         if (d->peers[i].dealer && d->peers[i].hello_seen)
             send_peer(d, i, &f);
+    piod_files_stop(d);
     piod_relay_stop(d);
     piod_chan_stop(d);
     for (int i = 0; i < d->npeers; i++) {

@@ -417,6 +417,7 @@ int main(int argc, char **argv)
         return 1;
     }
     piod_daemon_ready(0);
+    piod_files_start(&d);
     piod_run(&d, &g_stop, &g_reopen, drain_ms);
     piod_fini(&d);
     piod_pidfile_remove();

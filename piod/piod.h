@@ -310,6 +310,9 @@ struct piod {
     int load_fd; /* UDP: load reports from members (-1: none) */
     struct piod_member_st *members;
     uint64_t load_seq, last_load_ms;
+    /* files.c: the file service child */
+    pid_t files_pid;
+    uint64_t files_next_ms, files_backoff_ms;
 };
 
 /* piod_init - set up sockets, listeners and channel threads from d->cfg
@@ -348,6 +351,11 @@ void piod_grants_drop_proc(struct piod *d, struct piod_proc *p);
 void piod_proc_ref(struct piod_proc *p);
 void piod_proc_unref(struct piod *d, struct piod_proc *p);
 void piod_proc_unmap(struct piod_proc *p); /* once, by whoever sees gone and no refs */
+
+/* files.c: the file service (pio-files) for `export` (main thread) */
+void piod_files_start(struct piod *d);
+void piod_files_tick(struct piod *d, uint64_t now);
+void piod_files_stop(struct piod *d);
 
 uint64_t piod_now_ms(void);
 uint64_t piod_now_us(void);

@@ -6,7 +6,7 @@
  * --json for scripts, --count-up for scripts that wait for the bundle.
  */
 #include "pio.h"
-#include "fstream.h"
+#include "info.h"
 #include "wire/wire.h"
 
 #include <getopt.h>
@@ -123,45 +123,20 @@ int main(int argc, char **argv)
         default: return 2;
         }
     }
-    int rc = 1, fd = -1, drc = PIO_ECLOSED;
-    struct pio_fin in;
-    pio_fin_init(&in, PIO_WIRE_HDR + (size_t)PIO_WIRE_MAX_BODY);
+    int rc = 1;
     struct pio_frame *f = calloc(1, sizeof(*f));
-    uint8_t req[64];
-    size_t len;
     if (!f)
-        goto out;
-    if (pio_unix_connect(path, &fd) != PIO_OK) {
+        return 1;
+    int drc = pio_info_fetch(path, timeout, f);
+    if (drc == PIO_ENOPIOD) {
         fprintf(stderr, "pio-info: no piod at %s (is piod running? is PIO_SOCKET right?)\n", path);
         goto out;
     }
-    f->type = PIO_F_P_INFO_REQ;
-    f->u.p_info_req.req = 1;
-    f->u.p_info_req.what = 7;
-    pio_wire_encode(f, req, sizeof(req), &len);
-    struct pio_fout o = {0};
-    if (pio_fout_send(&o, fd, req, len) != PIO_OK || o.queued) {
-        pio_fout_clear(&o);
+    if (drc == PIO_ETIMEDOUT) {
+        fprintf(stderr, "pio-info: the piod at %s did not answer within %d ms\n", path, timeout);
         goto out;
     }
-    const uint8_t *fr = NULL;
-    for (;;) {
-        drc = pio_fin_next(&in, &fr, &len, NULL);
-        if (drc != PIO_EAGAIN)
-            break;
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, timeout) <= 0) {
-            fprintf(stderr, "pio-info: the piod at %s did not answer within %d ms\n", path,
-                    timeout);
-            goto out;
-        }
-        drc = pio_fin_fill(&in, fd);
-        if (drc != PIO_OK && drc != PIO_EAGAIN)
-            break;
-    }
-    if (drc == PIO_OK)
-        drc = pio_wire_decode(fr, len, f, NULL);
-    if (drc != PIO_OK || f->type != PIO_F_P_INFO) {
+    if (drc != PIO_OK) {
         fprintf(stderr, "pio-info: unexpected answer from %s: %s\n", path, PIO_Strerror(drc));
         goto out;
     }
@@ -178,8 +153,5 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     free(f);
-    pio_fin_fini(&in);
-    if (fd >= 0)
-        close(fd);
     return rc;
 }

@@ -1,0 +1,718 @@
+/* pcp.c - parallel copy: files to and from another host over the PIO bundle.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ *   pcp [options] SRC... HOST:DST      (send)
+ *   pcp [options] HOST:SRC... DST      (fetch)
+ *
+ * pcp is a PIO application ("pcp.HOST.PID") talking to the file service of
+ * the other host ("pio.files.HOST", started by that host's piod for its
+ * `export`); protocol in pcp_proto.h. A file's bytes go as messages of
+ * --chunk bytes (default 8 MiB), several in flight, which the piods spread
+ * over the channels (DYNAMIC by default). The XXH3-64 checksum is computed
+ * while the bytes stream, on both sides, and a copy succeeds only when size
+ * and checksum match. A fetched file is written to ".NAME.pcp-part" and
+ * renamed into place once verified, as the service does for sent files.
+ */
+#include "info.h"
+#include "pcp_proto.h"
+#include "pio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define WINDOW 4 /* data messages in flight */
+
+static struct {
+    int nchan;       /* -n: round-robin over channels 0..n-1 (0: -b decides) */
+    int balance;     /* PIO_DYNAMIC, PIO_STATIC, or -1 (user: round-robin) */
+    uint64_t block;  /* --chunk */
+    int resume, verify, quiet, json, verbose, recursive;
+    int tty;
+    const char *host; /* the remote host */
+    int partner;
+    uint32_t next_session;
+    uint64_t files, bytes, skipped_bytes;
+    int failed;
+    double t0;
+} o = {.balance = PIO_DYNAMIC, .block = 8u << 20, .verify = 1};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void err(const char *fmt, ...)
+{
+    va_list ap;
+    if (o.tty && !o.quiet)
+        fputs("\r\033[K", stderr);
+    fputs("pcp: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* a/b into out; -1 (and a message) when it does not fit */
+static int join(char *out, size_t cap, const char *a, const char *b)
+{
+    int n = snprintf(out, cap, "%s/%s", a, b);
+    if (n < 0 || (size_t)n >= cap) {
+        err("%s/%s: path too long", a, b);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- progress ---- */
+
+struct progress {
+    const char *name;
+    uint64_t size, done, start_off;
+    double t0, last;
+};
+
+static void human(double b, char *out, size_t n)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4)
+        b /= 1024, i++;
+    snprintf(out, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+static void progress(struct progress *p, int final)
+{
+    double t = now();
+    if (o.quiet || (!final && (!o.tty || t - p->last < 0.2)))
+        return;
+    p->last = t;
+    double secs = t - p->t0 > 1e-6 ? t - p->t0 : 1e-6;
+    double rate = (double)(p->done - p->start_off) / secs;
+    char a[32], b[32], r[32];
+    human((double)p->done, a, sizeof(a));
+    human((double)p->size, b, sizeof(b));
+    human(rate, r, sizeof(r));
+    if (o.tty) {
+        double eta = rate > 0 ? (double)(p->size - p->done) / rate : 0;
+        int pct = p->size ? (int)(100.0 * (double)p->done / (double)p->size) : 100;
+        fprintf(stderr, "\r\033[K%-30.30s %3d%% %10s / %-10s %10s/s ETA %4.0fs", p->name, pct, a,
+                b, r, eta);
+        if (o.verbose && !final) {
+            PIO_Coninfo ci[16];
+            int n = 0;
+            if (PIO_Getconinfo(o.partner, ci, 16, &n) == PIO_OK)
+                for (int i = 0; i < n; i++)
+                    fprintf(stderr, " ch%d:%s", i, ci[i].up ? "up" : "down");
+        }
+        if (final)
+            fputc('\n', stderr);
+    } else if (final) {
+        fprintf(stderr, "%s: %s in %.2f s, %s/s%s\n", p->name, b, secs, r,
+                p->start_off ? " (resumed)" : "");
+    }
+}
+
+/* ---- talking to the service ---- */
+
+static int send_ctl(uint32_t sid, int tag, struct pcp_msg *m)
+{
+    uint8_t buf[PCP_MSG_MAX];
+    m->session = sid;
+    snprintf(m->client, sizeof(m->client), "%s", getenv("PCP_APP") ? getenv("PCP_APP") : "");
+    size_t n = pcp_msg_encode(m, buf);
+    return PIO_Send(o.partner, 0, tag, PIO_DYNAMIC, buf, PIO_BYTE, n, PIO_BLOCKING);
+}
+
+static int recv_ctl(uint32_t sid, struct pcp_msg *m)
+{
+    uint8_t buf[PCP_MSG_MAX];
+    PIO_Status st;
+    int rc = PIO_Recv(o.partner, 0, PCP_TAG_CTL + (int)sid, buf, PIO_BYTE, sizeof(buf), 120000,
+                      PIO_BLOCKING, &st);
+    if (rc != PIO_OK) {
+        err("%s: the file service stopped answering: %s", o.host, PIO_Strerror(rc));
+        return -1;
+    }
+    if (pcp_msg_decode(buf, st.bytes, m) != 0) {
+        err("%s: a malformed answer from the file service", o.host);
+        return -1;
+    }
+    if (m->op == PCP_ERR) {
+        err("%s:%s", o.host, m->text);
+        return -1;
+    }
+    return 0;
+}
+
+static int conn_for(uint64_t k)
+{
+    if (o.nchan > 0)
+        return PIO_USER((int)(k % (uint64_t)o.nchan));
+    if (o.balance == -1) { /* user: every channel in turn */
+        static int n;
+        PIO_Coninfo ci[64];
+        if (n == 0 && (PIO_Getconinfo(o.partner, ci, 64, &n) != PIO_OK || n < 1))
+            n = 1;
+        return PIO_USER((int)(k % (uint64_t)n));
+    }
+    return o.balance;
+}
+
+static int hash_file_prefix(int fd, uint64_t len, XXH3_state_t *st, uint8_t *buf, size_t cap)
+{
+    XXH3_64bits_reset(st);
+    for (uint64_t off = 0; off < len;) {
+        size_t want = len - off < cap ? (size_t)(len - off) : cap;
+        ssize_t r = pread(fd, buf, want, (off_t)off);
+        if (r <= 0)
+            return -1;
+        XXH3_64bits_update(st, buf, (size_t)r);
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+/* Send one local file to remote path dst (an existing directory there gets
+ * the file under its own name). */
+static int put_file(const char *src, const char *dst)
+{
+    int fd = open(src, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        err("%s: %s", src, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        err("%s: %s", src, S_ISDIR(sb.st_mode) ? "is a directory (use -r)" : "not a regular file");
+        close(fd);
+        return -1;
+    }
+    uint32_t sid = ++o.next_session;
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_PUT;
+    m.flags = (o.resume ? PCP_F_RESUME : 0) | (o.verify ? 0 : PCP_F_NOVERIFY);
+    m.size = (uint64_t)sb.st_size;
+    m.mode = (uint32_t)sb.st_mode & 07777;
+    m.mtime_sec = (int64_t)sb.st_mtim.tv_sec;
+    m.mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec;
+    m.block = o.block;
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", src);
+    snprintf(m.text, sizeof(m.text), "%s", basename(tmp));
+    snprintf(m.path, sizeof(m.path), "%s", dst);
+    uint8_t *buf[WINDOW] = {0};
+    XXH3_state_t *hs = XXH3_createState();
+    int rc = -1;
+    for (int i = 0; i < WINDOW; i++)
+        if (!(buf[i] = malloc(o.block)))
+            goto out;
+    if (!hs || send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+        goto out;
+    uint64_t off = 0, size = (uint64_t)sb.st_size;
+    if (m.off > 0) { /* the service holds a part: keep it if it is our prefix */
+        uint64_t have = m.off, theirs = m.hash;
+        if (hash_file_prefix(fd, have, hs, buf[0], o.block) == 0 &&
+            XXH3_64bits_digest(hs) == theirs)
+            off = have;
+    }
+    if (off == 0)
+        XXH3_64bits_reset(hs);
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_GO;
+    m.off = off;
+    if (send_ctl(sid, PCP_TAG_CTL + (int)sid, &m) != PIO_OK)
+        goto out;
+    struct progress pr = {src, size, off, off, now(), 0};
+    o.skipped_bytes += off;
+    PIO_Request rq[WINDOW];
+    int busy[WINDOW] = {0};
+    uint64_t k = 0;
+    while (off < size) {
+        int i = (int)(k % WINDOW);
+        if (busy[i] && PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) != PIO_OK)
+            goto out;
+        busy[i] = 0;
+        size_t want = size - off < o.block ? (size_t)(size - off) : (size_t)o.block;
+        ssize_t r = pread(fd, buf[i], want, (off_t)off);
+        if (r <= 0) {
+            err("%s: read: %s", src, r < 0 ? strerror(errno) : "the file shrank while being sent");
+            goto out;
+        }
+        XXH3_64bits_update(hs, buf[i], (size_t)r);
+        int prc = PIO_Isend(o.partner, 0, PCP_TAG_DATA + (int)sid, conn_for(k), buf[i], PIO_BYTE,
+                            (size_t)r, PIO_BLOCKING, &rq[i]);
+        if (prc != PIO_OK) {
+            err("%s: sending: %s", src, PIO_Strerror(prc));
+            goto out;
+        }
+        busy[i] = 1;
+        off += (uint64_t)r;
+        k++;
+        pr.done = off;
+        progress(&pr, 0);
+    }
+    for (int i = 0; i < WINDOW; i++)
+        if (busy[i] && PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) != PIO_OK)
+            goto out;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_END;
+    m.size = size;
+    m.hash = XXH3_64bits_digest(hs);
+    uint64_t mine = m.hash;
+    if (send_ctl(sid, PCP_TAG_CTL + (int)sid, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+        goto out;
+    if (o.verify && (m.size != size || m.hash != mine)) {
+        err("%s: the other side reports size %llu, checksum %016llx; sent %llu, %016llx", src,
+            (unsigned long long)m.size, (unsigned long long)m.hash, (unsigned long long)size,
+            (unsigned long long)mine);
+        goto out;
+    }
+    progress(&pr, 1);
+    o.files++;
+    o.bytes += size;
+    rc = 0;
+out:
+    for (int i = 0; i < WINDOW; i++)
+        free(buf[i]);
+    XXH3_freeState(hs);
+    close(fd);
+    return rc;
+}
+
+static int remote_mkdir(const char *path, uint32_t mode)
+{
+    uint32_t sid = ++o.next_session;
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_MKDIR;
+    m.mode = mode;
+    snprintf(m.path, sizeof(m.path), "%s", path);
+    if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+        return -1;
+    return 0;
+}
+
+static int put_tree(const char *src, const char *dst, int depth)
+{
+    struct stat sb;
+    if (lstat(src, &sb) != 0) {
+        err("%s: %s", src, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(sb.st_mode))
+        return S_ISREG(sb.st_mode) ? put_file(src, dst) : 0; /* symlinks, specials: skipped */
+    if (remote_mkdir(dst, (uint32_t)sb.st_mode & 07777) != 0 || depth > 64)
+        return -1;
+    DIR *d = opendir(src);
+    if (!d) {
+        err("%s: %s", src, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char s2[PATH_MAX], d2[PATH_MAX];
+        if (join(s2, sizeof(s2), src, de->d_name) != 0) { rc = -1; continue; }
+        if (join(d2, sizeof(d2), dst, de->d_name) != 0) { rc = -1; continue; }
+        rc |= put_tree(s2, d2, depth + 1);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Fetch remote file src into local path dst (a file name, not a directory). */
+static int get_file(const char *src, const char *dst)
+{
+    uint32_t sid = ++o.next_session;
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_GET;
+    m.block = o.block;
+    snprintf(m.path, sizeof(m.path), "%s", src);
+    if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+        return -1;
+    struct pcp_msg info = m;
+    char dcopy[PATH_MAX], bcopy[PATH_MAX], part[PATH_MAX];
+    snprintf(dcopy, sizeof(dcopy), "%s", dst);
+    snprintf(bcopy, sizeof(bcopy), "%s", dst);
+    snprintf(part, sizeof(part), "%s/.%s.pcp-part", dirname(dcopy), basename(bcopy));
+    uint8_t *buf[WINDOW] = {0};
+    XXH3_state_t *hs = XXH3_createState();
+    int rc = -1, fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    uint64_t size = info.size, off = 0;
+    if (fd < 0) {
+        err("%s: %s", part, strerror(errno));
+        memset(&m, 0, sizeof(m));
+        m.op = PCP_BYE;
+        send_ctl(sid, PCP_TAG_CTL + (int)sid, &m); /* the service waits for GO: let it go */
+        goto out;
+    }
+    for (int i = 0; i < WINDOW; i++)
+        if (!(buf[i] = malloc(o.block)))
+            goto out;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_GO;
+    struct stat sb;
+    if (o.resume && fstat(fd, &sb) == 0 && sb.st_size > 0) {
+        m.off = (uint64_t)sb.st_size < size ? (uint64_t)sb.st_size : size;
+        if (hs && hash_file_prefix(fd, m.off, hs, buf[0], o.block) == 0)
+            m.hash = XXH3_64bits_digest(hs);
+        else
+            m.off = 0;
+    }
+    if (!hs || send_ctl(sid, PCP_TAG_CTL + (int)sid, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+        goto out;
+    off = m.off;
+    if (off == 0)
+        XXH3_64bits_reset(hs);
+    else if (hash_file_prefix(fd, off, hs, buf[0], o.block) != 0)
+        goto out;
+    if (ftruncate(fd, (off_t)off) != 0) {
+        err("%s: %s", part, strerror(errno));
+        goto out;
+    }
+    struct progress pr = {src, size, off, off, now(), 0};
+    o.skipped_bytes += off;
+    PIO_Request rq[WINDOW];
+    uint64_t posted = off, k = 0, kdone = 0;
+    /* keep WINDOW receives posted; they complete in order (one tag, one source) */
+    while (off < size) {
+        while (posted < size && k - kdone < WINDOW) {
+            size_t want = size - posted < o.block ? (size_t)(size - posted) : (size_t)o.block;
+            if (PIO_Irecv(o.partner, 0, PCP_TAG_DATA + (int)sid, buf[k % WINDOW], PIO_BYTE, want,
+                          PIO_BLOCKING, &rq[k % WINDOW]) != PIO_OK)
+                goto out;
+            posted += want;
+            k++;
+        }
+        PIO_Status st;
+        int i = (int)(kdone % WINDOW);
+        int wrc = PIO_Wait(&rq[i], 120000, &st);
+        if (wrc != PIO_OK) {
+            err("%s:%s: data stopped at %llu of %llu bytes: %s (the part file %s is kept for "
+                "--resume)",
+                o.host, src, (unsigned long long)off, (unsigned long long)size,
+                PIO_Strerror(wrc), part);
+            goto out;
+        }
+        kdone++;
+        XXH3_64bits_update(hs, buf[i], st.bytes);
+        for (size_t w = 0; w < st.bytes;) {
+            ssize_t r = pwrite(fd, buf[i] + w, st.bytes - w, (off_t)(off + w));
+            if (r < 0) {
+                err("%s: %s", dst, strerror(errno));
+                if (errno == ENOSPC || errno == EDQUOT)
+                    unlink(part);
+                goto out;
+            }
+            w += (size_t)r;
+        }
+        off += st.bytes;
+        pr.done = off;
+        progress(&pr, 0);
+    }
+    if (recv_ctl(sid, &m) != 0 || m.op != PCP_END)
+        goto out;
+    uint64_t mine = XXH3_64bits_digest(hs);
+    if (o.verify && (m.hash != mine || m.size != size)) {
+        err("%s: checksum mismatch (sent %016llx, received %016llx): nothing kept", dst,
+            (unsigned long long)m.hash, (unsigned long long)mine);
+        unlink(part);
+        goto out;
+    }
+    struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
+                             {.tv_sec = (time_t)info.mtime_sec, .tv_nsec = info.mtime_nsec}};
+    if (fsync(fd) != 0 || fchmod(fd, info.mode & 07777) != 0 || futimens(fd, ts) != 0 ||
+        rename(part, dst) != 0) {
+        err("%s: %s", dst, strerror(errno));
+        goto out;
+    }
+    progress(&pr, 1);
+    o.files++;
+    o.bytes += size;
+    rc = 0;
+out:
+    for (int i = 0; i < WINDOW; i++)
+        free(buf[i]);
+    XXH3_freeState(hs);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+static int get_tree(const char *src, const char *dst)
+{
+    uint32_t sid = ++o.next_session;
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_LIST;
+    snprintf(m.path, sizeof(m.path), "%s", src);
+    if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+        return -1;
+    uint64_t n = m.size;
+    struct pcp_msg *e = calloc(n ? n : 1, sizeof(*e));
+    if (!e)
+        return -1;
+    for (uint64_t i = 0; i < n; i++)
+        if (recv_ctl(sid, &e[i]) != 0 || e[i].op != PCP_ENTRY || !pcp_path_ok(e[i].path)) {
+            free(e);
+            return -1;
+        }
+    int rc = 0;
+    if (mkdir(dst, 0700) != 0 && errno != EEXIST) {
+        err("%s: %s", dst, strerror(errno));
+        free(e);
+        return -1;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        char s2[PATH_MAX], d2[PATH_MAX];
+        if (join(s2, sizeof(s2), src, e[i].path) != 0) { rc = -1; continue; }
+        if (join(d2, sizeof(d2), dst, e[i].path) != 0) { rc = -1; continue; }
+        if (e[i].type == PCP_T_DIR) {
+            if (mkdir(d2, 0700) != 0 && errno != EEXIST) {
+                err("%s: %s", d2, strerror(errno));
+                rc = -1;
+            }
+        } else {
+            rc |= get_file(s2, d2);
+        }
+    }
+    for (uint64_t i = n; i-- > 0;) /* directories' modes last (a read-only one stays writable until then) */
+        if (e[i].type == PCP_T_DIR) {
+            char d2[PATH_MAX];
+            if (join(d2, sizeof(d2), dst, e[i].path) != 0) { rc = -1; continue; }
+            chmod(d2, e[i].mode & 07777);
+        }
+    free(e);
+    return rc;
+}
+
+/* ---- setup ---- */
+
+/* "HOST:PATH" -> host and path (1), or a local path (0). */
+static int split_remote(char *arg, char **host, char **path)
+{
+    char *c = strchr(arg, ':');
+    char *slash = strchr(arg, '/');
+    if (!c || c == arg || (slash && slash < c))
+        return 0;
+    *c = '\0';
+    *host = arg;
+    *path = c + 1;
+    if (!**path)
+        *path = ".";
+    return 1;
+}
+
+/* Why is there no file service for host? Ask our piod what it knows. */
+static void explain_no_service(void)
+{
+    const char *sock = getenv("PIO_SOCKET");
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    if (!f || pio_info_fetch(sock && *sock ? sock : "/run/pio/piod.sock", 3000, f) != PIO_OK) {
+        err("%s: no file service found", o.host);
+        free(f);
+        return;
+    }
+    int known = 0, up = 0;
+    for (uint32_t i = 0; i < f->u.p_info.nchan; i++)
+        if (strcmp(f->u.p_info.chan[i].peer, o.host) == 0) {
+            known = 1;
+            up |= f->u.p_info.chan[i].state == 2;
+        }
+    if (!known)
+        err("%s: unknown host: this host's piod has no peer %s (add [peer %s] with its "
+            "addresses to piod.conf)",
+            o.host, o.host, o.host);
+    else if (!up)
+        err("%s: its piod does not answer: no channel to it is up (is piod running there? are "
+            "the links up?)",
+            o.host);
+    else
+        err("%s: the piod there serves no files: set `export = DIR` in its piod.conf", o.host);
+    free(f);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: pcp [options] SRC... HOST:DST\n"
+               "       pcp [options] HOST:SRC... DST\n"
+               "  -r              copy directories (into DST/NAME)\n"
+               "  -n CHANNELS     use channels 0..CHANNELS-1, a message each in turn\n"
+               "  -b user|static|dynamic  balancing (default dynamic)\n"
+               "  --chunk SIZE    bytes per message (default 8M; K, M suffixes)\n"
+               "  --resume        continue from a verified partial copy\n"
+               "  --no-verify     do not compare checksums (the default verifies)\n"
+               "  -q              no progress output     -v  per-channel state\n"
+               "  --json          a JSON summary on stdout\n");
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_CHUNK = 256, O_RESUME, O_NOVERIFY, O_VERIFY, O_JSON };
+    static const struct option opts[] = {{"chunk", required_argument, 0, O_CHUNK},
+                                         {"resume", no_argument, 0, O_RESUME},
+                                         {"verify", no_argument, 0, O_VERIFY},
+                                         {"no-verify", no_argument, 0, O_NOVERIFY},
+                                         {"json", no_argument, 0, O_JSON},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "rn:b:qvh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': o.recursive = 1; break;
+        case 'n':
+            o.nchan = atoi(optarg);
+            if (o.nchan < 1 || o.nchan > 64) {
+                err("-n %s: give a number of channels from 1 to 64", optarg);
+                return 2;
+            }
+            break;
+        case 'b':
+            if (strcmp(optarg, "dynamic") == 0)
+                o.balance = PIO_DYNAMIC;
+            else if (strcmp(optarg, "static") == 0)
+                o.balance = PIO_STATIC;
+            else if (strcmp(optarg, "user") == 0)
+                o.balance = -1;
+            else {
+                err("-b %s: use user, static or dynamic", optarg);
+                return 2;
+            }
+            break;
+        case O_CHUNK: {
+            char *end;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (*end == 'K' || *end == 'k')
+                v <<= 10, end++;
+            else if (*end == 'M' || *end == 'm')
+                v <<= 20, end++;
+            if (*end || v < 4096 || v > (64ull << 20)) {
+                err("--chunk %s: give 4K to 64M", optarg);
+                return 2;
+            }
+            o.block = v;
+            break;
+        }
+        case O_RESUME: o.resume = 1; break;
+        case O_VERIFY: o.verify = 1; break;
+        case O_NOVERIFY: o.verify = 0; break;
+        case O_JSON: o.json = 1; break;
+        case 'q': o.quiet = 1; break;
+        case 'v': o.verbose = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (argc - optind < 2) {
+        usage(stderr);
+        return 2;
+    }
+    o.tty = isatty(2);
+    char *dsthost = NULL, *dstpath = NULL, *last = argv[argc - 1];
+    int put = split_remote(last, &dsthost, &dstpath);
+    char *srchost = NULL;
+    for (int i = optind; i < argc - 1; i++) {
+        char *h, *p, copy[PATH_MAX];
+        snprintf(copy, sizeof(copy), "%s", argv[i]);
+        int remote = split_remote(copy, &h, &p);
+        if (remote == put) {
+            err("%s: give local sources and a remote HOST:DST, or remote HOST:SRC and a local "
+                "DST",
+                argv[i]);
+            return 2;
+        }
+        if (remote) {
+            if (srchost && strcmp(srchost, h) != 0) {
+                err("all remote sources must be on one host");
+                return 2;
+            }
+            srchost = strdup(h);
+        }
+    }
+    o.host = put ? dsthost : srchost;
+    char app[PIO_NAME_MAX], me[64] = "host";
+    gethostname(me, sizeof(me) - 1);
+    snprintf(app, sizeof(app), "pcp.%.20s.%ld", me, (long)getpid());
+    setenv("PCP_APP", app, 1);
+    if (!getenv("PIO_PARTNER_TIMEOUT"))
+        setenv("PIO_PARTNER_TIMEOUT", "10", 1);
+    int rc = PIO_Init(app, 0, 1);
+    if (rc != PIO_OK) {
+        err("cannot reach this host's piod: %s", PIO_Strerror(rc));
+        return 1;
+    }
+    char svc[PIO_NAME_MAX];
+    snprintf(svc, sizeof(svc), "pio.files.%s", o.host);
+    if ((rc = PIO_Setpartner(svc, &o.partner)) != PIO_OK) {
+        if (rc == PIO_EPARTNER)
+            explain_no_service();
+        else
+            err("%s: %s", o.host, PIO_Strerror(rc));
+        PIO_Exit();
+        return 1;
+    }
+    o.t0 = now();
+    int bad = 0;
+    for (int i = optind; i < argc - 1; i++) {
+        if (put) {
+            if (o.recursive) {
+                char dst[PATH_MAX], copy[PATH_MAX];
+                snprintf(copy, sizeof(copy), "%s", argv[i]);
+                if (join(dst, sizeof(dst), dstpath, basename(copy)) != 0) { bad = 1; continue; }
+                struct stat sb;
+                if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode))
+                    bad |= remote_mkdir(dstpath, 0755) != 0 || put_tree(argv[i], dst, 0) != 0;
+                else
+                    bad |= put_file(argv[i], dstpath) != 0;
+            } else {
+                bad |= put_file(argv[i], dstpath) != 0;
+            }
+        } else {
+            char *h, *p, copy[PATH_MAX], b[PATH_MAX], dst[PATH_MAX];
+            snprintf(copy, sizeof(copy), "%s", argv[i]);
+            split_remote(copy, &h, &p);
+            snprintf(b, sizeof(b), "%s", p);
+            struct stat sb;
+            int isdir = stat(last, &sb) == 0 && S_ISDIR(sb.st_mode);
+            if (!isdir)
+                snprintf(dst, sizeof(dst), "%s", last);
+            else if (join(dst, sizeof(dst), last, basename(b)) != 0) {
+                bad = 1;
+                continue;
+            }
+            bad |= (o.recursive ? get_tree(p, dst) : get_file(p, dst)) != 0;
+        }
+    }
+    double secs = now() - o.t0;
+    if (o.json)
+        printf("{\"files\": %llu, \"bytes\": %llu, \"resumed_bytes\": %llu, \"seconds\": %.3f, "
+               "\"MBps\": %.3f, \"verified\": %s, \"ok\": %s}\n",
+               (unsigned long long)o.files, (unsigned long long)o.bytes,
+               (unsigned long long)o.skipped_bytes, secs,
+               secs > 0 ? (double)(o.bytes - o.skipped_bytes) / secs / 1e6 : 0.0,
+               o.verify ? "true" : "false", bad ? "false" : "true");
+    PIO_Exit();
+    return bad ? 1 : 0;
+}

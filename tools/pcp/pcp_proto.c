@@ -1,0 +1,125 @@
+/* pcp_proto.c - encoding of pcp <-> file service messages (see pcp_proto.h).
+ * SPDX-License-Identifier: BSD-3-Clause */
+#include "pcp_proto.h"
+
+#include <string.h>
+
+static uint8_t *put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        *p++ = (uint8_t)(v >> (8 * i));
+    return p;
+}
+
+static uint8_t *put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        *p++ = (uint8_t)(v >> (8 * i));
+    return p;
+}
+
+static uint64_t get64(const uint8_t **p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)(*p)[i] << (8 * i);
+    *p += 8;
+    return v;
+}
+
+static uint32_t get32(const uint8_t **p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)(*p)[i] << (8 * i);
+    *p += 4;
+    return v;
+}
+
+/* a string: u32 length, then the bytes (no NUL) */
+static uint8_t *putstr(uint8_t *p, const char *s, size_t cap)
+{
+    size_t n = strnlen(s, cap - 1);
+    p = put32(p, (uint32_t)n);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+static int getstr(const uint8_t **p, const uint8_t *end, char *s, size_t cap)
+{
+    if (end - *p < 4)
+        return -1;
+    uint32_t n = get32(p);
+    if (n >= cap || (size_t)(end - *p) < n || memchr(*p, 0, n))
+        return -1;
+    memcpy(s, *p, n);
+    s[n] = '\0';
+    *p += n;
+    return 0;
+}
+
+size_t pcp_msg_encode(const struct pcp_msg *m, uint8_t *buf)
+{
+    uint8_t *p = buf;
+    memcpy(p, "PCP1", 4);
+    p += 4;
+    p = put32(p, m->op);
+    p = put32(p, m->session);
+    p = put32(p, m->flags);
+    p = put32(p, m->mode);
+    p = put32(p, m->type);
+    p = put32(p, (uint32_t)m->err);
+    p = put64(p, m->size);
+    p = put64(p, m->off);
+    p = put64(p, m->hash);
+    p = put64(p, m->block);
+    p = put64(p, (uint64_t)m->mtime_sec);
+    p = put32(p, m->mtime_nsec);
+    p = putstr(p, m->client, sizeof(m->client));
+    p = putstr(p, m->text, sizeof(m->text));
+    p = putstr(p, m->path, sizeof(m->path));
+    return (size_t)(p - buf);
+}
+
+int pcp_msg_decode(const uint8_t *buf, size_t len, struct pcp_msg *m)
+{
+    const uint8_t *p = buf, *end = buf + len;
+    memset(m, 0, sizeof(*m));
+    if (len < 4 + 6 * 4 + 5 * 8 + 4 || memcmp(p, "PCP1", 4) != 0)
+        return -1;
+    p += 4;
+    m->op = get32(&p);
+    m->session = get32(&p);
+    m->flags = get32(&p);
+    m->mode = get32(&p);
+    m->type = get32(&p);
+    m->err = (int32_t)get32(&p);
+    m->size = get64(&p);
+    m->off = get64(&p);
+    m->hash = get64(&p);
+    m->block = get64(&p);
+    m->mtime_sec = (int64_t)get64(&p);
+    m->mtime_nsec = get32(&p);
+    if (getstr(&p, end, m->client, sizeof(m->client)) ||
+        getstr(&p, end, m->text, sizeof(m->text)) || getstr(&p, end, m->path, sizeof(m->path)))
+        return -1;
+    if (p != end || m->op < PCP_PUT || m->op > PCP_BYE || (m->op > PCP_LIST && m->op < PCP_OK))
+        return -1;
+    return 0;
+}
+
+int pcp_path_ok(const char *p)
+{
+    if (!*p)
+        return 0;
+    for (const char *s = p; *s;) {
+        while (*s == '/')
+            s++;
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+            return 0;
+        s += n;
+    }
+    return 1;
+}

@@ -1,0 +1,94 @@
+/* pcp_proto.h - what pcp and the file service (pio-files) say to each other.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Both are ordinary PIO applications. The file service of host H joins its
+ * piod as application "pio.files.H" (process 0 of 1); a pcp joins as
+ * "pcp.HOST.PID". Messages are PIO_BYTE arrays:
+ *   tag PCP_TAG_REQ   pcp -> service: a struct pcp_msg (op PUT, GET, MKDIR, LIST)
+ *   tag PCP_TAG_CTL+s both ways, session s: struct pcp_msg replies and steps
+ *   tag PCP_TAG_DATA+s the file's bytes, in order, in blocks
+ * Integers are little-endian on the wire (pcp_msg_encode / _decode). A
+ * session is one file (or one MKDIR / LIST) and belongs to one pcp.
+ *
+ * PUT (pcp sends a file): REQ PUT {path, size, mode, mtime, flags}
+ *   -> CTL OK {off = bytes of a partial copy kept from before, hash = their
+ *      XXH3-64} (off 0 without --resume or without a partial)
+ *   -> CTL GO {off = where to start: the partial's length when its hash
+ *      equals the source's prefix, else 0}
+ *   -> DATA blocks from off to size -> CTL END {hash of the whole file}
+ *   -> CTL OK (written, verified, synced, renamed into place) or ERR.
+ * GET (pcp fetches a file): REQ GET {path} -> CTL OK {size, mode, mtime}
+ *   -> CTL GO {off, hash: what pcp already holds of it} -> CTL OK {off: where
+ *      the service starts (off, or 0 when the prefix differs)} -> DATA ->
+ *      CTL END {hash of the whole file}.
+ * MKDIR {path, mode}: -> CTL OK or ERR. LIST {path}: -> CTL OK {size = number
+ *   of entries} then one CTL ENTRY per entry (path relative to the listed
+ *   directory, type, size, mode, mtime), depth first, directories first.
+ * Any step may be answered with ERR {err = errno, text}. The service never
+ * writes under the final name before the copy is complete and verified.
+ */
+#ifndef PCP_PROTO_H
+#define PCP_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PCP_TAG_REQ  1
+#define PCP_TAG_CTL  1000000
+#define PCP_TAG_DATA 2000000
+
+#define PCP_PATH_MAX 4096
+#define PCP_TEXT_MAX 256
+#define PCP_NAME_MAX 64
+
+enum pcp_op {
+    PCP_PUT = 1,
+    PCP_GET,
+    PCP_MKDIR,
+    PCP_LIST,
+    PCP_OK = 16,
+    PCP_ERR,
+    PCP_GO,
+    PCP_END,
+    PCP_ENTRY,
+    PCP_BYE /* pcp is done with the service (no answer) */
+};
+
+#define PCP_F_RESUME 0x1u /* keep / use a partial copy */
+#define PCP_F_NOVERIFY 0x2u
+
+enum pcp_type { PCP_T_FILE = 1, PCP_T_DIR = 2 };
+
+struct pcp_msg {
+    uint32_t op;
+    uint32_t session;
+    uint32_t flags;
+    uint32_t mode;  /* permission bits */
+    uint32_t type;  /* ENTRY: enum pcp_type */
+    int32_t err;    /* ERR: an errno value */
+    uint64_t size;  /* file size, or LIST's entry count */
+    uint64_t off;   /* resume offset */
+    uint64_t hash;  /* XXH3-64 */
+    uint64_t block; /* PUT/GET: data block size the sender will use */
+    int64_t mtime_sec;
+    uint32_t mtime_nsec;
+    char client[PCP_NAME_MAX]; /* REQ: the pcp application's name */
+    char text[PCP_TEXT_MAX];   /* ERR: what went wrong, for people */
+    char path[PCP_PATH_MAX];
+};
+
+#define PCP_MSG_MAX (80 + PCP_NAME_MAX + PCP_TEXT_MAX + PCP_PATH_MAX)
+
+/* pcp_msg_encode - m into buf (at least PCP_MSG_MAX bytes). Returns bytes. */
+size_t pcp_msg_encode(const struct pcp_msg *m, uint8_t *buf);
+
+/* pcp_msg_decode - len bytes into m. Returns 0, or -1 when malformed
+ * (short, unknown op, strings not terminated). */
+int pcp_msg_decode(const uint8_t *buf, size_t len, struct pcp_msg *m);
+
+/* pcp_path_ok - a relative path within an export: not empty, no "..", no
+ * leading "/", no NUL. Returns 1 if acceptable. (The service still opens it
+ * beneath the export root, so a symlink cannot lead out.) */
+int pcp_path_ok(const char *p);
+
+#endif

@@ -1,0 +1,574 @@
+/* pio-files.c - the file service: a PIO application serving one export root.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * piod starts it (a child process, restarted if it dies) when its config has
+ * `export = DIR`; it joins that piod as "pio.files.HOST" and answers pcp
+ * (protocol in pcp_proto.h). One thread takes requests; each session (one
+ * file, directory or listing) runs in its own thread.
+ *
+ * Confinement: every path is opened beneath the export root with openat2()
+ * and RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, so "..", absolute paths and
+ * symlinks that lead out are refused by the kernel, whatever the race; an
+ * absolute path is accepted only when it names something under the root.
+ * Writes: a file is written to ".NAME.pcp-part" beside its final name, and
+ * renamed into place only after its size and XXH3-64 matched what pcp sent,
+ * with the data and the directory synced; then mode and mtime are set. A
+ * copy that stops half way leaves only the part file, which `--resume` uses.
+ */
+#include "pcp_proto.h"
+#include "pio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/openat2.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define BLOCK_MAX (64u << 20)
+#define STEP_MS   120000 /* a pcp silent this long in a session is given up */
+
+static const char *root_path;
+static int root_fd = -1;
+static const char *app;
+
+struct session {
+    int partner;
+    struct pcp_msg req;
+};
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "pio-files: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static int send_msg(int partner, uint32_t session, struct pcp_msg *m)
+{
+    uint8_t buf[PCP_MSG_MAX];
+    m->session = session;
+    size_t n = pcp_msg_encode(m, buf);
+    return PIO_Send(partner, 0, PCP_TAG_CTL + (int)session, PIO_DYNAMIC, buf, PIO_BYTE, n,
+                    PIO_BLOCKING);
+}
+
+static int send_err(int partner, uint32_t session, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int send_err(int partner, uint32_t session, int err, const char *fmt, ...)
+{
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_ERR;
+    m.err = err;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m.text, sizeof(m.text), fmt, ap);
+    va_end(ap);
+    logf_("session %u: %s", session, m.text);
+    return send_msg(partner, session, &m);
+}
+
+/* Wait for the next step of a session; 0 or -1 (pcp gone, timed out, bad). */
+static int recv_step(int partner, uint32_t session, struct pcp_msg *m)
+{
+    uint8_t buf[PCP_MSG_MAX];
+    PIO_Status st;
+    int rc = PIO_Recv(partner, 0, PCP_TAG_CTL + (int)session, buf, PIO_BYTE, sizeof(buf), STEP_MS,
+                      PIO_BLOCKING, &st);
+    if (rc != PIO_OK || pcp_msg_decode(buf, st.bytes, m) != 0)
+        return -1;
+    return 0;
+}
+
+/* path (absolute under the root, or relative to it) -> relative, in out. */
+static int relpath(const char *path, char *out, size_t cap)
+{
+    const char *p = path;
+    if (*p == '/') {
+        size_t n = strlen(root_path);
+        while (n > 1 && root_path[n - 1] == '/')
+            n--;
+        if (strncmp(p, root_path, n) != 0 || (p[n] != '/' && p[n] != '\0'))
+            return -1;
+        p += n;
+    }
+    while (*p == '/')
+        p++;
+    if (!pcp_path_ok(*p ? p : "."))
+        return -1;
+    snprintf(out, cap, "%s", *p ? p : ".");
+    return 0;
+}
+
+static int open_beneath(const char *rel, int flags, mode_t mode)
+{
+    struct open_how how;
+    memset(&how, 0, sizeof(how));
+    how.flags = (uint64_t)(flags | O_CLOEXEC);
+    how.mode = (flags & O_CREAT) ? mode : 0;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    return (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+}
+
+/* Split rel into its directory (opened beneath the root) and last name. */
+static int open_parent(const char *rel, char *base, size_t cap)
+{
+    char dir[PCP_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", rel);
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        dir[--n] = '\0';
+    char *slash = strrchr(dir, '/');
+    const char *b = slash ? slash + 1 : dir;
+    if (!*b || strcmp(b, ".") == 0 || strcmp(b, "..") == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    snprintf(base, cap, "%s", b);
+    if (slash)
+        *slash = '\0';
+    return open_beneath(slash ? dir : ".", O_RDONLY | O_DIRECTORY, 0);
+}
+
+static const char *why(int err)
+{
+    return err == EXDEV ? "the path leaves the export root" : strerror(err);
+}
+
+/* XXH3-64 of the first len bytes of fd into st (reset first). */
+static int hash_prefix(int fd, uint64_t len, XXH3_state_t *st, uint8_t *buf, size_t cap)
+{
+    XXH3_64bits_reset(st);
+    uint64_t off = 0;
+    while (off < len) {
+        size_t want = len - off < cap ? (size_t)(len - off) : cap;
+        ssize_t r = pread(fd, buf, want, (off_t)off);
+        if (r <= 0)
+            return -1;
+        XXH3_64bits_update(st, buf, (size_t)r);
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+static void do_put(struct session *s)
+{
+    struct pcp_msg *q = &s->req, m;
+    uint32_t sid = q->session;
+    char rel[PCP_PATH_MAX], base[256], tmp[300];
+    int dfd = -1, fd = -1;
+    uint8_t *buf = NULL;
+    XXH3_state_t *hs = XXH3_createState();
+    if (relpath(q->path, rel, sizeof(rel)) != 0) {
+        send_err(s->partner, sid, EXDEV, "%s: the path leaves the export root", q->path);
+        goto out;
+    }
+    /* an existing directory (or a path ending in /) receives the file under its source name */
+    struct stat sb;
+    int tfd = open_beneath(rel, O_PATH, 0);
+    if ((tfd >= 0 && fstat(tfd, &sb) == 0 && S_ISDIR(sb.st_mode)) || rel[strlen(rel) - 1] == '/') {
+        size_t n = strlen(rel);
+        snprintf(rel + n, sizeof(rel) - n, "%s%s", rel[n - 1] == '/' ? "" : "/", q->text);
+    }
+    if (tfd >= 0)
+        close(tfd);
+    if ((dfd = open_parent(rel, base, sizeof(base))) < 0) {
+        int e = errno;
+        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        goto out;
+    }
+    snprintf(tmp, sizeof(tmp), ".%s.pcp-part", base);
+    uint64_t have = 0;
+    buf = malloc(BLOCK_MAX);
+    if (!buf || !hs) {
+        send_err(s->partner, sid, ENOMEM, "out of memory");
+        goto out;
+    }
+    fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        goto out;
+    }
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_OK;
+    if ((q->flags & PCP_F_RESUME) && fstat(fd, &sb) == 0) {
+        have = (uint64_t)sb.st_size < q->size ? (uint64_t)sb.st_size : q->size;
+        if (hash_prefix(fd, have, hs, buf, BLOCK_MAX) != 0)
+            have = 0;
+        m.off = have;
+        m.hash = XXH3_64bits_digest(hs);
+    }
+    if (send_msg(s->partner, sid, &m) != PIO_OK || recv_step(s->partner, sid, &m) != 0 ||
+        m.op != PCP_GO)
+        goto out; /* pcp went away: the part file stays for --resume */
+    uint64_t off = m.off <= have ? m.off : 0;
+    if (off != have && hash_prefix(fd, off, hs, buf, BLOCK_MAX) != 0)
+        off = 0;
+    if (off == 0)
+        XXH3_64bits_reset(hs);
+    if (ftruncate(fd, (off_t)off) != 0) {
+        int e = errno;
+        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        goto out;
+    }
+    uint64_t block = q->block && q->block <= BLOCK_MAX ? q->block : (8u << 20);
+    while (off < q->size) {
+        PIO_Status st;
+        uint64_t want = q->size - off < block ? q->size - off : block;
+        int rc = PIO_Recv(s->partner, 0, PCP_TAG_DATA + (int)sid, buf, PIO_BYTE, (size_t)want,
+                          STEP_MS, PIO_BLOCKING, &st);
+        if (rc != PIO_OK) {
+            logf_("session %u: %s: data stopped at %llu of %llu bytes (%s); part file kept",
+                  sid, q->path, (unsigned long long)off, (unsigned long long)q->size,
+                  PIO_Strerror(rc));
+            goto out;
+        }
+        XXH3_64bits_update(hs, buf, st.bytes);
+        for (size_t w = 0; w < st.bytes;) {
+            ssize_t r = pwrite(fd, buf + w, st.bytes - w, (off_t)(off + w));
+            if (r < 0) {
+                int e = errno;
+                if (e == ENOSPC || e == EDQUOT)
+                    unlinkat(dfd, tmp, 0); /* nothing to resume into a full disk */
+                send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+                goto out;
+            }
+            w += (size_t)r;
+        }
+        off += st.bytes;
+    }
+    if (recv_step(s->partner, sid, &m) != 0 || m.op != PCP_END)
+        goto out;
+    uint64_t h = XXH3_64bits_digest(hs);
+    if (!(q->flags & PCP_F_NOVERIFY) && h != m.hash) {
+        unlinkat(dfd, tmp, 0);
+        send_err(s->partner, sid, EIO,
+                 "%s: checksum mismatch (sent %016llx, written %016llx): nothing kept", q->path,
+                 (unsigned long long)m.hash, (unsigned long long)h);
+        goto out;
+    }
+    struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
+                             {.tv_sec = (time_t)q->mtime_sec, .tv_nsec = q->mtime_nsec}};
+    if (fsync(fd) != 0 || fchmod(fd, q->mode & 07777) != 0 || futimens(fd, ts) != 0 ||
+        renameat(dfd, tmp, dfd, base) != 0 || fsync(dfd) != 0) {
+        int e = errno;
+        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        goto out;
+    }
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_OK;
+    m.size = q->size;
+    m.hash = h;
+    send_msg(s->partner, sid, &m);
+out:
+    if (fd >= 0)
+        close(fd);
+    if (dfd >= 0)
+        close(dfd);
+    free(buf);
+    XXH3_freeState(hs);
+}
+
+static void do_get(struct session *s)
+{
+    struct pcp_msg *q = &s->req, m;
+    uint32_t sid = q->session;
+    char rel[PCP_PATH_MAX];
+    int fd = -1;
+    uint8_t *buf[2] = {NULL, NULL};
+    XXH3_state_t *hs = XXH3_createState();
+    struct stat sb;
+    if (relpath(q->path, rel, sizeof(rel)) != 0) {
+        send_err(s->partner, sid, EXDEV, "%s: the path leaves the export root", q->path);
+        goto out;
+    }
+    if ((fd = open_beneath(rel, O_RDONLY | O_NOFOLLOW, 0)) < 0 || fstat(fd, &sb) != 0) {
+        int e = errno == ELOOP ? EXDEV : errno;
+        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        send_err(s->partner, sid, S_ISDIR(sb.st_mode) ? EISDIR : EINVAL, "%s: %s", q->path,
+                 S_ISDIR(sb.st_mode) ? "is a directory (use -r)" : "not a regular file");
+        goto out;
+    }
+    uint64_t block = q->block && q->block <= BLOCK_MAX ? q->block : (8u << 20);
+    buf[0] = malloc(block);
+    buf[1] = malloc(block);
+    if (!buf[0] || !buf[1] || !hs) {
+        send_err(s->partner, sid, ENOMEM, "out of memory");
+        goto out;
+    }
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_OK;
+    m.size = (uint64_t)sb.st_size;
+    m.mode = (uint32_t)sb.st_mode & 07777;
+    m.mtime_sec = (int64_t)sb.st_mtim.tv_sec;
+    m.mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec;
+    if (send_msg(s->partner, sid, &m) != PIO_OK || recv_step(s->partner, sid, &m) != 0 ||
+        m.op != PCP_GO)
+        goto out;
+    uint64_t size = (uint64_t)sb.st_size, off = 0;
+    XXH3_64bits_reset(hs);
+    if (m.off > 0 && m.off <= size && hash_prefix(fd, m.off, hs, buf[0], block) == 0 &&
+        XXH3_64bits_digest(hs) == m.hash)
+        off = m.off;
+    else
+        XXH3_64bits_reset(hs);
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_OK;
+    m.off = off;
+    if (send_msg(s->partner, sid, &m) != PIO_OK)
+        goto out;
+    PIO_Request rq[2];
+    int busy[2] = {0, 0}, k = 0;
+    while (off < size) {
+        if (busy[k] && PIO_Wait(&rq[k], STEP_MS, NULL) != PIO_OK)
+            goto out;
+        busy[k] = 0;
+        size_t want = size - off < block ? (size_t)(size - off) : (size_t)block;
+        ssize_t r = pread(fd, buf[k], want, (off_t)off);
+        if (r <= 0) {
+            int e = r < 0 ? errno : EIO;
+            send_err(s->partner, sid, e, "%s: read: %s", q->path,
+                     r < 0 ? strerror(e) : "the file shrank while being sent");
+            goto out;
+        }
+        XXH3_64bits_update(hs, buf[k], (size_t)r);
+        if (PIO_Isend(s->partner, 0, PCP_TAG_DATA + (int)sid, PIO_DYNAMIC, buf[k], PIO_BYTE,
+                      (size_t)r, PIO_BLOCKING, &rq[k]) != PIO_OK)
+            goto out;
+        busy[k] = 1;
+        off += (uint64_t)r;
+        k ^= 1;
+    }
+    for (int i = 0; i < 2; i++)
+        if (busy[i] && PIO_Wait(&rq[i], STEP_MS, NULL) == PIO_OK)
+            busy[i] = 0;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_END;
+    m.size = size;
+    m.hash = XXH3_64bits_digest(hs);
+    send_msg(s->partner, sid, &m);
+out:
+    for (int i = 0; i < 2; i++)
+        free(buf[i]);
+    if (fd >= 0)
+        close(fd);
+    XXH3_freeState(hs);
+}
+
+static void do_mkdir(struct session *s)
+{
+    struct pcp_msg *q = &s->req, m;
+    char rel[PCP_PATH_MAX], base[256];
+    int dfd = -1;
+    if (relpath(q->path, rel, sizeof(rel)) != 0) {
+        send_err(s->partner, q->session, EXDEV, "%s: the path leaves the export root", q->path);
+        return;
+    }
+    if ((dfd = open_parent(rel, base, sizeof(base))) < 0 ||
+        (mkdirat(dfd, base, (q->mode & 07777) | 0700) != 0 && errno != EEXIST)) {
+        int e = errno;
+        send_err(s->partner, q->session, e, "%s: %s", q->path, why(e));
+    } else {
+        memset(&m, 0, sizeof(m));
+        m.op = PCP_OK;
+        send_msg(s->partner, q->session, &m);
+    }
+    if (dfd >= 0)
+        close(dfd);
+}
+
+/* Entries under dir (an open directory), depth first, paths prefixed. */
+struct list {
+    struct pcp_msg *e;
+    size_t n, cap;
+};
+
+static int list_dir(int dfd, const char *prefix, struct list *l, int depth)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return -1;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+            strstr(de->d_name, ".pcp-part"))
+            continue;
+        struct stat sb;
+        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !(S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)))
+            continue; /* symlinks and specials are not copied */
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 64;
+            struct pcp_msg *e = realloc(l->e, cap * sizeof(*e));
+            if (!e)
+                break;
+            l->e = e;
+            l->cap = cap;
+        }
+        struct pcp_msg *m = &l->e[l->n++];
+        memset(m, 0, sizeof(*m));
+        m->op = PCP_ENTRY;
+        m->type = S_ISDIR(sb.st_mode) ? PCP_T_DIR : PCP_T_FILE;
+        m->size = (uint64_t)sb.st_size;
+        m->mode = (uint32_t)sb.st_mode & 07777;
+        m->mtime_sec = (int64_t)sb.st_mtim.tv_sec;
+        m->mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec;
+        snprintf(m->path, sizeof(m->path), "%s%s%s", prefix, *prefix ? "/" : "", de->d_name);
+        if (S_ISDIR(sb.st_mode) && depth < 64) {
+            int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            char p2[PCP_PATH_MAX];
+            snprintf(p2, sizeof(p2), "%s", m->path);
+            if (sub >= 0)
+                list_dir(sub, p2, l, depth + 1);
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
+static void do_list(struct session *s)
+{
+    struct pcp_msg *q = &s->req, m;
+    char rel[PCP_PATH_MAX];
+    struct list l = {0};
+    if (relpath(q->path, rel, sizeof(rel)) != 0) {
+        send_err(s->partner, q->session, EXDEV, "%s: the path leaves the export root", q->path);
+        return;
+    }
+    int dfd = open_beneath(rel, O_RDONLY | O_DIRECTORY, 0);
+    if (dfd < 0 || list_dir(dfd, "", &l, 0) != 0) {
+        int e = errno == ELOOP ? EXDEV : errno;
+        send_err(s->partner, q->session, e, "%s: %s", q->path, why(e));
+        free(l.e);
+        return;
+    }
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_OK;
+    m.size = l.n;
+    if (send_msg(s->partner, q->session, &m) == PIO_OK)
+        for (size_t i = 0; i < l.n; i++)
+            if (send_msg(s->partner, q->session, &l.e[i]) != PIO_OK)
+                break;
+    free(l.e);
+}
+
+static void *session_thread(void *arg)
+{
+    struct session *s = arg;
+    switch (s->req.op) {
+    case PCP_PUT: do_put(s); break;
+    case PCP_GET: do_get(s); break;
+    case PCP_MKDIR: do_mkdir(s); break;
+    case PCP_LIST: do_list(s); break;
+    default: break;
+    }
+    free(s);
+    return NULL;
+}
+
+static volatile sig_atomic_t stop;
+static void on_term(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"root", required_argument, 0, 'r'},
+                                         {"name", required_argument, 0, 'n'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "r:n:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': root_path = optarg; break;
+        case 'n': app = optarg; break;
+        case 'h':
+            printf("usage: pio-files --root DIR --name pio.files.HOST\n"
+                   "The file service piod starts for `export = DIR` (see pcp(1)).\n");
+            return 0;
+        default: return 2;
+        }
+    }
+    if (!root_path || !app) {
+        fprintf(stderr, "pio-files: --root and --name are required\n");
+        return 2;
+    }
+    root_fd = open(root_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        fprintf(stderr, "pio-files: export root %s: %s\n", root_path, strerror(errno));
+        return 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int rc = PIO_Init(app, 0, 1);
+    if (rc != PIO_OK) {
+        fprintf(stderr, "pio-files: PIO_Init(%s): %s\n", app, PIO_Strerror(rc));
+        return 1;
+    }
+    logf_("serving %s as %s", root_path, app);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    uint8_t buf[PCP_MSG_MAX];
+    while (!stop) {
+        PIO_Status st;
+        rc = PIO_Recv(PIO_ANY_PARTNER, PIO_ANY_PROCESS, PCP_TAG_REQ, buf, PIO_BYTE, sizeof(buf),
+                      500, PIO_BLOCKING, &st);
+        if (rc == PIO_ETIMEDOUT)
+            continue;
+        if (rc == PIO_ETRUNC) { /* too big for a request: take it out of the way */
+            uint8_t *junk = st.bytes <= (64u << 20) ? malloc(st.bytes ? st.bytes : 1) : NULL;
+            if (junk)
+                PIO_Recv(PIO_ANY_PARTNER, PIO_ANY_PROCESS, PCP_TAG_REQ, junk, PIO_BYTE, st.bytes,
+                         500, PIO_BLOCKING, NULL);
+            free(junk);
+            logf_("a message that is no request (%zu bytes) was dropped", st.bytes);
+            continue;
+        }
+        if (rc != PIO_OK) {
+            logf_("receiving requests: %s", PIO_Strerror(rc));
+            break;
+        }
+        struct session *s = calloc(1, sizeof(*s));
+        if (!s)
+            continue;
+        if (pcp_msg_decode(buf, st.bytes, &s->req) != 0 || s->req.op > PCP_LIST ||
+            PIO_Addpartner(s->req.client, &s->partner) != PIO_OK) {
+            logf_("a malformed request (%zu bytes) was ignored", st.bytes);
+            free(s);
+            continue;
+        }
+        pthread_t t;
+        if (pthread_create(&t, &at, session_thread, s) != 0)
+            free(s);
+    }
+    PIO_Exit();
+    return 0;
+}
