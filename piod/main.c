@@ -66,6 +66,7 @@ static void usage(FILE *out)
             "      --chunk SIZE       chunk size of large messages (default 1M)\n"
             "      --pidfile PATH     pid file (default " PIOD_DEFAULT_PIDFILE " as a daemon)\n"
             "      --log FILE|syslog  log destination (default stderr)\n"
+            "      --export DIR       serve files under DIR to pcp (default: none)\n"
             "      --log-level L      error, warn, info or debug (default info)\n"
             "      --drain-ms N       on SIGTERM, wait up to N ms for messages in flight (5000)\n"
             "  -V, --version          print the version\n"
@@ -117,6 +118,7 @@ enum {
     O_CHUNK,
     O_PIDFILE,
     O_LOG,
+    O_EXPORT,
     O_LEVEL,
     O_DRAIN
 };
@@ -177,6 +179,7 @@ int main(int argc, char **argv)
         {"chunk", required_argument, 0, O_CHUNK},
         {"pidfile", required_argument, 0, O_PIDFILE},
         {"log", required_argument, 0, O_LOG},
+        {"export", required_argument, 0, O_EXPORT},
         {"log-level", required_argument, 0, O_LEVEL},
         {"drain-ms", required_argument, 0, O_DRAIN},
         {"verbose", no_argument, 0, 'v'},
@@ -314,6 +317,7 @@ int main(int argc, char **argv)
             snprintf(c->pidfile, sizeof(c->pidfile), "%s", optarg);
             pidfile_set = 1;
             break;
+        case O_EXPORT: snprintf(c->export_root, sizeof(c->export_root), "%s", optarg); break;
         case O_LOG:
             if (strcmp(optarg, "syslog") == 0)
                 c->log_syslog = 1;

@@ -35,9 +35,9 @@
 #define WINDOW 4 /* data messages in flight */
 
 static struct {
-    int nchan;       /* -n: round-robin over channels 0..n-1 (0: -b decides) */
-    int balance;     /* PIO_DYNAMIC, PIO_STATIC, or -1 (user: round-robin) */
-    uint64_t block;  /* --chunk */
+    int nchan;      /* -n: round-robin over channels 0..n-1 (0: -b decides) */
+    int balance;    /* PIO_DYNAMIC, PIO_STATIC, or -1 (user: round-robin) */
+    uint64_t block; /* --chunk */
     int resume, verify, quiet, json, verbose, recursive;
     int tty;
     const char *host; /* the remote host */
@@ -111,8 +111,8 @@ static void progress(struct progress *p, int final)
     if (o.tty) {
         double eta = rate > 0 ? (double)(p->size - p->done) / rate : 0;
         int pct = p->size ? (int)(100.0 * (double)p->done / (double)p->size) : 100;
-        fprintf(stderr, "\r\033[K%-30.30s %3d%% %10s / %-10s %10s/s ETA %4.0fs", p->name, pct, a,
-                b, r, eta);
+        fprintf(stderr, "\r\033[K%-30.30s %3d%% %10s / %-10s %10s/s ETA %4.0fs", p->name, pct, a, b,
+                r, eta);
         if (o.verbose && !final) {
             PIO_Coninfo ci[16];
             int n = 0;
@@ -333,8 +333,14 @@ static int put_tree(const char *src, const char *dst, int depth)
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         char s2[PATH_MAX], d2[PATH_MAX];
-        if (join(s2, sizeof(s2), src, de->d_name) != 0) { rc = -1; continue; }
-        if (join(d2, sizeof(d2), dst, de->d_name) != 0) { rc = -1; continue; }
+        if (join(s2, sizeof(s2), src, de->d_name) != 0) {
+            rc = -1;
+            continue;
+        }
+        if (join(d2, sizeof(d2), dst, de->d_name) != 0) {
+            rc = -1;
+            continue;
+        }
         rc |= put_tree(s2, d2, depth + 1);
     }
     closedir(d);
@@ -412,8 +418,8 @@ static int get_file(const char *src, const char *dst)
         if (wrc != PIO_OK) {
             err("%s:%s: data stopped at %llu of %llu bytes: %s (the part file %s is kept for "
                 "--resume)",
-                o.host, src, (unsigned long long)off, (unsigned long long)size,
-                PIO_Strerror(wrc), part);
+                o.host, src, (unsigned long long)off, (unsigned long long)size, PIO_Strerror(wrc),
+                part);
             goto out;
         }
         kdone++;
@@ -487,8 +493,14 @@ static int get_tree(const char *src, const char *dst)
     }
     for (uint64_t i = 0; i < n; i++) {
         char s2[PATH_MAX], d2[PATH_MAX];
-        if (join(s2, sizeof(s2), src, e[i].path) != 0) { rc = -1; continue; }
-        if (join(d2, sizeof(d2), dst, e[i].path) != 0) { rc = -1; continue; }
+        if (join(s2, sizeof(s2), src, e[i].path) != 0) {
+            rc = -1;
+            continue;
+        }
+        if (join(d2, sizeof(d2), dst, e[i].path) != 0) {
+            rc = -1;
+            continue;
+        }
         if (e[i].type == PCP_T_DIR) {
             if (mkdir(d2, 0700) != 0 && errno != EEXIST) {
                 err("%s: %s", d2, strerror(errno));
@@ -498,10 +510,14 @@ static int get_tree(const char *src, const char *dst)
             rc |= get_file(s2, d2);
         }
     }
-    for (uint64_t i = n; i-- > 0;) /* directories' modes last (a read-only one stays writable until then) */
+    for (uint64_t i = n;
+         i-- > 0;) /* directories' modes last (a read-only one stays writable until then) */
         if (e[i].type == PCP_T_DIR) {
             char d2[PATH_MAX];
-            if (join(d2, sizeof(d2), dst, e[i].path) != 0) { rc = -1; continue; }
+            if (join(d2, sizeof(d2), dst, e[i].path) != 0) {
+                rc = -1;
+                continue;
+            }
             chmod(d2, e[i].mode & 07777);
         }
     free(e);
@@ -680,7 +696,10 @@ int main(int argc, char **argv)
             if (o.recursive) {
                 char dst[PATH_MAX], copy[PATH_MAX];
                 snprintf(copy, sizeof(copy), "%s", argv[i]);
-                if (join(dst, sizeof(dst), dstpath, basename(copy)) != 0) { bad = 1; continue; }
+                if (join(dst, sizeof(dst), dstpath, basename(copy)) != 0) {
+                    bad = 1;
+                    continue;
+                }
                 struct stat sb;
                 if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode))
                     bad |= remote_mkdir(dstpath, 0755) != 0 || put_tree(argv[i], dst, 0) != 0;

@@ -54,7 +54,7 @@ enum pcp_op {
     PCP_BYE /* pcp is done with the service (no answer) */
 };
 
-#define PCP_F_RESUME 0x1u /* keep / use a partial copy */
+#define PCP_F_RESUME   0x1u /* keep / use a partial copy */
 #define PCP_F_NOVERIFY 0x2u
 
 enum pcp_type { PCP_T_FILE = 1, PCP_T_DIR = 2 };

@@ -234,9 +234,8 @@ static void do_put(struct session *s)
         int rc = PIO_Recv(s->partner, 0, PCP_TAG_DATA + (int)sid, buf, PIO_BYTE, (size_t)want,
                           STEP_MS, PIO_BLOCKING, &st);
         if (rc != PIO_OK) {
-            logf_("session %u: %s: data stopped at %llu of %llu bytes (%s); part file kept",
-                  sid, q->path, (unsigned long long)off, (unsigned long long)q->size,
-                  PIO_Strerror(rc));
+            logf_("session %u: %s: data stopped at %llu of %llu bytes (%s); part file kept", sid,
+                  q->path, (unsigned long long)off, (unsigned long long)q->size, PIO_Strerror(rc));
             goto out;
         }
         XXH3_64bits_update(hs, buf, st.bytes);

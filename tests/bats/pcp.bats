@@ -1,0 +1,195 @@
+#!/usr/bin/env bats
+# pcp.bats - pcp and the file service on the test bed: 2 hosts x 2 links.
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# A (h1) exports nothing; B (h2) exports $EXP (its piod runs pio-files).
+# pcp runs on A. Links run at 1 Gbit/s (the resume test slows them down).
+
+load "$BATS_TEST_DIRNAME/../lib/helpers"
+source "$BATS_TEST_DIRNAME/../lib/piod.bash"
+
+PCP=$PIO_BUILD/bin/pcp
+
+# start_b: B's piod (again, after the resume test killed it)
+start_b() {
+  local a0 a1 b0 b1
+  a0=$("$PIO_TESTBED" addr "$BED" h1 0) a1=$("$PIO_TESTBED" addr "$BED" h1 1)
+  b0=$("$PIO_TESTBED" addr "$BED" h2 0) b1=$("$PIO_TESTBED" addr "$BED" h2 1)
+  _pio_start B "$DIR" "$("$PIO_TESTBED" ns "$BED" h2)" -- --listen "$b0" --listen "$b1" \
+    --peer "A=$a0,$a1" --export "$EXP"
+}
+
+setup_file() {
+  [ "$(id -u)" -eq 0 ] || return 0
+  export BED DIR EXP SOCK_A SOCK_B
+  BED=$(pio_unique_name pcp)
+  pio_bed_up "$BED" --hosts 2 --links 2 --rate 1gbit >/dev/null
+  DIR=$BATS_FILE_TMPDIR/pair
+  EXP=$BATS_FILE_TMPDIR/export
+  mkdir -p "$DIR" "$EXP"
+  _pio_keys "$DIR" A B
+  local a0 a1 b0 b1
+  a0=$("$PIO_TESTBED" addr "$BED" h1 0) a1=$("$PIO_TESTBED" addr "$BED" h1 1)
+  b0=$("$PIO_TESTBED" addr "$BED" h2 0) b1=$("$PIO_TESTBED" addr "$BED" h2 1)
+  _pio_start A "$DIR" "$("$PIO_TESTBED" ns "$BED" h1)" -- --listen "$a0" --listen "$a1" \
+    --peer "B=$b0,$b1" --link-timeout 5
+  start_b
+  SOCK_A=$DIR/A.sock SOCK_B=$DIR/B.sock
+  _pio_wait_sock "$SOCK_A" && _pio_wait_sock "$SOCK_B" &&
+    pio_wait_channels "$SOCK_A" 2 && pio_wait_channels "$SOCK_B" 2
+}
+
+teardown_file() {
+  pio_cleanup
+}
+
+setup() {
+  pio_need_root
+  export PIO_SOCKET=$SOCK_A
+  W=$BATS_TEST_TMPDIR
+}
+
+@test "send and fetch: 0 B, 1 B, 256 MiB and a sparse file, identical, modes and mtimes kept" {
+  : >"$W/empty"
+  printf x >"$W/one"
+  head -c $((256 << 20)) /dev/urandom >"$W/big"
+  truncate -s 64M "$W/sparse" && printf tail | dd of="$W/sparse" bs=1 seek=$((40 << 20)) conv=notrunc 2>/dev/null
+  chmod 600 "$W/empty"; chmod 640 "$W/one"; chmod 751 "$W/big"; chmod 604 "$W/sparse"
+  touch -d '2001-02-03 04:05:06' "$W/one"
+  run "$PCP" -q "$W/empty" "$W/one" "$W/big" "$W/sparse" B:
+  echo "$output"
+  assert_success
+  for f in empty one big sparse; do
+    cmp "$W/$f" "$EXP/$f"
+    [ "$(stat -c %a "$W/$f")" = "$(stat -c %a "$EXP/$f")" ]
+  done
+  [ "$(stat -c %Y "$EXP/one")" = "$(stat -c %Y "$W/one")" ]
+  mkdir "$W/back"
+  run "$PCP" -q B:empty B:one B:big B:sparse "$W/back"
+  assert_success
+  for f in empty one big sparse; do
+    cmp "$W/$f" "$W/back/$f"
+    [ "$(stat -c %a "$W/$f")" = "$(stat -c %a "$W/back/$f")" ]
+  done
+  # no part file left anywhere
+  [ -z "$(find "$EXP" "$W/back" -name '*.pcp-part')" ]
+}
+
+@test "-r copies a tree there and back, with --json counting files and bytes" {
+  mkdir -p "$W/tree/a/b" "$W/tree/c"
+  for i in 1 2 3; do head -c $((i * 100000)) /dev/urandom >"$W/tree/a/f$i"; done
+  echo hello >"$W/tree/a/b/deep"
+  : >"$W/tree/c/empty"
+  run "$PCP" -r -q --json "$W/tree" B:trees
+  echo "$output"
+  assert_success
+  assert_output --partial '"files": 5'
+  assert_output --partial '"ok": true'
+  diff -r "$W/tree" "$EXP/trees/tree"
+  run "$PCP" -r -q B:trees/tree "$W/got"
+  assert_success
+  diff -r "$W/tree" "$W/got"
+}
+
+@test "-n 1 and -n 2 round-robin messages over the named channels; -b static and user work" {
+  head -c $((32 << 20)) /dev/urandom >"$W/f"
+  for opt in "-n 1" "-n 2" "-b static" "-b user" "--no-verify" "--chunk 1M"; do
+    # shellcheck disable=SC2086
+    run "$PCP" -q $opt "$W/f" B:f.out
+    assert_success
+    cmp "$W/f" "$EXP/f.out"
+  done
+}
+
+@test "an interrupted copy leaves no file under its name; --resume finishes without resending" {
+  "$PIO_TESTBED" rate "$BED" h1 0 100mbit; "$PIO_TESTBED" rate "$BED" h1 1 100mbit
+  head -c $((160 << 20)) /dev/urandom >"$W/r"
+  "$PCP" -q "$W/r" B:r.out >"$W/pcp1.log" 2>&1 &
+  p=$!
+  sleep 3 # about 70 MB at 2 x 100 Mbit/s
+  kill -KILL "$(cat "$DIR/B.pid")"
+  rc=0; wait "$p" || rc=$?
+  cat "$W/pcp1.log"
+  [ "$rc" -ne 0 ]
+  [ ! -e "$EXP/r.out" ]
+  part=$(stat -c %s "$EXP/.r.out.pcp-part")
+  echo "part file: $part bytes"
+  [ "$part" -gt $((10 << 20)) ]
+  start_b
+  pio_wait_channels "$SOCK_B" 2 && pio_wait_channels "$SOCK_A" 2
+  run "$PCP" -q --resume --json "$W/r" B:r.out
+  "$PIO_TESTBED" rate "$BED" h1 0 1gbit; "$PIO_TESTBED" rate "$BED" h1 1 1gbit
+  echo "$output"
+  assert_success
+  cmp "$W/r" "$EXP/r.out"
+  resumed=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitlines()[-1])["resumed_bytes"])' "$output")
+  [ "$resumed" -ge $((part - (8 << 20))) ]
+  [ "$resumed" -gt 0 ]
+}
+
+@test "paths that leave the export root are refused, symlinks out included" {
+  ln -sfn /etc "$EXP/etc-link"
+  for p in ../x /etc/passwd etc-link/passwd a/../../x; do
+    run "$PCP" -q B:"$p" "$W/x"
+    assert_failure
+    assert_output --regexp "leaves the export root|No such file"
+    [ ! -e "$W/x" ]
+  done
+  printf data >"$W/s"
+  run "$PCP" -q "$W/s" B:etc-link/pwned
+  assert_failure
+  assert_output --partial "leaves the export root"
+  [ ! -e /etc/pwned ]
+  rm -f "$EXP/etc-link"
+}
+
+@test "errors: no piod, unknown host, no export, missing source, no space, permission denied" {
+  printf data >"$W/s"
+  PIO_SOCKET=/nonexistent/sock run "$PCP" -q "$W/s" B:
+  assert_failure
+  assert_output --partial "cannot reach this host's piod"
+  run "$PCP" -q "$W/s" C:
+  assert_failure
+  assert_output --partial "C: unknown host"
+  PIO_SOCKET=$SOCK_B run "$PCP" -q "$W/s" A:
+  assert_failure
+  assert_output --partial "serves no files: set \`export = DIR\`"
+  run "$PCP" -q "$W/missing" B:
+  assert_failure
+  assert_output --partial "missing: No such file or directory"
+  run "$PCP" -q B:missing "$W/m"
+  assert_failure
+  assert_output --partial "No such file or directory"
+  [ ! -e "$W/m" ]
+  # no space: a 1 MiB tmpfs inside the export, mounted where the file
+  # service sees it (its mount namespace, made by `ip netns exec`)
+  mkdir -p "$EXP/small"
+  fs=$(pgrep -P "$(cat "$DIR/B.pid")" pio-files)
+  nsenter -t "$fs" -m mount -t tmpfs -o size=1m tmpfs "$EXP/small"
+  head -c $((4 << 20)) /dev/urandom >"$W/4m"
+  run "$PCP" -q "$W/4m" B:small/
+  nsenter -t "$fs" -m umount "$EXP/small"
+  assert_failure
+  assert_output --partial "No space left on device"
+  # permission denied: a user who may not write where the copy should land
+  mkdir -p "$W/locked" && chmod 755 "$W/locked"
+  printf keep >"$EXP/k"
+  # (bats' temp folders are 0700: nobody reaches A's socket through a hard link in /tmp)
+  ln -f "$SOCK_A" /tmp/pcp-test-$$.sock
+  PIO_SOCKET=/tmp/pcp-test-$$.sock run setpriv --reuid nobody --regid nogroup --clear-groups \
+    "$PCP" -q B:k "$W/locked/k"
+  rm -f /tmp/pcp-test-$$.sock
+  assert_failure
+  assert_output --partial "Permission denied"
+  [ ! -e "$W/locked/k" ]
+}
+
+@test "bad usage exits 2 with a message" {
+  run "$PCP" a b
+  [ "$status" -eq 2 ]
+  assert_output --partial "give local sources and a remote HOST:DST"
+  run "$PCP" -n 0 a B:
+  [ "$status" -eq 2 ]
+  run "$PCP" --chunk 1 a B:
+  [ "$status" -eq 2 ]
+}
