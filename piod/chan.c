@@ -412,6 +412,30 @@ static void tx_requeue_all(struct piod_txchan *ch)
 
 static void tx_backoff(struct piod_txchan *ch, int ms);
 
+/* Say why a channel cannot connect, in words that point at the fix: nothing
+ * listening and no answer at all (a firewall dropping packets) differ. */
+static void tx_connect_failed(struct piod_txchan *ch, int rc)
+{
+    struct piod *d = ch->d;
+    struct piod_peer_st *p = &d->peers[ch->peer];
+    int link = ch->express ? 0 : ch->index;
+    int port = p->cfg->data_port ? p->cfg->data_port : d->cfg.data_port;
+    const char *to = p->cfg->addr[link], *who = p->cfg->name;
+    char what[24];
+    snprintf(what, sizeof(what), ch->express ? "express lane" : "channel %d", ch->index);
+    if (rc == PIO_EREFUSED)
+        PIOD_WARN("%s to %s: nothing listens on %s port %d (is piod running there? does its "
+                  "data-port say %d?)",
+                  what, who, to, port, port);
+    else if (rc == PIO_ETIMEDOUT || rc == PIO_ELINK) /* dropped, or no ARP answer */
+        PIOD_WARN("%s to %s: no answer from %s port %d (%s; a firewall dropping packets, or "
+                  "the link down? open data-port %d%s between the hosts)",
+                  what, who, to, port, rc == PIO_ELINK ? "host unreachable" : "timed out", port,
+                  d->cfg.src_port_lo ? " and our source-ports" : "");
+    else
+        PIOD_WARN("%s to %s (%s port %d): %s", what, who, to, port, PIO_Strerror(rc));
+}
+
 static void *tx_thread(void *arg)
 {
     struct piod_txchan *ch = arg;
@@ -424,6 +448,9 @@ static void *tx_thread(void *arg)
             tx_set_state(ch, 0);
             if (ch->stop)
                 break;
+            if (rc != ch->last_err)
+                tx_connect_failed(ch, rc);
+            ch->last_err = rc;
             /* chunks waiting here must not wait for us: give them back */
             tx_requeue_all(ch);
             tx_backoff(ch, backoff);
@@ -431,6 +458,7 @@ static void *tx_thread(void *arg)
             continue;
         }
         backoff = 50;
+        ch->last_err = PIO_OK;
         PIOD_INFO("channel %d to %s up: %s -> %s", ch->index, d->peers[ch->peer].cfg->name,
                   ch->local, ch->remote);
         pthread_t acker;

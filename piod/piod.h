@@ -70,6 +70,7 @@ struct piod_txchan {
     uint64_t queued_bytes;         /* in q and unacked */
     uint64_t tx_bytes, tx_chunks, resent;
     uint32_t downs;            /* up -> not up transitions */
+    int last_err;              /* the last connect error logged (said once per kind) */
     uint64_t last_progress_ms; /* last ack, or when work arrived on an idle channel */
     struct pio_tp_conn *conn;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];

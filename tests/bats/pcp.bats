@@ -193,3 +193,20 @@ setup() {
   run "$PCP" --chunk 1 a B:
   [ "$status" -eq 2 ]
 }
+
+@test "a channel that cannot reconnect says that nothing answers, and which ports to open" {
+  # cut link 1 under a copy: its channel stalls, is given up, and its
+  # reconnects get no answer (the cut drops packets, as a firewall would)
+  b1=$("$PIO_TESTBED" addr "$BED" h2 1)
+  "$PIO_TESTBED" link "$BED" h1 1 down
+  head -c $((48 << 20)) /dev/urandom >"$W/c"
+  run "$PCP" -q "$W/c" B:c.out
+  for _ in $(seq 100); do grep -q "no answer from $b1" "$DIR/A.log" && break; sleep 0.2; done
+  "$PIO_TESTBED" link "$BED" h1 1 up
+  assert_success
+  cmp "$W/c" "$EXP/c.out"
+  grep -E "channel 1 |no answer|nothing listens" "$DIR/A.log" | tail -n 20 || true
+  grep "channel 1 to B: no answer from $b1 port 7701 (" "$DIR/A.log" |
+    grep -q "a firewall dropping packets, or the link down? open data-port 7701 between the hosts"
+  pio_wait_channels "$SOCK_A" 2
+}

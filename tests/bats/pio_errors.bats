@@ -63,3 +63,21 @@ teardown() {
   assert_failure
   assert_output --partial "PIO_EEXIST"
 }
+
+@test "a data channel to a port where nothing listens says so and names data-port" {
+  d=$BATS_TEST_TMPDIR/np
+  mkdir -p "$d"
+  _pio_keys "$d" A B
+  cp=$(_pio_port) dp=$(_pio_port) wrong=$(_pio_port)
+  printf 'name = A\nlisten = 127.1.0.1\ncontrol-port = %s\ndata-port = %s\n[peer B]\naddr = 127.2.0.1\ndata-port = %s\n' \
+    "$cp" "$dp" "$wrong" >"$d/A.conf"
+  printf 'name = B\nlisten = 127.2.0.1\ncontrol-port = %s\ndata-port = %s\n[peer A]\naddr = 127.1.0.1\n' \
+    "$cp" "$dp" >"$d/B.conf"
+  pio_start_conf A "$d" "" "$d/A.conf"
+  pio_start_conf B "$d" "" "$d/B.conf"
+  for _ in $(seq 100); do grep -q "nothing listens" "$d/A.log" && break; sleep 0.1; done
+  cat "$d/A.log"
+  grep -q "channel 0 to B: nothing listens on 127.2.0.1 port $wrong (is piod running there? does its data-port say $wrong?)" "$d/A.log"
+  # said once, not at every retry
+  [ "$(grep -c "channel 0 to B: nothing listens" "$d/A.log")" -eq 1 ]
+}
