@@ -22,7 +22,8 @@ PKGS=(
   # tests
   libcmocka-dev bats bats-assert bats-support bats-file
   # test bed and baselines
-  iproute2 iperf3 procps psmisc openssh-client openssh-server
+  iproute2 iperf3 procps psmisc openssh-client openssh-server rsync sshfs
+  globus-gridftp-server-progs globus-gass-copy-progs
   # docs and plots
   go-md2man python3 python3-matplotlib
 )

@@ -36,6 +36,8 @@
 #include <xxhash.h>
 
 #define BLOCK_MAX (64u << 20)
+#define WINDOW    4 /* data messages received at once */
+#define HASH_BUF  (4u << 20)
 #define STEP_MS   120000 /* a pcp silent this long in a session is given up */
 
 static const char *root_path;
@@ -172,7 +174,7 @@ static void do_put(struct session *s)
     uint32_t sid = q->session;
     char rel[PCP_PATH_MAX], base[256], tmp[300];
     int dfd = -1, fd = -1;
-    uint8_t *buf = NULL;
+    uint8_t *buf = NULL, *win[WINDOW] = {0};
     XXH3_state_t *hs = XXH3_createState();
     if (relpath(q->path, rel, sizeof(rel)) != 0) {
         send_err(s->partner, sid, EXDEV, "%s: the path leaves the export root", q->path);
@@ -194,7 +196,7 @@ static void do_put(struct session *s)
     }
     snprintf(tmp, sizeof(tmp), ".%s.pcp-part", base);
     uint64_t have = 0;
-    buf = malloc(BLOCK_MAX);
+    buf = malloc(HASH_BUF);
     if (!buf || !hs) {
         send_err(s->partner, sid, ENOMEM, "out of memory");
         goto out;
@@ -209,7 +211,7 @@ static void do_put(struct session *s)
     m.op = PCP_OK;
     if ((q->flags & PCP_F_RESUME) && fstat(fd, &sb) == 0) {
         have = (uint64_t)sb.st_size < q->size ? (uint64_t)sb.st_size : q->size;
-        if (hash_prefix(fd, have, hs, buf, BLOCK_MAX) != 0)
+        if (hash_prefix(fd, have, hs, buf, HASH_BUF) != 0)
             have = 0;
         m.off = have;
         m.hash = XXH3_64bits_digest(hs);
@@ -218,7 +220,7 @@ static void do_put(struct session *s)
         m.op != PCP_GO)
         goto out; /* pcp went away: the part file stays for --resume */
     uint64_t off = m.off <= have ? m.off : 0;
-    if (off != have && hash_prefix(fd, off, hs, buf, BLOCK_MAX) != 0)
+    if (off != have && hash_prefix(fd, off, hs, buf, HASH_BUF) != 0)
         off = 0;
     if (off == 0)
         XXH3_64bits_reset(hs);
@@ -228,19 +230,37 @@ static void do_put(struct session *s)
         goto out;
     }
     uint64_t block = q->block && q->block <= BLOCK_MAX ? q->block : (8u << 20);
+    /* WINDOW receives posted at once: each claims its message at the piod,
+     * so messages on every channel land at full speed (they complete in
+     * order: one source, one tag) */
+    for (int i = 0; i < WINDOW; i++)
+        if (!(win[i] = malloc(block))) {
+            send_err(s->partner, sid, ENOMEM, "out of memory");
+            goto out;
+        }
+    PIO_Request rq[WINDOW];
+    uint64_t posted = off, k = 0, kdone = 0;
     while (off < q->size) {
+        while (posted < q->size && k - kdone < WINDOW) {
+            uint64_t want = q->size - posted < block ? q->size - posted : block;
+            if (PIO_Irecv(s->partner, 0, PCP_TAG_DATA + (int)sid, win[k % WINDOW], PIO_BYTE,
+                          (size_t)want, PIO_BLOCKING, &rq[k % WINDOW]) != PIO_OK)
+                goto out;
+            posted += want;
+            k++;
+        }
         PIO_Status st;
-        uint64_t want = q->size - off < block ? q->size - off : block;
-        int rc = PIO_Recv(s->partner, 0, PCP_TAG_DATA + (int)sid, buf, PIO_BYTE, (size_t)want,
-                          STEP_MS, PIO_BLOCKING, &st);
+        uint8_t *b = win[kdone % WINDOW];
+        int rc = PIO_Wait(&rq[kdone % WINDOW], STEP_MS, &st);
         if (rc != PIO_OK) {
             logf_("session %u: %s: data stopped at %llu of %llu bytes (%s); part file kept", sid,
                   q->path, (unsigned long long)off, (unsigned long long)q->size, PIO_Strerror(rc));
             goto out;
         }
-        XXH3_64bits_update(hs, buf, st.bytes);
+        kdone++;
+        XXH3_64bits_update(hs, b, st.bytes);
         for (size_t w = 0; w < st.bytes;) {
-            ssize_t r = pwrite(fd, buf + w, st.bytes - w, (off_t)(off + w));
+            ssize_t r = pwrite(fd, b + w, st.bytes - w, (off_t)(off + w));
             if (r < 0) {
                 int e = errno;
                 if (e == ENOSPC || e == EDQUOT)
@@ -280,6 +300,8 @@ out:
         close(fd);
     if (dfd >= 0)
         close(dfd);
+    for (int i = 0; i < WINDOW; i++)
+        free(win[i]);
     free(buf);
     XXH3_freeState(hs);
 }

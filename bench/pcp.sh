@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# pcp.sh - copying a file to another host: pcp over 1, 2, 4 channels against
+# scp, rsync over ssh, GridFTP and the 4-link ceiling (the original PIO's rcp
+# experiment).
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# A test bed of 2 hosts with 4 links at RATE (default 100mbit) each way. In one
+# run, h1 -> h2, a file of SIZE (default 1G, random bytes) is copied by:
+#   ceiling    4 iperf3 at once, one per link (bench/lib.bash), summed;
+#   pcp        piods on both hosts (B exports a folder), `pcp -n 1`, `-n 2`,
+#              `-n 4` (a message per channel in turn) and `pcp` (DYNAMIC over
+#              all channels), with the checksum on (the default), and DYNAMIC
+#              with --no-verify (the cost of the checksum);
+#   scp        to an sshd started in h2 for this run (root login with a
+#              throw-away key, port 2222, on h2's link-0 address: ssh uses one
+#              connection, so one link);
+#   rsync      over the same ssh (`rsync -e ssh`, the destination absent: a
+#              whole-file transfer);
+#   GridFTP    globus-gridftp-server in h2 (anonymous, as nobody, port 2811,
+#              in the foreground: one server per copy), `globus-url-copy -p 1`
+#              and `-p 4` (parallel TCP streams) on h2's link-0 address.
+# Every copy is checked against the source (cmp). Time is the copy command's
+# wall time (start-up and, for pcp, the checksum verification included).
+# Prints a table, PASS/MISS lines for the targets (pcp -n 4 >= 3.8 x scp,
+# >= 0.93 x the ceiling, faster than GridFTP's best; verify >= 0.95 x
+# no-verify) and writes bench/results/pcp.csv and pcp.png. Needs root.
+#
+# Exit status: 0 when every measurement completed (a MISS is reported, not an
+# error) or when skipped for want of root; 1 when one failed.
+# Environment: BUILD (default build/default), PCP_SIZE (1G; K/M/G suffixes),
+# PCP_RATE (100mbit), PIO_BENCH_RESULTS (default bench/results).
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build/default}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+TB=$ROOT/tests/testbed/pio-testbed
+RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+SIZE=${PCP_SIZE:-1G}
+RATE=${PCP_RATE:-100mbit}
+K=4
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "skip: pcp.sh needs root (network namespaces for the test bed)"
+  exit 0
+fi
+for b in "$BUILD/bin/pcp" "$BUILD/sbin/pio-files" "$BUILD/sbin/piod" scp rsync sshd \
+  globus-gridftp-server globus-url-copy iperf3; do
+  command -v "$b" >/dev/null || [ -x "$b" ] || [ -x "/usr/sbin/$b" ] ||
+    { echo "pcp.sh: $b is missing: run 'make deps' and 'make' first" >&2; exit 1; }
+done
+# shellcheck source=../tests/lib/piod.bash
+source "$ROOT/tests/lib/piod.bash"
+# shellcheck source=lib.bash
+source "$ROOT/bench/lib.bash"
+
+work=$(mktemp -d /tmp/pio-bench-pcp.XXXXXX)
+chmod 755 "$work"
+bed=""
+daemons=()
+netns_etc=()
+cleanup() {
+  local p
+  for p in "${netns_etc[@]}"; do rm -rf "$p"; done
+  for p in "${daemons[@]}"; do kill "$p" 2>/dev/null; done
+  pio_piods_stop
+  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bytes=$("$PY" -c 'import re,sys; m=re.fullmatch(r"([0-9]+)([kKmMgG]?)", sys.argv[1]); print(int(m.group(1)) << {"":0,"k":10,"m":20,"g":30}[m.group(2).lower()])' "$SIZE") ||
+  { echo "pcp.sh: PCP_SIZE=$SIZE: use bytes with K, M or G" >&2; exit 1; }
+echo "== pcp.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores, $K links at $RATE, file $SIZE"
+bed=$(printf 'pcp%05d' $(($$ % 100000)))
+"$TB" up "$bed" --hosts 2 --links "$K" --rate "$RATE" >"$work/up.log" 2>&1 ||
+  { cat "$work/up.log" >&2; exit 1; }
+h2a=$("$TB" addr "$bed" h2 0)
+mkdir -p "$work/src" "$work/dst"
+chmod 777 "$work/dst"
+head -c "$bytes" /dev/urandom >"$work/src/file"
+fail=0
+rows=()
+
+# timed NAME CMD...: run CMD in h1, check the copy at $work/dst/NAME, record MB/s
+timed() {
+  local name=$1 t0 t1 rc
+  shift
+  rm -f "$work/dst/$name"
+  t0=$(date +%s.%N)
+  "$TB" exec "$bed" h1 "$@" >"$work/$name.log" 2>&1
+  rc=$?
+  t1=$(date +%s.%N)
+  if [ $rc -ne 0 ] || ! cmp -s "$work/src/file" "$work/dst/$name"; then
+    echo "pcp.sh: $name failed (exit $rc); log:" >&2
+    sed 's/^/  | /' "$work/$name.log" >&2
+    fail=1
+    return 1
+  fi
+  local mbs
+  mbs=$("$PY" -c "print('%.3f' % ($bytes / ($t1 - $t0) / 1e6))")
+  printf '   %-22s %8.2f s  %8s MB/s\n' "$name" "$("$PY" -c "print($t1 - $t0)")" "$mbs"
+  rows+=("$name,$mbs")
+}
+
+echo "-- ceiling: $K x iperf3 at once, one per link"
+files=()
+for i in $(links "$K"); do files+=("$work/ceil.$i.json"); done
+if iperf_servers $(links "$K") && iperf_clients "$work/ceil" 8 $(links "$K") &&
+  ceil=$(iperf_rate "${files[@]}"); then
+  echo "   ceiling: $ceil MB/s"
+  rows+=("ceiling,$ceil")
+else
+  echo "pcp.sh: the iperf3 ceiling failed" >&2
+  exit 1
+fi
+
+echo "-- pcp (piods on both hosts, B exports $work/dst)"
+la=() lb=()
+for i in $(links "$K"); do la+=("$("$TB" addr "$bed" h1 "$i")"); lb+=("$("$TB" addr "$bed" h2 "$i")"); done
+_pio_keys "$work/pio" A B
+mkdir -p "$work/pio"
+IFS=, eval 'pa="B=${lb[*]}"; pb="A=${la[*]}"'
+args_a=() args_b=()
+for a in "${la[@]}"; do args_a+=(--listen "$a"); done
+for a in "${lb[@]}"; do args_b+=(--listen "$a"); done
+_pio_start A "$work/pio" "$("$TB" ns "$bed" h1)" -- "${args_a[@]}" --peer "$pa"
+_pio_start B "$work/pio" "$("$TB" ns "$bed" h2)" -- "${args_b[@]}" --peer "$pb" --export "$work/dst"
+if ! { _pio_wait_sock "$work/pio/A.sock" && _pio_wait_sock "$work/pio/B.sock" &&
+  pio_wait_channels "$work/pio/A.sock" "$K" && pio_wait_channels "$work/pio/B.sock" "$K"; }; then
+  echo "pcp.sh: the piods did not come up" >&2
+  exit 1
+fi
+sleep 1 # the file service joins
+for n in 1 2 4; do
+  timed "pcp-n$n" env PIO_SOCKET="$work/pio/A.sock" "$BUILD/bin/pcp" -q -n "$n" \
+    "$work/src/file" "B:pcp-n$n"
+done
+timed "pcp-dynamic" env PIO_SOCKET="$work/pio/A.sock" "$BUILD/bin/pcp" -q \
+  "$work/src/file" "B:pcp-dynamic"
+timed "pcp-dynamic-noverify" env PIO_SOCKET="$work/pio/A.sock" "$BUILD/bin/pcp" -q --no-verify \
+  "$work/src/file" "B:pcp-dynamic-noverify"
+pio_piods_stop
+
+echo "-- scp and rsync over ssh (sshd in h2 on $h2a:2222, one connection: one link)"
+ssh-keygen -q -t ed25519 -N '' -f "$work/hostkey" && ssh-keygen -q -t ed25519 -N '' -f "$work/id"
+cp "$work/id.pub" "$work/authorized_keys"
+cat >"$work/sshd_config" <<EOF
+Port 2222
+ListenAddress $h2a
+HostKey $work/hostkey
+PermitRootLogin yes
+AuthorizedKeysFile $work/authorized_keys
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PidFile $work/sshd.pid
+Subsystem sftp internal-sftp
+EOF
+mkdir -p /run/sshd
+"$TB" exec "$bed" h2 "$(command -v sshd || echo /usr/sbin/sshd)" -D -e -f "$work/sshd_config" \
+  >"$work/sshd.log" 2>&1 &
+daemons+=($!)
+for _ in $(seq 100); do
+  [ -n "$("$TB" exec "$bed" h2 ss -Hltn "src $h2a:2222")" ] && break
+  sleep 0.05
+done
+SSHO=(-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=error
+  -i "$work/id")
+timed scp scp -q "${SSHO[@]}" -P 2222 "$work/src/file" "root@$h2a:$work/dst/scp"
+timed rsync rsync -e "ssh ${SSHO[*]} -p 2222" "$work/src/file" "root@$h2a:$work/dst/rsync"
+
+echo "-- GridFTP (globus-gridftp-server in h2, anonymous, on $h2a:2811)"
+# globus looks its addresses up by name and gives up on the resolver's
+# "temporary failure" (no DNS inside the bed): give both namespaces an
+# /etc/hosts of their own (ip netns exec bind-mounts /etc/netns/NS/hosts).
+for h in h1 h2; do
+  ns=$("$TB" ns "$bed" "$h")
+  mkdir -p "/etc/netns/$ns"
+  { echo "127.0.0.1 localhost"
+    echo "$("$TB" addr "$bed" "$h" 0) $(hostname)"
+    for hh in 1 2; do for i in $(links "$K"); do echo "$("$TB" addr "$bed" "h$hh" "$i") h$hh-$i"; done; done
+  } >"/etc/netns/$ns/hosts"
+  netns_etc+=("/etc/netns/$ns")
+done
+# In the foreground (-debug) a server run as root takes one connection: one
+# server per copy.
+for p in 1 4; do
+  "$TB" exec "$bed" h2 globus-gridftp-server -aa -anonymous-user nobody -anonymous-group nogroup \
+    -p 2811 -control-interface "$h2a" -data-interface "$h2a" -debug -home-dir "$work" \
+    >"$work/gridftp.$p.log" 2>&1 &
+  gp=$!
+  daemons+=($gp)
+  for _ in $(seq 100); do
+    [ -n "$("$TB" exec "$bed" h2 ss -Hltn "src $h2a:2811")" ] && break
+    sleep 0.05
+  done
+  timed "gridftp-p$p" globus-url-copy -p "$p" "file://$work/src/file" \
+    "ftp://$h2a:2811$work/dst/gridftp-p$p"
+  kill "$gp" 2>/dev/null
+  wait "$gp" 2>/dev/null
+done
+
+[ $fail -eq 0 ] || { echo "pcp.sh: FAILED: not every copy completed" >&2; exit 1; }
+mkdir -p "$RESULTS"
+printf '%s\n' "${rows[@]}" >"$work/rows"
+"$PY" - "$RESULTS/pcp.csv" "$RESULTS/pcp.png" "$RATE" "$SIZE" "$work/rows" <<'EOF'
+import sys
+out_csv, out_png, rate, size, rows = sys.argv[1:6]
+r = {}
+for line in open(rows):
+    k, v = line.strip().split(",")
+    r[k] = float(v)
+ceil = r["ceiling"]
+order = ["ceiling", "pcp-n1", "pcp-n2", "pcp-n4", "pcp-dynamic", "pcp-dynamic-noverify",
+         "scp", "rsync", "gridftp-p1", "gridftp-p4"]
+with open(out_csv, "w") as f:
+    f.write("tool,MBps,x_ceiling,x_scp\n")
+    for k in order:
+        f.write("%s,%.3f,%.3f,%.3f\n" % (k, r[k], r[k] / ceil, r[k] / r["scp"]))
+print()
+print("Copy of a %s file, h1 -> h2, 4 links at %s (MB/s = 10^6 B/s)" % (size, rate))
+print("%-22s %9s %10s %8s" % ("tool", "MB/s", "x ceiling", "x scp"))
+for k in order:
+    print("%-22s %9.2f %10.3f %8.2f" % (k, r[k], r[k] / ceil, r[k] / r["scp"]))
+n4, best_g = r["pcp-n4"], max(r["gridftp-p1"], r["gridftp-p4"])
+ver = r["pcp-dynamic"] / r["pcp-dynamic-noverify"]
+print()
+print("%s: pcp -n 4 = %.2f x scp, target >= 3.8" % ("PASS" if n4 / r["scp"] >= 3.8 else "MISS", n4 / r["scp"]))
+print("%s: pcp -n 4 = %.3f x ceiling, target >= 0.93" % ("PASS" if n4 / ceil >= 0.93 else "MISS", n4 / ceil))
+print("%s: pcp -n 4 = %.2f x GridFTP's best (%.2f MB/s), target > 1" % ("PASS" if n4 > best_g else "MISS", n4 / best_g, best_g))
+print("%s: pcp verify on = %.3f x --no-verify, target >= 0.95" % ("PASS" if ver >= 0.95 else "MISS", ver))
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    print("note: no matplotlib: %s not drawn" % out_png)
+    sys.exit(0)
+fig, ax = plt.subplots(figsize=(9, 4.2))
+cols = ["C7"] + ["C0"] * 5 + ["C1", "C1", "C2", "C2"]
+ax.bar(range(len(order)), [r[k] for k in order], color=cols)
+ax.set_xticks(range(len(order)))
+ax.set_xticklabels(order, rotation=30, ha="right")
+ax.set_ylabel("MB/s")
+ax.set_title("Copying a %s file over 4 x %s links" % (size, rate))
+fig.tight_layout()
+fig.savefig(out_png, dpi=100)
+print("wrote %s and %s" % (out_csv, out_png))
+EOF
