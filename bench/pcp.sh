@@ -28,7 +28,10 @@
 # Exit status: 0 when every measurement completed (a MISS is reported, not an
 # error) or when skipped for want of root; 1 when one failed.
 # Environment: BUILD (default build/default), PCP_SIZE (1G; K/M/G suffixes),
-# PCP_RATE (100mbit), PIO_BENCH_RESULTS (default bench/results).
+# PCP_RATE (100mbit), PCP_RUNS (the runs to make, default all: ceiling
+# pcp-n1 pcp-n2 pcp-n4 pcp-dynamic pcp-dynamic-noverify scp rsync gridftp-p1
+# gridftp-p4; `make demo` makes four), PIO_BENCH_RESULTS (default
+# bench/results).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-build/default}
@@ -39,6 +42,8 @@ RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 SIZE=${PCP_SIZE:-1G}
 RATE=${PCP_RATE:-100mbit}
 K=4
+RUNS=" ${PCP_RUNS:-ceiling pcp-n1 pcp-n2 pcp-n4 pcp-dynamic pcp-dynamic-noverify scp rsync gridftp-p1 gridftp-p4} "
+want() { [[ $RUNS == *" $1 "* ]]; }
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "skip: pcp.sh needs root (network namespaces for the test bed)"
@@ -87,6 +92,7 @@ rows=()
 timed() {
   local name=$1 t0 t1 rc
   shift
+  want "$name" || return 0
   rm -f "$work/dst/$name"
   t0=$(date +%s.%N)
   "$TB" exec "$bed" h1 "$@" >"$work/$name.log" 2>&1
@@ -104,6 +110,7 @@ timed() {
   rows+=("$name,$mbs")
 }
 
+if want ceiling; then
 echo "-- ceiling: $K x iperf3 at once, one per link"
 files=()
 for i in $(links "$K"); do files+=("$work/ceil.$i.json"); done
@@ -114,6 +121,7 @@ if iperf_servers $(links "$K") && iperf_clients "$work/ceil" 8 $(links "$K") &&
 else
   echo "pcp.sh: the iperf3 ceiling failed" >&2
   exit 1
+fi
 fi
 
 echo "-- pcp (piods on both hosts, B exports $work/dst)"
@@ -143,6 +151,7 @@ timed "pcp-dynamic-noverify" env PIO_SOCKET="$work/pio/A.sock" "$BUILD/bin/pcp" 
   "$work/src/file" "B:pcp-dynamic-noverify"
 pio_piods_stop
 
+if want scp || want rsync; then
 echo "-- scp and rsync over ssh (sshd in h2 on $h2a:2222, one connection: one link)"
 ssh-keygen -q -t ed25519 -N '' -f "$work/hostkey" && ssh-keygen -q -t ed25519 -N '' -f "$work/id"
 cp "$work/id.pub" "$work/authorized_keys"
@@ -171,7 +180,9 @@ SSHO=(-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=y
   -i "$work/id")
 timed scp scp -q "${SSHO[@]}" -P 2222 "$work/src/file" "root@$h2a:$work/dst/scp"
 timed rsync rsync -e "ssh ${SSHO[*]} -p 2222" "$work/src/file" "root@$h2a:$work/dst/rsync"
+fi
 
+if want gridftp-p1 || want gridftp-p4; then
 echo "-- GridFTP (globus-gridftp-server in h2, anonymous, on $h2a:2811)"
 # globus looks its addresses up by name and gives up on the resolver's
 # "temporary failure" (no DNS inside the bed): give both namespaces an
@@ -188,6 +199,7 @@ done
 # In the foreground (-debug) a server run as root takes one connection: one
 # server per copy.
 for p in 1 4; do
+  want "gridftp-p$p" || continue
   "$TB" exec "$bed" h2 globus-gridftp-server -aa -anonymous-user nobody -anonymous-group nogroup \
     -p 2811 -control-interface "$h2a" -data-interface "$h2a" -debug -home-dir "$work" \
     >"$work/gridftp.$p.log" 2>&1 &
@@ -202,6 +214,7 @@ for p in 1 4; do
   kill "$gp" 2>/dev/null
   wait "$gp" 2>/dev/null
 done
+fi
 
 [ $fail -eq 0 ] || { echo "pcp.sh: FAILED: not every copy completed" >&2; exit 1; }
 mkdir -p "$RESULTS"
@@ -213,25 +226,31 @@ r = {}
 for line in open(rows):
     k, v = line.strip().split(",")
     r[k] = float(v)
-ceil = r["ceiling"]
-order = ["ceiling", "pcp-n1", "pcp-n2", "pcp-n4", "pcp-dynamic", "pcp-dynamic-noverify",
-         "scp", "rsync", "gridftp-p1", "gridftp-p4"]
+order = [k for k in ["ceiling", "pcp-n1", "pcp-n2", "pcp-n4", "pcp-dynamic",
+                     "pcp-dynamic-noverify", "scp", "rsync", "gridftp-p1", "gridftp-p4"] if k in r]
+ceil, scp = r.get("ceiling"), r.get("scp")
+ratio = lambda a, b: "%.3f" % (a / b) if b else ""
 with open(out_csv, "w") as f:
     f.write("tool,MBps,x_ceiling,x_scp\n")
     for k in order:
-        f.write("%s,%.3f,%.3f,%.3f\n" % (k, r[k], r[k] / ceil, r[k] / r["scp"]))
+        f.write("%s,%.3f,%s,%s\n" % (k, r[k], ratio(r[k], ceil), ratio(r[k], scp)))
 print()
 print("Copy of a %s file, h1 -> h2, 4 links at %s (MB/s = 10^6 B/s)" % (size, rate))
 print("%-22s %9s %10s %8s" % ("tool", "MB/s", "x ceiling", "x scp"))
 for k in order:
-    print("%-22s %9.2f %10.3f %8.2f" % (k, r[k], r[k] / ceil, r[k] / r["scp"]))
-n4, best_g = r["pcp-n4"], max(r["gridftp-p1"], r["gridftp-p4"])
-ver = r["pcp-dynamic"] / r["pcp-dynamic-noverify"]
+    print("%-22s %9.2f %10s %8s" % (k, r[k], ratio(r[k], ceil), ratio(r[k], scp)))
 print()
-print("%s: pcp -n 4 = %.2f x scp, target >= 3.8" % ("PASS" if n4 / r["scp"] >= 3.8 else "MISS", n4 / r["scp"]))
-print("%s: pcp -n 4 = %.3f x ceiling, target >= 0.93" % ("PASS" if n4 / ceil >= 0.93 else "MISS", n4 / ceil))
-print("%s: pcp -n 4 = %.2f x GridFTP's best (%.2f MB/s), target > 1" % ("PASS" if n4 > best_g else "MISS", n4 / best_g, best_g))
-print("%s: pcp verify on = %.3f x --no-verify, target >= 0.95" % ("PASS" if ver >= 0.95 else "MISS", ver))
+n4 = r.get("pcp-n4")
+g = [r[k] for k in ("gridftp-p1", "gridftp-p4") if k in r]
+if n4 and scp:
+    print("%s: pcp -n 4 = %.2f x scp, target >= 3.8" % ("PASS" if n4 / scp >= 3.8 else "MISS", n4 / scp))
+if n4 and ceil:
+    print("%s: pcp -n 4 = %.3f x ceiling, target >= 0.93" % ("PASS" if n4 / ceil >= 0.93 else "MISS", n4 / ceil))
+if n4 and g:
+    print("%s: pcp -n 4 = %.2f x GridFTP's best (%.2f MB/s), target > 1" % ("PASS" if n4 > max(g) else "MISS", n4 / max(g), max(g)))
+if "pcp-dynamic" in r and "pcp-dynamic-noverify" in r:
+    ver = r["pcp-dynamic"] / r["pcp-dynamic-noverify"]
+    print("%s: pcp verify on = %.3f x --no-verify, target >= 0.95" % ("PASS" if ver >= 0.95 else "MISS", ver))
 try:
     import matplotlib
     matplotlib.use("Agg")
@@ -240,7 +259,7 @@ except ImportError:
     print("note: no matplotlib: %s not drawn" % out_png)
     sys.exit(0)
 fig, ax = plt.subplots(figsize=(9, 4.2))
-cols = ["C7"] + ["C0"] * 5 + ["C1", "C1", "C2", "C2"]
+cols = ["C7" if k == "ceiling" else "C0" if k.startswith("pcp") else "C2" if k.startswith("grid") else "C1" for k in order]
 ax.bar(range(len(order)), [r[k] for k in order], color=cols)
 ax.set_xticks(range(len(order)))
 ax.set_xticklabels(order, rotation=30, ha="right")
