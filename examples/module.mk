@@ -9,8 +9,9 @@ MPICC ?= mpicc
 
 EXAMPLE_HELLO := $(B)/examples/hello
 EXAMPLE_MPI   := $(B)/examples/mpi_sim_viz
-TEST_BINS += $(EXAMPLE_HELLO) $(EXAMPLE_MPI)
-OBJS      += $(B)/examples/hello.o $(B)/examples/mpi_sim_viz.o
+EXAMPLE_MERGE := $(B)/examples/merged_output
+TEST_BINS += $(EXAMPLE_HELLO) $(EXAMPLE_MPI) $(EXAMPLE_MERGE)
+OBJS      += $(B)/examples/hello.o $(B)/examples/mpi_sim_viz.o $(B)/examples/merged_output.o
 
 $(EXAMPLE_HELLO): $(B)/examples/hello.o $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -20,4 +21,11 @@ $(B)/examples/mpi_sim_viz.o: examples/mpi_sim_viz.c $(SETTINGS)
 	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(EXAMPLE_MPI): $(B)/examples/mpi_sim_viz.o $(LIBPIO_A)
+	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/examples/merged_output.o: examples/merged_output.c $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(EXAMPLE_MERGE): $(B)/examples/merged_output.o $(LIBPIO_A)
 	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

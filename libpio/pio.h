@@ -243,6 +243,36 @@ int PIO_Gethostinfo(PIO_Hostinfo *info);
  * same host: *n = 0. */
 int PIO_Getconinfo(int partner, PIO_Coninfo *info, int max, int *n);
 
+/* ---- Remote merged output ----
+ * Many processes write blocks; one file appears on another host. The host's
+ * piod must export a folder (`export = DIR`); paths are relative to it.
+ * Thread-safety: one PIO_File is used by one thread at a time; different
+ * PIO_Files are independent. */
+typedef struct pio_file *PIO_File;
+#define PIO_FILE_RAW 0 /* bytes at offsets */
+
+/* PIO_File_open - collective over this application's processes: every
+ * process opens the same path on host; the file is created (or replaced)
+ * there under a temporary name.
+ * host [in]: the other host (a peer of this piod). path [in]: the file.
+ * mode [in]: PIO_FILE_RAW. fh [out]: the handle.
+ * Returns PIO_OK; PIO_EPARTNER (no file service on host: no export, or an
+ * unknown host), PIO_EPERM (the path leaves the export root, or permission),
+ * PIO_ENOENT (no such folder), PIO_ENOSYS (mode), PIO_EINVAL, PIO_ENOTINIT. */
+int PIO_File_open(const char *host, const char *path, int mode, PIO_File *fh);
+
+/* PIO_File_write_at - write len bytes of buf at offset of the remote file.
+ * Blocks of different processes must not overlap. buf is reusable on return
+ * (the bytes are in the piod's pool). Returns PIO_OK or a send error. */
+int PIO_File_write_at(PIO_File fh, uint64_t offset, const void *buf, size_t len);
+
+/* PIO_File_close - collective: returns when every process of the
+ * application has closed and the file is complete, synced and under its
+ * name on the remote host (or reports why not). Frees fh.
+ * Returns PIO_OK, or the first error any write met there (PIO_EIO for a full
+ * disk, ...). */
+int PIO_File_close(PIO_File fh);
+
 #ifdef __cplusplus
 }
 #endif

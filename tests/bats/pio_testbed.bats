@@ -158,6 +158,7 @@ PY
   local st=0
   wait "$sp" || st=$?
   for l in 0 1 2 3; do "$PIO_TESTBED" link "$BED" h1 "$l" up; done
+  echo "sender exit status $st; its output:"
   cat "$BATS_TEST_TMPDIR/s"
   [ "$st" -ne 0 ]
   grep -q "PIO_ELINK" "$BATS_TEST_TMPDIR/s"

@@ -1,8 +1,8 @@
 # tools/pcp/module.mk - pcp (bin) and the file service pio-files (sbin, started by piod).
-PCP_PROTO_OBJ := $(B)/tools/pcp/pcp_proto.o
-PCP_OBJS      := $(B)/tools/pcp/pcp.o $(PCP_PROTO_OBJ)
-PIOFILES_OBJS := $(B)/tools/pcp/pio-files.o $(PCP_PROTO_OBJ)
-OBJS  += $(B)/tools/pcp/pcp.o $(B)/tools/pcp/pio-files.o $(PCP_PROTO_OBJ)
+# (pcp_proto.c, the file service protocol, is in libpio: PIO_File_* speak it too)
+PCP_OBJS      := $(B)/tools/pcp/pcp.o
+PIOFILES_OBJS := $(B)/tools/pcp/pio-files.o
+OBJS  += $(B)/tools/pcp/pcp.o $(B)/tools/pcp/pio-files.o
 BINS  += $(B)/bin/pcp
 SBINS += $(B)/sbin/pio-files
 

@@ -24,6 +24,12 @@
  * MKDIR {path, mode}: -> CTL OK or ERR. LIST {path}: -> CTL OK {size = number
  *   of entries} then one CTL ENTRY per entry (path relative to the listed
  *   directory, type, size, mode, mtime), depth first, directories first.
+ * FOPEN {path, size = the writing application's process count, mode}: each
+ *   process of the application opens a session; the first creates the part
+ *   file -> CTL OK; then per block CTL WRITE {off, size} and a DATA message
+ *   of size bytes (written at off); CTL FCLOSE {off = writes, size = bytes}
+ *   -> CTL OK once every process has closed and the file is synced and
+ *   renamed into place (remote merged output, PIO_File_open(3)).
  * Any step may be answered with ERR {err = errno, text}. The service never
  * writes under the final name before the copy is complete and verified.
  */
@@ -46,6 +52,9 @@ enum pcp_op {
     PCP_GET,
     PCP_MKDIR,
     PCP_LIST,
+    PCP_FOPEN,  /* merged output: one process of an application opens path */
+    PCP_WRITE,  /* merged output: bytes at an offset (the data message follows) */
+    PCP_FCLOSE, /* merged output: this process is done; answered when all are */
     PCP_OK = 16,
     PCP_ERR,
     PCP_GO,

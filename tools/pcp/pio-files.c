@@ -45,7 +45,7 @@ static int root_fd = -1;
 static const char *app;
 
 struct session {
-    int partner;
+    int partner, proc; /* the client: application handle and process */
     struct pcp_msg req;
 };
 
@@ -60,18 +60,18 @@ static void logf_(const char *fmt, ...)
     va_end(ap);
 }
 
-static int send_msg(int partner, uint32_t session, struct pcp_msg *m)
+static int send_msg(const struct session *s, uint32_t session, struct pcp_msg *m)
 {
     uint8_t buf[PCP_MSG_MAX];
     m->session = session;
     size_t n = pcp_msg_encode(m, buf);
-    return PIO_Send(partner, 0, PCP_TAG_CTL + (int)session, PIO_DYNAMIC, buf, PIO_BYTE, n,
+    return PIO_Send(s->partner, s->proc, PCP_TAG_CTL + (int)session, PIO_DYNAMIC, buf, PIO_BYTE, n,
                     PIO_BLOCKING);
 }
 
-static int send_err(int partner, uint32_t session, int err, const char *fmt, ...)
+static int send_err(const struct session *s, uint32_t session, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static int send_err(int partner, uint32_t session, int err, const char *fmt, ...)
+static int send_err(const struct session *s, uint32_t session, int err, const char *fmt, ...)
 {
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
@@ -82,16 +82,16 @@ static int send_err(int partner, uint32_t session, int err, const char *fmt, ...
     vsnprintf(m.text, sizeof(m.text), fmt, ap);
     va_end(ap);
     logf_("session %u: %s", session, m.text);
-    return send_msg(partner, session, &m);
+    return send_msg(s, session, &m);
 }
 
 /* Wait for the next step of a session; 0 or -1 (pcp gone, timed out, bad). */
-static int recv_step(int partner, uint32_t session, struct pcp_msg *m)
+static int recv_step(const struct session *s, uint32_t session, struct pcp_msg *m)
 {
     uint8_t buf[PCP_MSG_MAX];
     PIO_Status st;
-    int rc = PIO_Recv(partner, 0, PCP_TAG_CTL + (int)session, buf, PIO_BYTE, sizeof(buf), STEP_MS,
-                      PIO_BLOCKING, &st);
+    int rc = PIO_Recv(s->partner, s->proc, PCP_TAG_CTL + (int)session, buf, PIO_BYTE, sizeof(buf),
+                      STEP_MS, PIO_BLOCKING, &st);
     if (rc != PIO_OK || pcp_msg_decode(buf, st.bytes, m) != 0)
         return -1;
     return 0;
@@ -177,7 +177,7 @@ static void do_put(struct session *s)
     uint8_t *buf = NULL, *win[WINDOW] = {0};
     XXH3_state_t *hs = XXH3_createState();
     if (relpath(q->path, rel, sizeof(rel)) != 0) {
-        send_err(s->partner, sid, EXDEV, "%s: the path leaves the export root", q->path);
+        send_err(s, sid, EXDEV, "%s: the path leaves the export root", q->path);
         goto out;
     }
     /* an existing directory (or a path ending in /) receives the file under its source name */
@@ -191,20 +191,20 @@ static void do_put(struct session *s)
         close(tfd);
     if ((dfd = open_parent(rel, base, sizeof(base))) < 0) {
         int e = errno;
-        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        send_err(s, sid, e, "%s: %s", q->path, why(e));
         goto out;
     }
     snprintf(tmp, sizeof(tmp), ".%s.pcp-part", base);
     uint64_t have = 0;
     buf = malloc(HASH_BUF);
     if (!buf || !hs) {
-        send_err(s->partner, sid, ENOMEM, "out of memory");
+        send_err(s, sid, ENOMEM, "out of memory");
         goto out;
     }
     fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
-        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        send_err(s, sid, e, "%s: %s", q->path, why(e));
         goto out;
     }
     memset(&m, 0, sizeof(m));
@@ -216,8 +216,7 @@ static void do_put(struct session *s)
         m.off = have;
         m.hash = XXH3_64bits_digest(hs);
     }
-    if (send_msg(s->partner, sid, &m) != PIO_OK || recv_step(s->partner, sid, &m) != 0 ||
-        m.op != PCP_GO)
+    if (send_msg(s, sid, &m) != PIO_OK || recv_step(s, sid, &m) != 0 || m.op != PCP_GO)
         goto out; /* pcp went away: the part file stays for --resume */
     uint64_t off = m.off <= have ? m.off : 0;
     if (off != have && hash_prefix(fd, off, hs, buf, HASH_BUF) != 0)
@@ -226,7 +225,7 @@ static void do_put(struct session *s)
         XXH3_64bits_reset(hs);
     if (ftruncate(fd, (off_t)off) != 0) {
         int e = errno;
-        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        send_err(s, sid, e, "%s: %s", q->path, why(e));
         goto out;
     }
     uint64_t block = q->block && q->block <= BLOCK_MAX ? q->block : (8u << 20);
@@ -235,7 +234,7 @@ static void do_put(struct session *s)
      * order: one source, one tag) */
     for (int i = 0; i < WINDOW; i++)
         if (!(win[i] = malloc(block))) {
-            send_err(s->partner, sid, ENOMEM, "out of memory");
+            send_err(s, sid, ENOMEM, "out of memory");
             goto out;
         }
     PIO_Request rq[WINDOW];
@@ -243,7 +242,7 @@ static void do_put(struct session *s)
     while (off < q->size) {
         while (posted < q->size && k - kdone < WINDOW) {
             uint64_t want = q->size - posted < block ? q->size - posted : block;
-            if (PIO_Irecv(s->partner, 0, PCP_TAG_DATA + (int)sid, win[k % WINDOW], PIO_BYTE,
+            if (PIO_Irecv(s->partner, s->proc, PCP_TAG_DATA + (int)sid, win[k % WINDOW], PIO_BYTE,
                           (size_t)want, PIO_BLOCKING, &rq[k % WINDOW]) != PIO_OK)
                 goto out;
             posted += want;
@@ -265,21 +264,20 @@ static void do_put(struct session *s)
                 int e = errno;
                 if (e == ENOSPC || e == EDQUOT)
                     unlinkat(dfd, tmp, 0); /* nothing to resume into a full disk */
-                send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+                send_err(s, sid, e, "%s: %s", q->path, why(e));
                 goto out;
             }
             w += (size_t)r;
         }
         off += st.bytes;
     }
-    if (recv_step(s->partner, sid, &m) != 0 || m.op != PCP_END)
+    if (recv_step(s, sid, &m) != 0 || m.op != PCP_END)
         goto out;
     uint64_t h = XXH3_64bits_digest(hs);
     if (!(q->flags & PCP_F_NOVERIFY) && h != m.hash) {
         unlinkat(dfd, tmp, 0);
-        send_err(s->partner, sid, EIO,
-                 "%s: checksum mismatch (sent %016llx, written %016llx): nothing kept", q->path,
-                 (unsigned long long)m.hash, (unsigned long long)h);
+        send_err(s, sid, EIO, "%s: checksum mismatch (sent %016llx, written %016llx): nothing kept",
+                 q->path, (unsigned long long)m.hash, (unsigned long long)h);
         goto out;
     }
     struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
@@ -287,14 +285,14 @@ static void do_put(struct session *s)
     if (fsync(fd) != 0 || fchmod(fd, q->mode & 07777) != 0 || futimens(fd, ts) != 0 ||
         renameat(dfd, tmp, dfd, base) != 0 || fsync(dfd) != 0) {
         int e = errno;
-        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        send_err(s, sid, e, "%s: %s", q->path, why(e));
         goto out;
     }
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
     m.size = q->size;
     m.hash = h;
-    send_msg(s->partner, sid, &m);
+    send_msg(s, sid, &m);
 out:
     if (fd >= 0)
         close(fd);
@@ -316,16 +314,16 @@ static void do_get(struct session *s)
     XXH3_state_t *hs = XXH3_createState();
     struct stat sb;
     if (relpath(q->path, rel, sizeof(rel)) != 0) {
-        send_err(s->partner, sid, EXDEV, "%s: the path leaves the export root", q->path);
+        send_err(s, sid, EXDEV, "%s: the path leaves the export root", q->path);
         goto out;
     }
     if ((fd = open_beneath(rel, O_RDONLY | O_NOFOLLOW, 0)) < 0 || fstat(fd, &sb) != 0) {
         int e = errno == ELOOP ? EXDEV : errno;
-        send_err(s->partner, sid, e, "%s: %s", q->path, why(e));
+        send_err(s, sid, e, "%s: %s", q->path, why(e));
         goto out;
     }
     if (!S_ISREG(sb.st_mode)) {
-        send_err(s->partner, sid, S_ISDIR(sb.st_mode) ? EISDIR : EINVAL, "%s: %s", q->path,
+        send_err(s, sid, S_ISDIR(sb.st_mode) ? EISDIR : EINVAL, "%s: %s", q->path,
                  S_ISDIR(sb.st_mode) ? "is a directory (use -r)" : "not a regular file");
         goto out;
     }
@@ -333,7 +331,7 @@ static void do_get(struct session *s)
     buf[0] = malloc(block);
     buf[1] = malloc(block);
     if (!buf[0] || !buf[1] || !hs) {
-        send_err(s->partner, sid, ENOMEM, "out of memory");
+        send_err(s, sid, ENOMEM, "out of memory");
         goto out;
     }
     memset(&m, 0, sizeof(m));
@@ -342,8 +340,7 @@ static void do_get(struct session *s)
     m.mode = (uint32_t)sb.st_mode & 07777;
     m.mtime_sec = (int64_t)sb.st_mtim.tv_sec;
     m.mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec;
-    if (send_msg(s->partner, sid, &m) != PIO_OK || recv_step(s->partner, sid, &m) != 0 ||
-        m.op != PCP_GO)
+    if (send_msg(s, sid, &m) != PIO_OK || recv_step(s, sid, &m) != 0 || m.op != PCP_GO)
         goto out;
     uint64_t size = (uint64_t)sb.st_size, off = 0;
     XXH3_64bits_reset(hs);
@@ -355,7 +352,7 @@ static void do_get(struct session *s)
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
     m.off = off;
-    if (send_msg(s->partner, sid, &m) != PIO_OK)
+    if (send_msg(s, sid, &m) != PIO_OK)
         goto out;
     PIO_Request rq[2];
     int busy[2] = {0, 0}, k = 0;
@@ -367,12 +364,12 @@ static void do_get(struct session *s)
         ssize_t r = pread(fd, buf[k], want, (off_t)off);
         if (r <= 0) {
             int e = r < 0 ? errno : EIO;
-            send_err(s->partner, sid, e, "%s: read: %s", q->path,
+            send_err(s, sid, e, "%s: read: %s", q->path,
                      r < 0 ? strerror(e) : "the file shrank while being sent");
             goto out;
         }
         XXH3_64bits_update(hs, buf[k], (size_t)r);
-        if (PIO_Isend(s->partner, 0, PCP_TAG_DATA + (int)sid, PIO_DYNAMIC, buf[k], PIO_BYTE,
+        if (PIO_Isend(s->partner, s->proc, PCP_TAG_DATA + (int)sid, PIO_DYNAMIC, buf[k], PIO_BYTE,
                       (size_t)r, PIO_BLOCKING, &rq[k]) != PIO_OK)
             goto out;
         busy[k] = 1;
@@ -386,7 +383,7 @@ static void do_get(struct session *s)
     m.op = PCP_END;
     m.size = size;
     m.hash = XXH3_64bits_digest(hs);
-    send_msg(s->partner, sid, &m);
+    send_msg(s, sid, &m);
 out:
     for (int i = 0; i < 2; i++)
         free(buf[i]);
@@ -401,17 +398,17 @@ static void do_mkdir(struct session *s)
     char rel[PCP_PATH_MAX], base[256];
     int dfd = -1;
     if (relpath(q->path, rel, sizeof(rel)) != 0) {
-        send_err(s->partner, q->session, EXDEV, "%s: the path leaves the export root", q->path);
+        send_err(s, q->session, EXDEV, "%s: the path leaves the export root", q->path);
         return;
     }
     if ((dfd = open_parent(rel, base, sizeof(base))) < 0 ||
         (mkdirat(dfd, base, (q->mode & 07777) | 0700) != 0 && errno != EEXIST)) {
         int e = errno;
-        send_err(s->partner, q->session, e, "%s: %s", q->path, why(e));
+        send_err(s, q->session, e, "%s: %s", q->path, why(e));
     } else {
         memset(&m, 0, sizeof(m));
         m.op = PCP_OK;
-        send_msg(s->partner, q->session, &m);
+        send_msg(s, q->session, &m);
     }
     if (dfd >= 0)
         close(dfd);
@@ -474,24 +471,194 @@ static void do_list(struct session *s)
     char rel[PCP_PATH_MAX];
     struct list l = {0};
     if (relpath(q->path, rel, sizeof(rel)) != 0) {
-        send_err(s->partner, q->session, EXDEV, "%s: the path leaves the export root", q->path);
+        send_err(s, q->session, EXDEV, "%s: the path leaves the export root", q->path);
         return;
     }
     int dfd = open_beneath(rel, O_RDONLY | O_DIRECTORY, 0);
     if (dfd < 0 || list_dir(dfd, "", &l, 0) != 0) {
         int e = errno == ELOOP ? EXDEV : errno;
-        send_err(s->partner, q->session, e, "%s: %s", q->path, why(e));
+        send_err(s, q->session, e, "%s: %s", q->path, why(e));
         free(l.e);
         return;
     }
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
     m.size = l.n;
-    if (send_msg(s->partner, q->session, &m) == PIO_OK)
+    if (send_msg(s, q->session, &m) == PIO_OK)
         for (size_t i = 0; i < l.n; i++)
-            if (send_msg(s->partner, q->session, &l.e[i]) != PIO_OK)
+            if (send_msg(s, q->session, &l.e[i]) != PIO_OK)
                 break;
     free(l.e);
+}
+
+/* ---- remote merged output: one file, many writing processes ---- */
+
+struct merged {
+    struct merged *next;
+    char app[PCP_NAME_MAX], path[PCP_PATH_MAX];
+    char base[256], tmp[300];
+    int dfd, fd;
+    uint32_t nprocs, opened, closed, left; /* left: sessions not answered yet */
+    int err, done;
+    char text[PCP_TEXT_MAX];
+};
+
+static pthread_mutex_t merged_mtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t merged_cv = PTHREAD_COND_INITIALIZER;
+static struct merged *merged_list;
+
+/* The open merged file (app, path), created by the first process (locked). */
+static struct merged *merged_get(struct session *s, int *err, char *text, size_t cap)
+{
+    struct pcp_msg *q = &s->req;
+    for (struct merged *x = merged_list; x; x = x->next)
+        if (!x->done && x->opened < x->nprocs && strcmp(x->app, q->client) == 0 &&
+            strcmp(x->path, q->path) == 0)
+            return x;
+    char rel[PCP_PATH_MAX];
+    struct merged *x = calloc(1, sizeof(*x));
+    if (!x) {
+        *err = ENOMEM;
+        snprintf(text, cap, "out of memory");
+        return NULL;
+    }
+    x->fd = x->dfd = -1;
+    if (relpath(q->path, rel, sizeof(rel)) != 0) {
+        *err = EXDEV;
+    } else if ((x->dfd = open_parent(rel, x->base, sizeof(x->base))) < 0) {
+        *err = errno == ELOOP ? EXDEV : errno;
+    } else {
+        snprintf(x->tmp, sizeof(x->tmp), ".%s.pcp-part", x->base);
+        x->fd = openat(x->dfd, x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (x->fd < 0)
+            *err = errno;
+    }
+    if (x->fd < 0) {
+        snprintf(text, cap, "%.150s: %s", q->path, why(*err));
+        if (x->dfd >= 0)
+            close(x->dfd);
+        free(x);
+        return NULL;
+    }
+    snprintf(x->app, sizeof(x->app), "%s", q->client);
+    snprintf(x->path, sizeof(x->path), "%s", q->path);
+    x->nprocs = q->size ? (uint32_t)q->size : 1;
+    x->left = x->nprocs;
+    x->next = merged_list;
+    merged_list = x;
+    return x;
+}
+
+/* The last close: sync, set the mode, rename into place (locked). */
+static void merged_finish(struct merged *x, uint32_t mode)
+{
+    if (!x->err && (fsync(x->fd) != 0 || fchmod(x->fd, mode & 07777) != 0 ||
+                    renameat(x->dfd, x->tmp, x->dfd, x->base) != 0 || fsync(x->dfd) != 0)) {
+        x->err = errno;
+        snprintf(x->text, sizeof(x->text), "%.150s: %s", x->path, why(errno));
+    }
+    if (x->err)
+        unlinkat(x->dfd, x->tmp, 0);
+    close(x->fd);
+    close(x->dfd);
+    x->done = 1;
+    pthread_cond_broadcast(&merged_cv);
+}
+
+static void do_fopen(struct session *s)
+{
+    struct pcp_msg *q = &s->req, m;
+    uint32_t sid = q->session;
+    int err = 0;
+    char text[PCP_TEXT_MAX];
+    pthread_mutex_lock(&merged_mtx);
+    struct merged *x = merged_get(s, &err, text, sizeof(text));
+    if (x)
+        x->opened++;
+    pthread_mutex_unlock(&merged_mtx);
+    if (!x) {
+        send_err(s, sid, err, "%s", text);
+        return;
+    }
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_OK;
+    send_msg(s, sid, &m);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    int gone = 0;
+    for (;;) {
+        if (recv_step(s, sid, &m) != 0) {
+            gone = 1; /* the process went away: its share is missing */
+            break;
+        }
+        if (m.op == PCP_FCLOSE)
+            break;
+        if (m.op != PCP_WRITE || m.size > BLOCK_MAX) {
+            gone = 1;
+            break;
+        }
+        if (m.size > cap) {
+            uint8_t *nb = realloc(buf, m.size);
+            if (!nb) {
+                gone = 1;
+                break;
+            }
+            buf = nb;
+            cap = m.size;
+        }
+        PIO_Status st;
+        if (PIO_Recv(s->partner, s->proc, PCP_TAG_DATA + (int)sid, buf, PIO_BYTE, m.size, STEP_MS,
+                     PIO_BLOCKING, &st) != PIO_OK) {
+            gone = 1;
+            break;
+        }
+        for (size_t w = 0; w < st.bytes;) {
+            ssize_t r = pwrite(x->fd, buf + w, st.bytes - w, (off_t)(m.off + w));
+            if (r < 0) {
+                pthread_mutex_lock(&merged_mtx);
+                if (!x->err) {
+                    x->err = errno;
+                    snprintf(x->text, sizeof(x->text), "%.150s: %s", x->path, why(errno));
+                }
+                pthread_mutex_unlock(&merged_mtx);
+                break;
+            }
+            w += (size_t)r;
+        }
+    }
+    free(buf);
+    pthread_mutex_lock(&merged_mtx);
+    if (gone && !x->err) {
+        x->err = EPIPE;
+        snprintf(x->text, sizeof(x->text),
+                 "%.120s: process %d of %.40s stopped writing before its close: file not kept",
+                 x->path, s->proc, x->app);
+    }
+    if (++x->closed == x->nprocs)
+        merged_finish(x, q->mode ? q->mode : 0644);
+    while (!x->done)
+        pthread_cond_wait(&merged_cv, &merged_mtx);
+    int e = x->err;
+    char t[PCP_TEXT_MAX];
+    snprintf(t, sizeof(t), "%s", x->text);
+    if (--x->left == 0) {
+        for (struct merged **pp = &merged_list; *pp; pp = &(*pp)->next)
+            if (*pp == x) {
+                *pp = x->next;
+                break;
+            }
+        free(x);
+    }
+    pthread_mutex_unlock(&merged_mtx);
+    if (gone)
+        return;
+    if (e) {
+        send_err(s, sid, e, "%s", t);
+    } else {
+        memset(&m, 0, sizeof(m));
+        m.op = PCP_OK;
+        send_msg(s, sid, &m);
+    }
 }
 
 static void *session_thread(void *arg)
@@ -502,6 +669,7 @@ static void *session_thread(void *arg)
     case PCP_GET: do_get(s); break;
     case PCP_MKDIR: do_mkdir(s); break;
     case PCP_LIST: do_list(s); break;
+    case PCP_FOPEN: do_fopen(s); break;
     default: break;
     }
     free(s);
@@ -580,12 +748,13 @@ int main(int argc, char **argv)
         struct session *s = calloc(1, sizeof(*s));
         if (!s)
             continue;
-        if (pcp_msg_decode(buf, st.bytes, &s->req) != 0 || s->req.op > PCP_LIST ||
+        if (pcp_msg_decode(buf, st.bytes, &s->req) != 0 || s->req.op > PCP_FOPEN ||
             PIO_Addpartner(s->req.client, &s->partner) != PIO_OK) {
             logf_("a malformed request (%zu bytes) was ignored", st.bytes);
             free(s);
             continue;
         }
+        s->proc = st.source;
         pthread_t t;
         if (pthread_create(&t, &at, session_thread, s) != 0)
             free(s);
