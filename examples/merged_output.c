@@ -115,8 +115,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("OK merged_output: %d processes, %d blocks, %llu bytes in %.3f s (%.2f MB/s) -> "
                "%s:%s\n",
-               nprocs, nb, (unsigned long long)total, tmax, (double)total / tmax / 1e6, host,
-               path);
+               nprocs, nb, (unsigned long long)total, tmax, (double)total / tmax / 1e6, host, path);
     free(buf);
     free(off);
     free(sz);

@@ -52,8 +52,8 @@ static int ctl_recv(struct pio_file *f, struct pcp_msg *m, int timeout)
 {
     uint8_t buf[PCP_MSG_MAX];
     PIO_Status st;
-    int rc = PIO_Recv(f->partner, 0, PCP_TAG_CTL + (int)f->sid, buf, PIO_BYTE, sizeof(buf),
-                      timeout, PIO_BLOCKING, &st);
+    int rc = PIO_Recv(f->partner, 0, PCP_TAG_CTL + (int)f->sid, buf, PIO_BYTE, sizeof(buf), timeout,
+                      PIO_BLOCKING, &st);
     if (rc != PIO_OK)
         return rc;
     if (pcp_msg_decode(buf, st.bytes, m) != 0)

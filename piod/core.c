@@ -1423,11 +1423,11 @@ static void conn_closed(struct piod *d, struct piod_conn *c)
  * one client cannot starve the others). */
 static void on_conn_ready(struct piod *d, struct piod_conn *c, short revents, struct pio_frame *f)
 {
-    if ((revents & ZMQ_POLLOUT) && pio_fout_flush(&c->out, c->fd) != PIO_OK) {
+    if ((revents & POLLOUT) && pio_fout_flush(&c->out, c->fd) != PIO_OK) {
         conn_closed(d, c);
         return;
     }
-    if (!(revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+    if (!(revents & (POLLIN | POLLERR | POLLHUP)))
         return;
     uint64_t cid = piod_conn_cid(d, c);
     int rc = pio_fin_fill(&c->in, c->fd);
@@ -1781,7 +1781,7 @@ static void on_express_ready(struct piod *d, int peer, int out, short revents, s
 {
     struct piod_peer_st *p = &d->peers[peer];
     if (out) {
-        if (revents & (ZMQ_POLLIN | ZMQ_POLLERR)) {
+        if (revents & (POLLIN | POLLERR | POLLHUP)) {
             char b[64];
             ssize_t n = recv(p->xout_fd, b, sizeof(b), MSG_DONTWAIT);
             if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -1789,7 +1789,7 @@ static void on_express_ready(struct piod *d, int peer, int out, short revents, s
                 return;
             }
         }
-        if ((revents & ZMQ_POLLOUT) && pio_fout_flush(&p->xo, p->xout_fd) != PIO_OK)
+        if ((revents & POLLOUT) && pio_fout_flush(&p->xo, p->xout_fd) != PIO_OK)
             express_out_down(d, peer, "send failed");
         return;
     }

@@ -26,7 +26,7 @@ teardown() {
 
 @test "8 ranks x 100 blocks of random sizes at random offsets: the remote file equals the local one" {
   mkdir "$EXP/out"
-  run timeout 120 mpirun --oversubscribe -np 8 "$EX/merged_output" B out/merged.bin \
+  run timeout 120 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 8 "$EX/merged_output" B out/merged.bin \
     --random 42 --blocks 100 --local "$BATS_TEST_TMPDIR/local.bin" </dev/null
   echo "$output"
   assert_success
@@ -36,7 +36,7 @@ teardown() {
 }
 
 @test "the original experiment: 4 processes write a 1 MB block 10 times, one 40 MB file" {
-  run timeout 120 mpirun --oversubscribe -np 4 "$EX/merged_output" B exp.bin \
+  run timeout 120 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 4 "$EX/merged_output" B exp.bin \
     --local "$BATS_TEST_TMPDIR/exp.local" </dev/null
   echo "$output"
   assert_success
@@ -45,14 +45,14 @@ teardown() {
 }
 
 @test "a path out of the export is refused on every rank" {
-  run timeout 60 mpirun --oversubscribe -np 2 "$EX/merged_output" B ../escape.bin </dev/null
+  run timeout 60 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 2 "$EX/merged_output" B ../escape.bin </dev/null
   assert_failure
   assert_output --partial "permission denied"
   [ ! -e "$BATS_TEST_TMPDIR/escape.bin" ]
 }
 
 @test "a folder that does not exist there: a clear error on every rank, nothing written" {
-  run timeout 60 mpirun --oversubscribe -np 2 "$EX/merged_output" B nodir/merged.bin </dev/null
+  run timeout 60 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 2 "$EX/merged_output" B nodir/merged.bin </dev/null
   assert_failure
   assert_output --partial "PIO_File_open(host, path, PIO_FILE_RAW, &fh): no such file"
   [ -z "$(ls -A "$EXP")" ]

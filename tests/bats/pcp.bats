@@ -49,10 +49,10 @@ setup() {
   W=$BATS_TEST_TMPDIR
 }
 
-@test "send and fetch: 0 B, 1 B, 256 MiB and a sparse file, identical, modes and mtimes kept" {
+@test "send and fetch: 0 B, 1 B, 1 GiB and a sparse file, identical, modes and mtimes kept" {
   : >"$W/empty"
   printf x >"$W/one"
-  head -c $((256 << 20)) /dev/urandom >"$W/big"
+  head -c $((1 << 30)) /dev/urandom >"$W/big"
   truncate -s 64M "$W/sparse" && printf tail | dd of="$W/sparse" bs=1 seek=$((40 << 20)) conv=notrunc 2>/dev/null
   chmod 600 "$W/empty"; chmod 640 "$W/one"; chmod 751 "$W/big"; chmod 604 "$W/sparse"
   touch -d '2001-02-03 04:05:06' "$W/one"

@@ -39,6 +39,7 @@ static struct {
     int balance;    /* PIO_DYNAMIC, PIO_STATIC, or -1 (user: round-robin) */
     uint64_t block; /* --chunk */
     int resume, verify, quiet, json, verbose, recursive;
+    int put; /* sending (else fetching) */
     int tty;
     const char *host; /* the remote host */
     int partner;
@@ -117,8 +118,17 @@ static void progress(struct progress *p, int final)
             PIO_Coninfo ci[16];
             int n = 0;
             if (PIO_Getconinfo(o.partner, ci, 16, &n) == PIO_OK)
-                for (int i = 0; i < n; i++)
-                    fprintf(stderr, " ch%d:%s", i, ci[i].up ? "up" : "down");
+                for (int i = 0; i < n && i < 16; i++) { /* from byte counters between updates */
+                    static uint64_t prev[16];
+                    static double prev_t[16];
+                    uint64_t b = o.put ? ci[i].tx_bytes : ci[i].rx_bytes;
+                    char cr[32];
+                    double dt = t - prev_t[i];
+                    human(prev_t[i] > 0 && dt > 0 ? (double)(b - prev[i]) / dt : 0, cr, sizeof(cr));
+                    prev[i] = b;
+                    prev_t[i] = t;
+                    fprintf(stderr, " ch%d:%s/s", i, ci[i].up ? cr : "down");
+                }
         }
         if (final)
             fputc('\n', stderr);
@@ -648,6 +658,7 @@ int main(int argc, char **argv)
     o.tty = isatty(2);
     char *dsthost = NULL, *dstpath = NULL, *last = argv[argc - 1];
     int put = split_remote(last, &dsthost, &dstpath);
+    o.put = put;
     char *srchost = NULL;
     for (int i = optind; i < argc - 1; i++) {
         char *h, *p, copy[PATH_MAX];

@@ -748,9 +748,14 @@ int main(int argc, char **argv)
         struct session *s = calloc(1, sizeof(*s));
         if (!s)
             continue;
-        if (pcp_msg_decode(buf, st.bytes, &s->req) != 0 || s->req.op > PCP_FOPEN ||
-            PIO_Addpartner(s->req.client, &s->partner) != PIO_OK) {
+        if (pcp_msg_decode(buf, st.bytes, &s->req) != 0 || s->req.op > PCP_FOPEN) {
             logf_("a malformed request (%zu bytes) was ignored", st.bytes);
+            free(s);
+            continue;
+        }
+        if ((rc = PIO_Addpartner(s->req.client, &s->partner)) != PIO_OK) {
+            logf_("a request from %s (process %d), unknown to us: %s", s->req.client, st.source,
+                  PIO_Strerror(rc));
             free(s);
             continue;
         }
