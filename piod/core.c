@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -1024,6 +1025,13 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
         static unsigned serial;
         snprintf(p->shm, sizeof(p->shm), "/pio-%d-%u", (int)getpid(), ++serial);
         int rc = pio_shm_create(p->shm, p->size, c ? (long)c->uid : -1, (void **)&p->base);
+        if (rc == PIO_EEXIST) {
+            /* the name carries our pid: a piod that had it before us died
+             * without unlinking its pools. That object is stale. */
+            PIOD_WARN("pool %s was left by a dead piod with our pid: replacing it", p->shm);
+            shm_unlink(p->shm);
+            rc = pio_shm_create(p->shm, p->size, c ? (long)c->uid : -1, (void **)&p->base);
+        }
         if (rc == PIO_OK)
             rc = pio_ralloc_init(&p->recv, p->size / 2, p->size - p->size / 2);
         if (rc != PIO_OK) {
@@ -2057,8 +2065,36 @@ static void mkdir_parent(const char *path)
     mkdir(dir, 0755);
 }
 
+/* Pools of piods that died without unlinking them (SIGKILL, a crash) stay
+ * in /dev/shm: remove those whose piod is gone, so they neither fill the
+ * memory nor collide with a later piod's names. */
+static void sweep_stale_pools(void)
+{
+    DIR *dir = opendir("/dev/shm");
+    if (!dir)
+        return;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(dir))) {
+        int pid;
+        unsigned serial;
+        char tail;
+        if (sscanf(e->d_name, "pio-%d-%u%c", &pid, &serial, &tail) != 2 || pid <= 0 ||
+            pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char name[300];
+        snprintf(name, sizeof(name), "/%s", e->d_name);
+        if (shm_unlink(name) == 0)
+            n++;
+    }
+    closedir(dir);
+    if (n)
+        PIOD_INFO("removed %d pool(s) left in /dev/shm by piods that are gone", n);
+}
+
 int piod_init(struct piod *d)
 {
+    sweep_stale_pools();
     int rc = PIO_OK;
     char ep[PIOD_PATH_MAX + 16];
     d->lfd = -1;

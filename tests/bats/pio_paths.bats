@@ -80,3 +80,14 @@ s.recv(100)' "$PIO_SOCK_A" || true
   pio_wait_until 10 grep -q "sent bytes that are not frames: disconnected" "$d/A.log"
   order_pair gb 500
 }
+
+@test "a piod removes the pools that piods which died left in /dev/shm" {
+  # a pool name of a dead piod (that pid does not run)
+  pid=4000000
+  while kill -0 "$pid" 2>/dev/null; do pid=$((pid + 1)); done
+  head -c 4096 /dev/zero >"/dev/shm/pio-$pid-1"
+  d=$BATS_TEST_TMPDIR/sweep
+  pio_pair_loopback "$d" 1
+  [ ! -e "/dev/shm/pio-$pid-1" ]
+  grep -q "removed [0-9]* pool(s) left in /dev/shm by piods that are gone" "$d/A.log" "$d/B.log"
+}
