@@ -659,7 +659,7 @@ int main(int argc, char **argv)
     char *dsthost = NULL, *dstpath = NULL, *last = argv[argc - 1];
     int put = split_remote(last, &dsthost, &dstpath);
     o.put = put;
-    char *srchost = NULL;
+    char srchost_buf[PATH_MAX], *srchost = NULL;
     for (int i = optind; i < argc - 1; i++) {
         char *h, *p, copy[PATH_MAX];
         snprintf(copy, sizeof(copy), "%s", argv[i]);
@@ -675,7 +675,8 @@ int main(int argc, char **argv)
                 err("all remote sources must be on one host");
                 return 2;
             }
-            srchost = strdup(h);
+            snprintf(srchost_buf, sizeof(srchost_buf), "%s", h);
+            srchost = srchost_buf;
         }
     }
     o.host = put ? dsthost : srchost;
