@@ -184,20 +184,6 @@ static int conn_for(uint64_t k)
     return o.balance;
 }
 
-static int hash_file_prefix(int fd, uint64_t len, XXH3_state_t *st, uint8_t *buf, size_t cap)
-{
-    XXH3_64bits_reset(st);
-    for (uint64_t off = 0; off < len;) {
-        size_t want = len - off < cap ? (size_t)(len - off) : cap;
-        ssize_t r = pread(fd, buf, want, (off_t)off);
-        if (r <= 0)
-            return -1;
-        XXH3_64bits_update(st, buf, (size_t)r);
-        off += (uint64_t)r;
-    }
-    return 0;
-}
-
 /* Send one local file to remote path dst (an existing directory there gets
  * the file under its own name). */
 static int put_file(const char *src, const char *dst)
@@ -240,8 +226,7 @@ static int put_file(const char *src, const char *dst)
     uint64_t off = 0, size = (uint64_t)sb.st_size;
     if (m.off > 0) { /* the service holds a part: keep it if it is our prefix */
         uint64_t have = m.off, theirs = m.hash;
-        if (hash_file_prefix(fd, have, hs, buf[0], o.block) == 0 &&
-            XXH3_64bits_digest(hs) == theirs)
+        if (pcp_hash_prefix(fd, have, hs, buf[0], o.block) == 0 && XXH3_64bits_digest(hs) == theirs)
             off = have;
     }
     if (off == 0)
@@ -392,7 +377,7 @@ static int get_file(const char *src, const char *dst)
     struct stat sb;
     if (o.resume && fstat(fd, &sb) == 0 && sb.st_size > 0) {
         m.off = (uint64_t)sb.st_size < size ? (uint64_t)sb.st_size : size;
-        if (hs && hash_file_prefix(fd, m.off, hs, buf[0], o.block) == 0)
+        if (hs && pcp_hash_prefix(fd, m.off, hs, buf[0], o.block) == 0)
             m.hash = XXH3_64bits_digest(hs);
         else
             m.off = 0;
@@ -402,7 +387,7 @@ static int get_file(const char *src, const char *dst)
     off = m.off;
     if (off == 0)
         XXH3_64bits_reset(hs);
-    else if (hash_file_prefix(fd, off, hs, buf[0], o.block) != 0)
+    else if (pcp_hash_prefix(fd, off, hs, buf[0], o.block) != 0)
         goto out;
     if (ftruncate(fd, (off_t)off) != 0) {
         err("%s: %s", part, strerror(errno));

@@ -3,6 +3,8 @@
 #include "pcp_proto.h"
 
 #include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
 
 static uint8_t *put64(uint8_t *p, uint64_t v)
 {
@@ -122,4 +124,19 @@ int pcp_path_ok(const char *p)
         s += n;
     }
     return 1;
+}
+
+int pcp_hash_prefix(int fd, uint64_t len, void *state, uint8_t *buf, size_t cap)
+{
+    XXH3_state_t *st = state;
+    XXH3_64bits_reset(st);
+    for (uint64_t off = 0; off < len;) {
+        size_t want = len - off < cap ? (size_t)(len - off) : cap;
+        ssize_t r = pread(fd, buf, want, (off_t)off);
+        if (r <= 0)
+            return -1;
+        XXH3_64bits_update(st, buf, (size_t)r);
+        off += (uint64_t)r;
+    }
+    return 0;
 }

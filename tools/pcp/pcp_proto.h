@@ -100,4 +100,10 @@ int pcp_msg_decode(const uint8_t *buf, size_t len, struct pcp_msg *m);
  * beneath the export root, so a symlink cannot lead out.) */
 int pcp_path_ok(const char *p);
 
+/* pcp_hash_prefix - XXH3-64 state (an XXH3_state_t *, reset first) over the
+ * first len bytes of fd, read with pread through buf (cap bytes). Both ends
+ * use it to check a partial copy before resuming. Returns 0, or -1 when the
+ * file is shorter or unreadable. */
+int pcp_hash_prefix(int fd, uint64_t len, void *state, uint8_t *buf, size_t cap);
+
 #endif

@@ -152,22 +152,6 @@ static const char *why(int err)
     return err == EXDEV ? "the path leaves the export root" : strerror(err);
 }
 
-/* XXH3-64 of the first len bytes of fd into st (reset first). */
-static int hash_prefix(int fd, uint64_t len, XXH3_state_t *st, uint8_t *buf, size_t cap)
-{
-    XXH3_64bits_reset(st);
-    uint64_t off = 0;
-    while (off < len) {
-        size_t want = len - off < cap ? (size_t)(len - off) : cap;
-        ssize_t r = pread(fd, buf, want, (off_t)off);
-        if (r <= 0)
-            return -1;
-        XXH3_64bits_update(st, buf, (size_t)r);
-        off += (uint64_t)r;
-    }
-    return 0;
-}
-
 static void do_put(struct session *s)
 {
     struct pcp_msg *q = &s->req, m;
@@ -211,7 +195,7 @@ static void do_put(struct session *s)
     m.op = PCP_OK;
     if ((q->flags & PCP_F_RESUME) && fstat(fd, &sb) == 0) {
         have = (uint64_t)sb.st_size < q->size ? (uint64_t)sb.st_size : q->size;
-        if (hash_prefix(fd, have, hs, buf, HASH_BUF) != 0)
+        if (pcp_hash_prefix(fd, have, hs, buf, HASH_BUF) != 0)
             have = 0;
         m.off = have;
         m.hash = XXH3_64bits_digest(hs);
@@ -219,7 +203,7 @@ static void do_put(struct session *s)
     if (send_msg(s, sid, &m) != PIO_OK || recv_step(s, sid, &m) != 0 || m.op != PCP_GO)
         goto out; /* pcp went away: the part file stays for --resume */
     uint64_t off = m.off <= have ? m.off : 0;
-    if (off != have && hash_prefix(fd, off, hs, buf, HASH_BUF) != 0)
+    if (off != have && pcp_hash_prefix(fd, off, hs, buf, HASH_BUF) != 0)
         off = 0;
     if (off == 0)
         XXH3_64bits_reset(hs);
@@ -344,7 +328,7 @@ static void do_get(struct session *s)
         goto out;
     uint64_t size = (uint64_t)sb.st_size, off = 0;
     XXH3_64bits_reset(hs);
-    if (m.off > 0 && m.off <= size && hash_prefix(fd, m.off, hs, buf[0], block) == 0 &&
+    if (m.off > 0 && m.off <= size && pcp_hash_prefix(fd, m.off, hs, buf[0], block) == 0 &&
         XXH3_64bits_digest(hs) == m.hash)
         off = m.off;
     else
