@@ -249,7 +249,20 @@ int PIO_Getconinfo(int partner, PIO_Coninfo *info, int max, int *n);
  * Thread-safety: one PIO_File is used by one thread at a time; different
  * PIO_Files are independent. */
 typedef struct pio_file *PIO_File;
-#define PIO_FILE_RAW 0 /* bytes at offsets */
+#define PIO_FILE_RAW     0 /* bytes at offsets (PIO_File_open, PIO_File_write_at) */
+#define PIO_FILE_HDF5    1 /* one HDF5 dataset (PIO_File_open_dataset, _write_slab) */
+#define PIO_FILE_MAXDIMS 8 /* HDF5 mode: largest dataset rank */
+
+/* PIO_Dataset - the one dataset of an HDF5-mode file. Shapes are in C order
+ * (the first dimension varies slowest; Fortran callers reverse theirs). */
+typedef struct PIO_Dataset {
+    const char *name;                /* path in the file, e.g. "/field" or "/run1/t" */
+    int type;                        /* element type: PIO_CHAR .. PIO_DOUBLE_PRECISION
+                                        (integers and reals; not the complex or
+                                        LOGICAL / CHARACTER types) */
+    int ndims;                       /* rank: 1 .. PIO_FILE_MAXDIMS */
+    uint64_t dims[PIO_FILE_MAXDIMS]; /* global shape; each extent >= 1 */
+} PIO_Dataset;
 
 /* PIO_File_open - collective over this application's processes: every
  * process opens the same path on host; the file is created (or replaced)
@@ -261,10 +274,28 @@ typedef struct pio_file *PIO_File;
  * PIO_ENOENT (no such folder), PIO_ENOSYS (mode), PIO_EINVAL, PIO_ENOTINIT. */
 int PIO_File_open(const char *host, const char *path, int mode, PIO_File *fh);
 
+/* PIO_File_open_dataset - as PIO_File_open, in HDF5 mode: the remote file
+ * is an HDF5 file holding one dataset ds (created with libhdf5 on the remote
+ * host, groups on its path included, elements not written read as 0). Every
+ * process passes the same ds. ds [in]: copied; the caller keeps it.
+ * Returns as PIO_File_open; PIO_EINVAL for a bad ds (rank, extents, name),
+ * PIO_ENOSYS for an element type HDF5 mode does not carry, PIO_EPERM also
+ * when another process opened the file with a different ds. */
+int PIO_File_open_dataset(const char *host, const char *path, const PIO_Dataset *ds, PIO_File *fh);
+
+/* PIO_File_write_slab - HDF5 mode: write the hyperslab start[i] ..
+ * start[i] + count[i] - 1 of each dimension from buf, which holds its
+ * elements packed in C order, of the dataset's type and this host's byte
+ * order. start, count [in]: ds.ndims entries each. Slabs of different
+ * processes must not overlap. buf is reusable on return. Returns PIO_OK,
+ * PIO_EINVAL (a slab out of the shape, a raw-mode handle), or a send error. */
+int PIO_File_write_slab(PIO_File fh, const uint64_t *start, const uint64_t *count, const void *buf);
+
 /* PIO_File_write_at - write len bytes of buf at offset of the remote file.
  * Blocks of different processes must not overlap. buf is reusable on return
  * (the bytes are in the piod's pool). Returns PIO_OK or a send error. */
 int PIO_File_write_at(PIO_File fh, uint64_t offset, const void *buf, size_t len);
+/* (PIO_EINVAL on an HDF5-mode handle: use PIO_File_write_slab.) */
 
 /* PIO_File_close - collective: returns when every process of the
  * application has closed and the file is complete, synced and under its
@@ -272,6 +303,12 @@ int PIO_File_write_at(PIO_File fh, uint64_t offset, const void *buf, size_t len)
  * Returns PIO_OK, or the first error any write met there (PIO_EIO for a full
  * disk, ...). */
 int PIO_File_close(PIO_File fh);
+
+/* PIO_File_error_text - what the remote host said about the last PIO_File_*
+ * call of this thread that failed there ("" when it failed locally, or
+ * nothing failed): e.g. "out/x.h5: No space left on device". Thread-safe;
+ * the string is the thread's own and valid until its next PIO_File_* call. */
+const char *PIO_File_error_text(void);
 
 #ifdef __cplusplus
 }

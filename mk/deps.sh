@@ -16,7 +16,7 @@ PKGS=(
   libzmq3-dev libsodium-dev libxxhash-dev
   libucx-dev ucx-utils libibverbs-dev
   openmpi-bin libopenmpi-dev
-  libhdf5-openmpi-dev hdf5-tools
+  libhdf5-openmpi-dev hdf5-tools python3-h5py
   libvtk9-dev xvfb xauth
   libmicrohttpd-dev libsqlite3-dev
   # tests

@@ -58,3 +58,123 @@ teardown() {
   [ -z "$(ls -A "$EXP")" ]
 }
 
+
+# ---- HDF5 mode -------------------------------------------------------------
+# Debian's h5py lives with Debian's python (not a pyenv one that may be first).
+H5PY=/usr/bin/python3
+
+# check_dataset FILE NAME D0 D1 D2 DTYPE: h5py reads every element as A[i][j][k] = i*1e6+j*1e3+k
+check_dataset() {
+  "$H5PY" - "$@" <<'PY'
+import sys, h5py, numpy as np
+path, name, d0, d1, d2, dt = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]), sys.argv[6]
+with h5py.File(path, "r") as f:
+    a = f[name][...]
+i, j, k = np.meshgrid(np.arange(d0), np.arange(d1), np.arange(d2), indexing="ij")
+want = (i * 1e6 + j * 1e3 + k).astype(dt)
+assert a.shape == (d0, d1, d2), a.shape
+assert a.dtype == np.dtype(dt), a.dtype
+bad = np.argwhere(a != want)
+assert len(bad) == 0, "%d elements differ, first at %s: %s" % (len(bad), bad[0], a[tuple(bad[0])])
+print("h5py: %s %s %s equal" % (name, a.shape, a.dtype))
+PY
+}
+
+@test "HDF5 mode: 8 ranks write interleaved plane slabs of a 3-D grid; h5py and h5dump read the values" {
+  run timeout 120 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 8 "$EX/merged_dataset" B grid.h5 \
+    --dims 6x40x30 --name /fields/A </dev/null
+  echo "$output"
+  assert_success
+  assert_output --partial "OK merged_dataset: 8 processes"
+  run check_dataset "$EXP/grid.h5" /fields/A 6 40 30 float64
+  echo "$output"
+  assert_success
+  run h5dump -H -d /fields/A "$EXP/grid.h5"
+  assert_success
+  assert_output --partial 'DATASPACE  SIMPLE { ( 6, 40, 30 ) / ( 6, 40, 30 ) }'
+  assert_output --partial 'H5T_IEEE_F64LE'
+  # one element through h5dump: A[2][3][4] = 2003004
+  run h5dump -d /fields/A -s 2,3,4 -c 1,1,1 "$EXP/grid.h5"
+  assert_success
+  assert_output --partial '(2,3,4): 2.003e+06'
+  [ -z "$(find "$EXP" -name '*.pcp-part')" ]
+}
+
+@test "HDF5 mode: int32 blocks, one slab per rank (whole block), odd grid" {
+  run timeout 120 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 6 "$EX/merged_dataset" B ints.h5 \
+    --dims 5x31x17 --type int32 --whole </dev/null
+  echo "$output"
+  assert_success
+  run check_dataset "$EXP/ints.h5" /A 5 31 17 int32
+  echo "$output"
+  assert_success
+  run h5dump -d /A -s 4,30,16 -c 1,1,1 "$EXP/ints.h5"
+  assert_output --partial '(4,30,16): 4030016'
+}
+
+@test "HDF5 mode: one slab of 80 MiB (more than a message) lands whole" {
+  run timeout 180 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 2 "$EX/merged_dataset" B big.h5 \
+    --dims 5x1024x2048 --one </dev/null
+  echo "$output"
+  assert_success
+  run check_dataset "$EXP/big.h5" /A 5 1024 2048 float64
+  echo "$output"
+  assert_success
+}
+
+@test "HDF5 mode: a bad dataset name is a clear error on every rank, nothing left behind" {
+  run timeout 60 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 2 "$EX/merged_dataset" B bad.h5 \
+    --name //// </dev/null
+  echo "$output"
+  assert_failure
+  assert_output --partial "PIO_File_open_dataset"
+  assert_output --partial "invalid argument (B: dataset ////: HDF5 cannot create it"
+  [ -z "$(ls -A "$EXP")" ]
+}
+
+@test "HDF5 mode: what libpio refuses locally; elements nobody wrote read as 0" {
+  run timeout 60 "$PIO_BUILD/tests/prog/pio-filecheck" api B part.h5
+  echo "$output"
+  assert_success
+  assert_output "OK api"
+  run "$H5PY" -c '
+import sys, h5py
+a = h5py.File(sys.argv[1], "r")["/d"][...]
+assert a.dtype == "int32" and a.shape == (4, 6), (a.dtype, a.shape)
+assert a[1].tolist() == [1, 2, 3, 4, 5, 6], a
+assert (a[[0, 2, 3]] == 0).all(), a
+print("ok")' "$EXP/part.h5"
+  echo "$output"
+  assert_success
+}
+
+# two processes of one application that disagree about the file: one is
+# refused at open, the other's close fails; the file is not kept
+disagree() {
+  local p0 p1
+  timeout 60 "$PIO_BUILD/tests/prog/pio-filecheck" "$1" B dis.h5 0 2 >"$BATS_TEST_TMPDIR/r0" 2>&1 &
+  p0=$!
+  timeout 60 "$PIO_BUILD/tests/prog/pio-filecheck" "$1" B dis.h5 1 2 >"$BATS_TEST_TMPDIR/r1" 2>&1 &
+  p1=$!
+  wait $p0 || { cat "$BATS_TEST_TMPDIR/r0"; return 1; }
+  wait $p1 || { cat "$BATS_TEST_TMPDIR/r1"; return 1; }
+  cat "$BATS_TEST_TMPDIR/r0" "$BATS_TEST_TMPDIR/r1"
+}
+
+@test "HDF5 mode: processes that open different datasets: one refused, the other's close fails, no file" {
+  run disagree shape
+  echo "$output"
+  assert_success
+  assert_output --partial "open: PIO_EPERM B: dis.h5: process"
+  assert_output --partial "opened it with another dataset than the others"
+  assert_output --regexp "close: PIO_EPERM B: dis.h5: process"
+  [ -z "$(ls -A "$EXP")" ]
+}
+
+@test "HDF5 mode: a raw and an HDF5 opener of one file: refused the same way" {
+  run disagree mixed
+  echo "$output"
+  assert_success
+  assert_output --partial "opened it with another mode than the others"
+  [ -z "$(ls -A "$EXP")" ]
+}

@@ -1,10 +1,15 @@
 # tools/pcp/module.mk - pcp (bin) and the file service pio-files (sbin, started by piod).
 # (pcp_proto.c, the file service protocol, is in libpio: PIO_File_* speak it too)
+# pio-files writes HDF5-mode merged output with the serial libhdf5 (it uses no MPI).
 PCP_OBJS      := $(B)/tools/pcp/pcp.o
-PIOFILES_OBJS := $(B)/tools/pcp/pio-files.o
-OBJS  += $(B)/tools/pcp/pcp.o $(B)/tools/pcp/pio-files.o
+PIOFILES_OBJS := $(B)/tools/pcp/pio-files.o $(B)/tools/pcp/files_h5.o
+OBJS  += $(PCP_OBJS) $(PIOFILES_OBJS)
 BINS  += $(B)/bin/pcp
 SBINS += $(B)/sbin/pio-files
+
+H5_SERIAL_CFLAGS := $(call pkg,--cflags,hdf5-serial)
+H5_SERIAL_LIBS   := $(call pkg,--libs,hdf5-serial)
+$(B)/tools/pcp/files_h5.o: CPPFLAGS += $(H5_SERIAL_CFLAGS)
 
 $(B)/bin/pcp: $(PCP_OBJS) $(LIBPIO_A)
 	@mkdir -p $(@D)
@@ -12,4 +17,4 @@ $(B)/bin/pcp: $(PCP_OBJS) $(LIBPIO_A)
 
 $(B)/sbin/pio-files: $(PIOFILES_OBJS) $(LIBPIO_A)
 	@mkdir -p $(@D)
-	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(H5_SERIAL_LIBS)

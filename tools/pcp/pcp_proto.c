@@ -63,7 +63,7 @@ static int getstr(const uint8_t **p, const uint8_t *end, char *s, size_t cap)
 size_t pcp_msg_encode(const struct pcp_msg *m, uint8_t *buf)
 {
     uint8_t *p = buf;
-    memcpy(p, "PCP1", 4);
+    memcpy(p, "PCP2", 4);
     p += 4;
     p = put32(p, m->op);
     p = put32(p, m->session);
@@ -77,6 +77,12 @@ size_t pcp_msg_encode(const struct pcp_msg *m, uint8_t *buf)
     p = put64(p, m->block);
     p = put64(p, (uint64_t)m->mtime_sec);
     p = put32(p, m->mtime_nsec);
+    uint32_t nd = m->ndims <= PCP_DIMS_MAX ? m->ndims : PCP_DIMS_MAX;
+    p = put32(p, nd);
+    for (uint32_t i = 0; i < nd; i++) {
+        p = put64(p, m->start[i]);
+        p = put64(p, m->count[i]);
+    }
     p = putstr(p, m->client, sizeof(m->client));
     p = putstr(p, m->text, sizeof(m->text));
     p = putstr(p, m->path, sizeof(m->path));
@@ -87,7 +93,7 @@ int pcp_msg_decode(const uint8_t *buf, size_t len, struct pcp_msg *m)
 {
     const uint8_t *p = buf, *end = buf + len;
     memset(m, 0, sizeof(*m));
-    if (len < 4 + 6 * 4 + 5 * 8 + 4 || memcmp(p, "PCP1", 4) != 0)
+    if (len < 4 + 6 * 4 + 5 * 8 + 4 + 4 || memcmp(p, "PCP2", 4) != 0)
         return -1;
     p += 4;
     m->op = get32(&p);
@@ -102,6 +108,13 @@ int pcp_msg_decode(const uint8_t *buf, size_t len, struct pcp_msg *m)
     m->block = get64(&p);
     m->mtime_sec = (int64_t)get64(&p);
     m->mtime_nsec = get32(&p);
+    m->ndims = get32(&p);
+    if (m->ndims > PCP_DIMS_MAX || (size_t)(end - p) < 16u * m->ndims)
+        return -1;
+    for (uint32_t i = 0; i < m->ndims; i++) {
+        m->start[i] = get64(&p);
+        m->count[i] = get64(&p);
+    }
     if (getstr(&p, end, m->client, sizeof(m->client)) ||
         getstr(&p, end, m->text, sizeof(m->text)) || getstr(&p, end, m->path, sizeof(m->path)))
         return -1;

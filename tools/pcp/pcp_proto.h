@@ -30,6 +30,11 @@
  *   of size bytes (written at off); CTL FCLOSE {off = writes, size = bytes}
  *   -> CTL OK once every process has closed and the file is synced and
  *   renamed into place (remote merged output, PIO_File_open(3)).
+ *   HDF5 mode (flags PCP_F_HDF5): FOPEN also carries the dataset: text = its
+ *   name, type = the PIO element type, ndims and count[] = its global shape;
+ *   each WRITE carries a hyperslab (start[], count[]; size = its bytes) and
+ *   the DATA message holds its elements, in C order, sent as that type (so
+ *   libpio converts byte order). The service writes them with libhdf5.
  * Any step may be answered with ERR {err = errno, text}. The service never
  * writes under the final name before the copy is complete and verified.
  */
@@ -65,6 +70,9 @@ enum pcp_op {
 
 #define PCP_F_RESUME   0x1u /* keep / use a partial copy */
 #define PCP_F_NOVERIFY 0x2u
+#define PCP_F_HDF5     0x4u /* FOPEN: one HDF5 dataset, written by hyperslabs */
+
+#define PCP_DIMS_MAX 8 /* HDF5 mode: dataset rank (= PIO_FILE_MAXDIMS) */
 
 enum pcp_type { PCP_T_FILE = 1, PCP_T_DIR = 2 };
 
@@ -81,18 +89,21 @@ struct pcp_msg {
     uint64_t block; /* PUT/GET: data block size the sender will use */
     int64_t mtime_sec;
     uint32_t mtime_nsec;
-    char client[PCP_NAME_MAX]; /* REQ: the pcp application's name */
-    char text[PCP_TEXT_MAX];   /* ERR: what went wrong, for people */
+    uint32_t ndims;               /* HDF5 mode: rank of dims / slab */
+    uint64_t start[PCP_DIMS_MAX]; /* WRITE: slab origin */
+    uint64_t count[PCP_DIMS_MAX]; /* FOPEN: global shape; WRITE: slab extent */
+    char client[PCP_NAME_MAX];    /* REQ: the pcp application's name */
+    char text[PCP_TEXT_MAX];      /* ERR: what went wrong, for people */
     char path[PCP_PATH_MAX];
 };
 
-#define PCP_MSG_MAX (80 + PCP_NAME_MAX + PCP_TEXT_MAX + PCP_PATH_MAX)
+#define PCP_MSG_MAX (84 + 16 * PCP_DIMS_MAX + PCP_NAME_MAX + PCP_TEXT_MAX + PCP_PATH_MAX)
 
 /* pcp_msg_encode - m into buf (at least PCP_MSG_MAX bytes). Returns bytes. */
 size_t pcp_msg_encode(const struct pcp_msg *m, uint8_t *buf);
 
 /* pcp_msg_decode - len bytes into m. Returns 0, or -1 when malformed
- * (short, unknown op, strings not terminated). */
+ * (short, unknown op, strings not terminated, ndims > PCP_DIMS_MAX). */
 int pcp_msg_decode(const uint8_t *buf, size_t len, struct pcp_msg *m);
 
 /* pcp_path_ok - a relative path within an export: not empty, no "..", no

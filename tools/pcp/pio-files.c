@@ -15,6 +15,7 @@
  * with the data and the directory synced; then mode and mtime are set. A
  * copy that stops half way leaves only the part file, which `--resume` uses.
  */
+#include "files_h5.h"
 #include "pcp_proto.h"
 #include "pio.h"
 
@@ -482,6 +483,8 @@ struct merged {
     char app[PCP_NAME_MAX], path[PCP_PATH_MAX];
     char base[256], tmp[300];
     int dfd, fd;
+    int is_h5;
+    struct fh5 *h5;                        /* HDF5 mode: the dataset (files_h5.c) */
     uint32_t nprocs, opened, closed, left; /* left: sessions not answered yet */
     int err, done;
     char text[PCP_TEXT_MAX];
@@ -491,14 +494,38 @@ static pthread_mutex_t merged_mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t merged_cv = PTHREAD_COND_INITIALIZER;
 static struct merged *merged_list;
 
-/* The open merged file (app, path), created by the first process (locked). */
-static struct merged *merged_get(struct session *s, int *err, char *text, size_t cap)
+/* Record the first error of a merged file, for every process's close (locked). */
+static void merged_fail(struct merged *x, int err, const char *text)
+{
+    if (!x->err) {
+        x->err = err;
+        snprintf(x->text, sizeof(x->text), "%s", text);
+    }
+}
+
+/* The open merged file (app, path), created by the first process (locked).
+ * A later process that opens it differently (mode, dataset) is refused, and
+ * the file fails for all: *joined [out] says the refused process still
+ * counts as one of the file's (closed) processes. */
+static struct merged *merged_get(struct session *s, int *err, char *text, size_t cap, int *joined)
 {
     struct pcp_msg *q = &s->req;
+    int is_h5 = (q->flags & PCP_F_HDF5) != 0;
+    *joined = 0;
     for (struct merged *x = merged_list; x; x = x->next)
         if (!x->done && x->opened < x->nprocs && strcmp(x->app, q->client) == 0 &&
-            strcmp(x->path, q->path) == 0)
+            strcmp(x->path, q->path) == 0) {
+            if (is_h5 == x->is_h5 && (!is_h5 || files_h5_same(x->h5, q)))
+                return x;
+            *err = EPERM;
+            snprintf(text, cap, "%.150s: process %d opened it with another %s than the others",
+                     q->path, s->proc, is_h5 ? "dataset" : "mode");
+            merged_fail(x, *err, text);
+            *joined = 1;
             return x;
+        }
+    if (is_h5 && (*err = files_h5_spec_check(q, text, cap)) != 0)
+        return NULL;
     char rel[PCP_PATH_MAX];
     struct merged *x = calloc(1, sizeof(*x));
     if (!x) {
@@ -517,13 +544,20 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
         if (x->fd < 0)
             *err = errno;
     }
-    if (x->fd < 0) {
+    if (x->fd < 0)
         snprintf(text, cap, "%.150s: %s", q->path, why(*err));
+    else if (is_h5 && (*err = files_h5_create(x->fd, q, &x->h5, text, cap)) != 0) {
+        unlinkat(x->dfd, x->tmp, 0);
+        close(x->fd);
+        x->fd = -1;
+    }
+    if (x->fd < 0) {
         if (x->dfd >= 0)
             close(x->dfd);
         free(x);
         return NULL;
     }
+    x->is_h5 = is_h5;
     snprintf(x->app, sizeof(x->app), "%s", q->client);
     snprintf(x->path, sizeof(x->path), "%s", q->path);
     x->nprocs = q->size ? (uint32_t)q->size : 1;
@@ -536,6 +570,9 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
 /* The last close: sync, set the mode, rename into place (locked). */
 static void merged_finish(struct merged *x, uint32_t mode)
 {
+    if (files_h5_close(x->h5) != 0)
+        merged_fail(x, EIO, "HDF5 could not complete the file");
+    x->h5 = NULL;
     if (!x->err && (fsync(x->fd) != 0 || fchmod(x->fd, mode & 07777) != 0 ||
                     renameat(x->dfd, x->tmp, x->dfd, x->base) != 0 || fsync(x->dfd) != 0)) {
         x->err = errno;
@@ -549,18 +586,94 @@ static void merged_finish(struct merged *x, uint32_t mode)
     pthread_cond_broadcast(&merged_cv);
 }
 
+/* One process's close (or its end): the last one finishes the file; each
+ * waits (when wait) until it is finished and takes the outcome (locked). */
+static int merged_leave(struct merged *x, uint32_t mode, int wait, char *text, size_t cap)
+{
+    if (++x->closed == x->nprocs)
+        merged_finish(x, mode);
+    while (wait && !x->done)
+        pthread_cond_wait(&merged_cv, &merged_mtx);
+    int e = x->err;
+    if (wait)
+        snprintf(text, cap, "%s", x->text);
+    if (--x->left == 0) {
+        for (struct merged **pp = &merged_list; *pp; pp = &(*pp)->next)
+            if (*pp == x) {
+                *pp = x->next;
+                break;
+            }
+        free(x);
+    }
+    return e;
+}
+
+/* Receive one WRITE's data message (m->size bytes, ≤ BLOCK_MAX) into *buf
+ * (grown as needed) and write it. 0, or -1 when the process is gone. */
+static int merged_block(struct session *s, uint32_t sid, struct merged *x, const struct pcp_msg *m,
+                        uint8_t **buf, size_t *cap)
+{
+    if (m->size > *cap) {
+        uint8_t *nb = realloc(*buf, m->size);
+        if (!nb)
+            return -1;
+        *buf = nb;
+        *cap = m->size;
+    }
+    uint64_t elems = m->size;
+    int type = PIO_BYTE, bad = 0;
+    char text[PCP_TEXT_MAX];
+    if (x->is_h5) {
+        if (files_h5_slab_check(x->h5, m, &elems) == 0)
+            type = (int)s->req.type;
+        else
+            bad = 1, elems = m->size; /* still take the bytes: the stream stays in step */
+    }
+    PIO_Status st;
+    if (PIO_Recv(s->partner, s->proc, PCP_TAG_DATA + (int)sid, *buf, type, (size_t)elems, STEP_MS,
+                 PIO_BLOCKING, &st) != PIO_OK)
+        return -1;
+    int err = 0;
+    if (bad) {
+        err = EINVAL;
+        snprintf(text, sizeof(text), "%.120s: process %d wrote a slab outside the dataset's shape",
+                 x->path, s->proc);
+    } else if (x->is_h5) {
+        if ((err = files_h5_write(x->h5, m, *buf)) != 0)
+            snprintf(text, sizeof(text), "%.150s: HDF5 could not write a slab", x->path);
+    } else {
+        for (size_t w = 0; w < st.bytes;) {
+            ssize_t r = pwrite(x->fd, *buf + w, st.bytes - w, (off_t)(m->off + w));
+            if (r < 0) {
+                err = errno;
+                snprintf(text, sizeof(text), "%.150s: %s", x->path, why(errno));
+                break;
+            }
+            w += (size_t)r;
+        }
+    }
+    if (err) {
+        pthread_mutex_lock(&merged_mtx);
+        merged_fail(x, err, text);
+        pthread_mutex_unlock(&merged_mtx);
+    }
+    return 0;
+}
+
 static void do_fopen(struct session *s)
 {
     struct pcp_msg *q = &s->req, m;
-    uint32_t sid = q->session;
-    int err = 0;
+    uint32_t sid = q->session, mode = q->mode ? q->mode : 0644;
+    int err = 0, joined;
     char text[PCP_TEXT_MAX];
     pthread_mutex_lock(&merged_mtx);
-    struct merged *x = merged_get(s, &err, text, sizeof(text));
+    struct merged *x = merged_get(s, &err, text, sizeof(text), &joined);
     if (x)
         x->opened++;
+    if (x && joined) /* refused, yet one of the file's processes: it closes now */
+        merged_leave(x, mode, 0, text, sizeof(text));
     pthread_mutex_unlock(&merged_mtx);
-    if (!x) {
+    if (!x || joined) {
         send_err(s, sid, err, "%s", text);
         return;
     }
@@ -577,67 +690,25 @@ static void do_fopen(struct session *s)
         }
         if (m.op == PCP_FCLOSE)
             break;
-        if (m.op != PCP_WRITE || m.size > BLOCK_MAX) {
+        if (m.op != PCP_WRITE || m.size > BLOCK_MAX || merged_block(s, sid, x, &m, &buf, &cap)) {
             gone = 1;
             break;
-        }
-        if (m.size > cap) {
-            uint8_t *nb = realloc(buf, m.size);
-            if (!nb) {
-                gone = 1;
-                break;
-            }
-            buf = nb;
-            cap = m.size;
-        }
-        PIO_Status st;
-        if (PIO_Recv(s->partner, s->proc, PCP_TAG_DATA + (int)sid, buf, PIO_BYTE, m.size, STEP_MS,
-                     PIO_BLOCKING, &st) != PIO_OK) {
-            gone = 1;
-            break;
-        }
-        for (size_t w = 0; w < st.bytes;) {
-            ssize_t r = pwrite(x->fd, buf + w, st.bytes - w, (off_t)(m.off + w));
-            if (r < 0) {
-                pthread_mutex_lock(&merged_mtx);
-                if (!x->err) {
-                    x->err = errno;
-                    snprintf(x->text, sizeof(x->text), "%.150s: %s", x->path, why(errno));
-                }
-                pthread_mutex_unlock(&merged_mtx);
-                break;
-            }
-            w += (size_t)r;
         }
     }
     free(buf);
     pthread_mutex_lock(&merged_mtx);
-    if (gone && !x->err) {
-        x->err = EPIPE;
-        snprintf(x->text, sizeof(x->text),
+    if (gone) {
+        snprintf(text, sizeof(text),
                  "%.120s: process %d of %.40s stopped writing before its close: file not kept",
                  x->path, s->proc, x->app);
+        merged_fail(x, EPIPE, text);
     }
-    if (++x->closed == x->nprocs)
-        merged_finish(x, q->mode ? q->mode : 0644);
-    while (!x->done)
-        pthread_cond_wait(&merged_cv, &merged_mtx);
-    int e = x->err;
-    char t[PCP_TEXT_MAX];
-    snprintf(t, sizeof(t), "%s", x->text);
-    if (--x->left == 0) {
-        for (struct merged **pp = &merged_list; *pp; pp = &(*pp)->next)
-            if (*pp == x) {
-                *pp = x->next;
-                break;
-            }
-        free(x);
-    }
+    int e = merged_leave(x, mode, 1, text, sizeof(text));
     pthread_mutex_unlock(&merged_mtx);
     if (gone)
         return;
     if (e) {
-        send_err(s, sid, e, "%s", t);
+        send_err(s, sid, e, "%s", text);
     } else {
         memset(&m, 0, sizeof(m));
         m.op = PCP_OK;
@@ -705,6 +776,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "pio-files: PIO_Init(%s): %s\n", app, PIO_Strerror(rc));
         return 1;
     }
+    files_h5_init();
     logf_("serving %s as %s", root_path, app);
     pthread_attr_t at;
     pthread_attr_init(&at);
