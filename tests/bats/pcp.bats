@@ -64,6 +64,9 @@ setup() {
     [ "$(stat -c %a "$W/$f")" = "$(stat -c %a "$EXP/$f")" ]
   done
   [ "$(stat -c %Y "$EXP/one")" = "$(stat -c %Y "$W/one")" ]
+  # the holes stay holes: 64 MiB long, a few KiB on disk
+  [ "$(stat -c %s "$EXP/sparse")" -eq $((64 << 20)) ]
+  [ "$(du -k "$EXP/sparse" | cut -f1)" -le 64 ]
   mkdir "$W/back"
   run "$PCP" -q B:empty B:one B:big B:sparse "$W/back"
   assert_success
@@ -71,6 +74,12 @@ setup() {
     cmp "$W/$f" "$W/back/$f"
     [ "$(stat -c %a "$W/$f")" = "$(stat -c %a "$W/back/$f")" ]
   done
+  [ "$(du -k "$W/back/sparse" | cut -f1)" -le 64 ]
+  # a dense file of zeros stays dense (only sources with holes are copied sparse)
+  head -c $((8 << 20)) /dev/zero >"$W/zeros"
+  run "$PCP" -q "$W/zeros" B:
+  assert_success
+  [ "$(du -k "$EXP/zeros" | cut -f1)" -ge 8192 ]
   # no part file left anywhere
   [ -z "$(find "$EXP" "$W/back" -name '*.pcp-part')" ]
 }

@@ -205,7 +205,8 @@ static int put_file(const char *src, const char *dst)
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
     m.op = PCP_PUT;
-    m.flags = (o.resume ? PCP_F_RESUME : 0) | (o.verify ? 0 : PCP_F_NOVERIFY);
+    m.flags = (o.resume ? PCP_F_RESUME : 0) | (o.verify ? 0 : PCP_F_NOVERIFY) |
+              (pcp_sparse(&sb) ? PCP_F_SPARSE : 0);
     m.size = (uint64_t)sb.st_size;
     m.mode = (uint32_t)sb.st_mode & 07777;
     m.mtime_sec = (int64_t)sb.st_mtim.tv_sec;
@@ -419,15 +420,11 @@ static int get_file(const char *src, const char *dst)
         }
         kdone++;
         XXH3_64bits_update(hs, buf[i], st.bytes);
-        for (size_t w = 0; w < st.bytes;) {
-            ssize_t r = pwrite(fd, buf[i] + w, st.bytes - w, (off_t)(off + w));
-            if (r < 0) {
-                err("%s: %s", dst, strerror(errno));
-                if (errno == ENOSPC || errno == EDQUOT)
-                    unlink(part);
-                goto out;
-            }
-            w += (size_t)r;
+        if (pcp_write(fd, buf[i], st.bytes, off, (info.flags & PCP_F_SPARSE) != 0) != 0) {
+            err("%s: %s", dst, strerror(errno));
+            if (errno == ENOSPC || errno == EDQUOT)
+                unlink(part);
+            goto out;
         }
         off += st.bytes;
         pr.done = off;
@@ -444,8 +441,8 @@ static int get_file(const char *src, const char *dst)
     }
     struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
                              {.tv_sec = (time_t)info.mtime_sec, .tv_nsec = info.mtime_nsec}};
-    if (fsync(fd) != 0 || fchmod(fd, info.mode & 07777) != 0 || futimens(fd, ts) != 0 ||
-        rename(part, dst) != 0) {
+    if (ftruncate(fd, (off_t)size) != 0 || fsync(fd) != 0 || /* size: a hole at the end */
+        fchmod(fd, info.mode & 07777) != 0 || futimens(fd, ts) != 0 || rename(part, dst) != 0) {
         err("%s: %s", dst, strerror(errno));
         goto out;
     }

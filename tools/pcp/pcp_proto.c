@@ -3,6 +3,7 @@
 #include "pcp_proto.h"
 
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -152,4 +153,45 @@ int pcp_hash_prefix(int fd, uint64_t len, void *state, uint8_t *buf, size_t cap)
         off += (uint64_t)r;
     }
     return 0;
+}
+
+int pcp_sparse(const struct stat *sb)
+{
+    return sb->st_size > 0 && (uint64_t)sb->st_blocks * 512u < (uint64_t)sb->st_size;
+}
+
+#define PAGE 4096u
+
+static int zero(const uint8_t *b, size_t n)
+{
+    return b[0] == 0 && memcmp(b, b + 1, n - 1) == 0;
+}
+
+static int write_all(int fd, const uint8_t *b, size_t n, uint64_t off)
+{
+    for (size_t w = 0; w < n;) {
+        ssize_t r = pwrite(fd, b + w, n - w, (off_t)(off + w));
+        if (r < 0)
+            return -1;
+        w += (size_t)r;
+    }
+    return 0;
+}
+
+int pcp_write(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse)
+{
+    if (!sparse)
+        return write_all(fd, b, n, off);
+    /* runs of pages that hold data are written; pages of zeros are skipped */
+    size_t i = 0, run = 0;
+    while (i < n) {
+        size_t len = n - i < PAGE ? n - i : PAGE;
+        if (zero(b + i, len)) {
+            if (i > run && write_all(fd, b + run, i - run, off + run) != 0)
+                return -1;
+            run = i + len;
+        }
+        i += len;
+    }
+    return i > run ? write_all(fd, b + run, i - run, off + run) : 0;
 }

@@ -71,6 +71,7 @@ enum pcp_op {
 #define PCP_F_RESUME   0x1u /* keep / use a partial copy */
 #define PCP_F_NOVERIFY 0x2u
 #define PCP_F_HDF5     0x4u /* FOPEN: one HDF5 dataset, written by hyperslabs */
+#define PCP_F_SPARSE   0x8u /* PUT / GET's OK: the source has holes: keep them */
 
 #define PCP_DIMS_MAX 8 /* HDF5 mode: dataset rank (= PIO_FILE_MAXDIMS) */
 
@@ -110,6 +111,16 @@ int pcp_msg_decode(const uint8_t *buf, size_t len, struct pcp_msg *m);
  * leading "/", no NUL. Returns 1 if acceptable. (The service still opens it
  * beneath the export root, so a symlink cannot lead out.) */
 int pcp_path_ok(const char *p);
+
+/* pcp_sparse - 1 when the file of sb has holes (fewer blocks than bytes). */
+struct stat;
+int pcp_sparse(const struct stat *sb);
+
+/* pcp_write - write n bytes of b at off of fd; with sparse, 4 KiB pages of
+ * zeros are skipped rather than written (fd was truncated at or before off,
+ * so they stay holes; the writer sets the final size with ftruncate).
+ * Returns 0, or -1 with errno. */
+int pcp_write(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse);
 
 /* pcp_hash_prefix - XXH3-64 state (an XXH3_state_t *, reset first) over the
  * first len bytes of fd, read with pread through buf (cap bytes). Both ends

@@ -243,16 +243,12 @@ static void do_put(struct session *s)
         }
         kdone++;
         XXH3_64bits_update(hs, b, st.bytes);
-        for (size_t w = 0; w < st.bytes;) {
-            ssize_t r = pwrite(fd, b + w, st.bytes - w, (off_t)(off + w));
-            if (r < 0) {
-                int e = errno;
-                if (e == ENOSPC || e == EDQUOT)
-                    unlinkat(dfd, tmp, 0); /* nothing to resume into a full disk */
-                send_err(s, sid, e, "%s: %s", q->path, why(e));
-                goto out;
-            }
-            w += (size_t)r;
+        if (pcp_write(fd, b, st.bytes, off, (q->flags & PCP_F_SPARSE) != 0) != 0) {
+            int e = errno;
+            if (e == ENOSPC || e == EDQUOT)
+                unlinkat(dfd, tmp, 0); /* nothing to resume into a full disk */
+            send_err(s, sid, e, "%s: %s", q->path, why(e));
+            goto out;
         }
         off += st.bytes;
     }
@@ -267,7 +263,8 @@ static void do_put(struct session *s)
     }
     struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
                              {.tv_sec = (time_t)q->mtime_sec, .tv_nsec = q->mtime_nsec}};
-    if (fsync(fd) != 0 || fchmod(fd, q->mode & 07777) != 0 || futimens(fd, ts) != 0 ||
+    if (ftruncate(fd, (off_t)q->size) != 0 || fsync(fd) != 0 || /* size: a hole at the end */
+        fchmod(fd, q->mode & 07777) != 0 || futimens(fd, ts) != 0 ||
         renameat(dfd, tmp, dfd, base) != 0 || fsync(dfd) != 0) {
         int e = errno;
         send_err(s, sid, e, "%s: %s", q->path, why(e));
@@ -321,6 +318,7 @@ static void do_get(struct session *s)
     }
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
+    m.flags = pcp_sparse(&sb) ? PCP_F_SPARSE : 0;
     m.size = (uint64_t)sb.st_size;
     m.mode = (uint32_t)sb.st_mode & 07777;
     m.mtime_sec = (int64_t)sb.st_mtim.tv_sec;
