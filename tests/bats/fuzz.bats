@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# fuzz.bats - the wire decoder survives libFuzzer: seeded 20 s run and a random-input run.
+# fuzz.bats - the wire decoder and the pcp message decoder survive libFuzzer.
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # `make fuzz` builds into a private build folder (B=...), so this file never
@@ -59,4 +59,17 @@ setup() { cd "$PIO_SRC"; }
       -artifact_prefix="$BATS_TEST_TMPDIR/" "$corpus"
   assert_success
   assert_output --partial "Done 1000 runs"
+}
+
+@test "the pcp message decoder: 15 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
+  [ -x "$FUZZ_B/fuzz/fuzz_pcp" ]
+  corpus="$BATS_TEST_TMPDIR/pcp"
+  mkdir -p "$corpus"
+  run "$FUZZ_B/fuzz/fuzz_pcp" -max_total_time=15 -timeout=5 -seed=7 \
+      -artifact_prefix="$BATS_TEST_TMPDIR/" "$corpus"
+  echo "$output" | grep -E '^(Done|#[0-9]+ +DONE)' | sed 's/^/# /' >&3 || true
+  assert_success
+  assert_output --regexp "Done [0-9]+ runs in"
+  # the corpus holds an accepted message: one that starts with the magic
+  grep -l '^PCP2' "$corpus"/* >/dev/null 2>&1 || grep -rl 'PCP2' "$corpus" >/dev/null
 }

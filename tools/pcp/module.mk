@@ -18,3 +18,11 @@ $(B)/bin/pcp: $(PCP_OBJS) $(LIBPIO_A)
 $(B)/sbin/pio-files: $(PIOFILES_OBJS) $(LIBPIO_A)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(H5_SERIAL_LIBS)
+
+# `make fuzz`: $(B)/fuzz/fuzz_pcp, libFuzzer + ASan over pcp_msg_decode
+# (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS from libpio/wire/module.mk).
+fuzz: $(B)/fuzz/fuzz_pcp
+$(B)/fuzz/fuzz_pcp: tools/pcp/fuzz_pcp.c tools/pcp/pcp_proto.c tools/pcp/pcp_proto.h tools/pcp/module.mk
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
+	  tools/pcp/fuzz_pcp.c tools/pcp/pcp_proto.c $(FUZZ_LIBS)
