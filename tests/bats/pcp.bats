@@ -193,6 +193,45 @@ setup() {
   [ ! -e "$W/locked/k" ]
 }
 
+# wait_for FILE: until it exists (10 s)
+wait_for() {
+  local i
+  for ((i = 0; i < 1000; i++)); do [ -e "$1" ] && return 0; sleep 0.01; done
+  return 1
+}
+
+@test "a source that shrinks under the copy: a clear error both ways, the old destination kept" {
+  head -c $((256 << 20)) /dev/urandom >"$W/v"
+  printf old >"$EXP/v"
+  # send: pcp is stopped as soon as the service made its part file
+  "$PCP" -q "$W/v" B:v >"$W/send.out" 2>&1 &
+  p=$!
+  wait_for "$EXP/.v.pcp-part"
+  kill -STOP $p
+  truncate -s 1M "$W/v"
+  kill -CONT $p
+  rc=0 && wait $p || rc=$?
+  cat "$W/send.out"
+  [ "$rc" -eq 1 ]
+  grep -q "v: read: the file shrank while being sent" "$W/send.out"
+  [ "$(cat "$EXP/v")" = old ]
+  # fetch: the file service is stopped as soon as pcp made its part file
+  head -c $((256 << 20)) /dev/urandom >"$EXP/w"
+  printf old >"$W/w"
+  fs=$(pgrep -P "$(cat "$DIR/B.pid")" pio-files)
+  "$PCP" -q B:w "$W/w" >"$W/fetch.out" 2>&1 &
+  p=$!
+  wait_for "$W/.w.pcp-part"
+  kill -STOP "$fs"
+  truncate -s 1M "$EXP/w"
+  kill -CONT "$fs"
+  rc=0 && wait $p || rc=$?
+  cat "$W/fetch.out"
+  [ "$rc" -eq 1 ]
+  grep -q "B:w: read: the file shrank while being sent" "$W/fetch.out"
+  [ "$(cat "$W/w")" = old ]
+}
+
 @test "bad usage exits 2 with a message" {
   run "$PCP" a b
   [ "$status" -eq 2 ]

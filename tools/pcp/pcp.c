@@ -149,12 +149,16 @@ static int send_ctl(uint32_t sid, int tag, struct pcp_msg *m)
     return PIO_Send(o.partner, 0, tag, PIO_DYNAMIC, buf, PIO_BYTE, n, PIO_BLOCKING);
 }
 
-static int recv_ctl(uint32_t sid, struct pcp_msg *m)
+/* The next step of session sid within timeout ms: 0; 1 when none came (only
+ * when timeout < the usual 120 s); -1 with the error said. */
+static int recv_ctl_within(uint32_t sid, struct pcp_msg *m, int timeout)
 {
     uint8_t buf[PCP_MSG_MAX];
     PIO_Status st;
-    int rc = PIO_Recv(o.partner, 0, PCP_TAG_CTL + (int)sid, buf, PIO_BYTE, sizeof(buf), 120000,
+    int rc = PIO_Recv(o.partner, 0, PCP_TAG_CTL + (int)sid, buf, PIO_BYTE, sizeof(buf), timeout,
                       PIO_BLOCKING, &st);
+    if (rc == PIO_ETIMEDOUT && timeout < 120000)
+        return 1;
     if (rc != PIO_OK) {
         err("%s: the file service stopped answering: %s", o.host, PIO_Strerror(rc));
         return -1;
@@ -168,6 +172,11 @@ static int recv_ctl(uint32_t sid, struct pcp_msg *m)
         return -1;
     }
     return 0;
+}
+
+static int recv_ctl(uint32_t sid, struct pcp_msg *m)
+{
+    return recv_ctl_within(sid, m, 120000);
 }
 
 static int conn_for(uint64_t k)
@@ -398,6 +407,8 @@ static int get_file(const char *src, const char *dst)
     o.skipped_bytes += off;
     PIO_Request rq[WINDOW];
     uint64_t posted = off, k = 0, kdone = 0;
+    struct pcp_msg end;
+    int have_end = 0; /* the service's END (or another step) came early */
     /* keep WINDOW receives posted; they complete in order (one tag, one source) */
     while (off < size) {
         while (posted < size && k - kdone < WINDOW) {
@@ -409,8 +420,19 @@ static int get_file(const char *src, const char *dst)
             k++;
         }
         PIO_Status st;
-        int i = (int)(kdone % WINDOW);
-        int wrc = PIO_Wait(&rq[i], 120000, &st);
+        int i = (int)(kdone % WINDOW), wrc, waited = 0;
+        /* while the data is late, look for the service's word: an ERR (the
+         * source shrank, a read failed) ends the copy; END may come early */
+        while ((wrc = PIO_Wait(&rq[i], 250, &st)) == PIO_ETIMEDOUT && (waited += 250) < 120000) {
+            int r = have_end ? 1 : recv_ctl_within(sid, &end, 0);
+            if (r < 0)
+                goto out;
+            have_end |= r == 0;
+        }
+        if (have_end && end.op != PCP_END) {
+            err("%s:%s: the file service broke off the transfer", o.host, src);
+            goto out;
+        }
         if (wrc != PIO_OK) {
             err("%s:%s: data stopped at %llu of %llu bytes: %s (the part file %s is kept for "
                 "--resume)",
@@ -430,7 +452,9 @@ static int get_file(const char *src, const char *dst)
         pr.done = off;
         progress(&pr, 0);
     }
-    if (recv_ctl(sid, &m) != 0 || m.op != PCP_END)
+    if (have_end)
+        m = end;
+    else if (recv_ctl(sid, &m) != 0 || m.op != PCP_END)
         goto out;
     uint64_t mine = XXH3_64bits_digest(hs);
     if (o.verify && (m.hash != mine || m.size != size)) {
