@@ -44,43 +44,34 @@ RATE=${PCP_RATE:-100mbit}
 K=4
 RUNS=" ${PCP_RUNS:-ceiling pcp-n1 pcp-n2 pcp-n4 pcp-dynamic pcp-dynamic-noverify scp rsync gridftp-p1 gridftp-p4} "
 want() { [[ $RUNS == *" $1 "* ]]; }
+SCRIPT=pcp.sh
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "skip: pcp.sh needs root (network namespaces for the test bed)"
   exit 0
 fi
-for b in "$BUILD/bin/pcp" "$BUILD/sbin/pio-files" "$BUILD/sbin/piod" scp rsync sshd \
-  globus-gridftp-server globus-url-copy iperf3; do
-  command -v "$b" >/dev/null || [ -x "$b" ] || [ -x "/usr/sbin/$b" ] ||
-    { echo "pcp.sh: $b is missing: run 'make deps' and 'make' first" >&2; exit 1; }
-done
 # shellcheck source=../tests/lib/piod.bash
 source "$ROOT/tests/lib/piod.bash"
 # shellcheck source=lib.bash
 source "$ROOT/bench/lib.bash"
+bench_need "$BUILD/bin/pcp" "$BUILD/sbin/pio-files" "$BUILD/sbin/piod" scp rsync sshd \
+  globus-gridftp-server globus-url-copy iperf3 || exit 1
 
 work=$(mktemp -d /tmp/pio-bench-pcp.XXXXXX)
 chmod 755 "$work"
-bed=""
-daemons=()
 netns_etc=()
 cleanup() {
   local p
   for p in "${netns_etc[@]}"; do rm -rf "$p"; done
-  for p in "${daemons[@]}"; do kill "$p" 2>/dev/null; done
-  pio_piods_stop
-  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
-  rm -rf "$work"
+  bench_cleanup
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-bytes=$("$PY" -c 'import re,sys; m=re.fullmatch(r"([0-9]+)([kKmMgG]?)", sys.argv[1]); print(int(m.group(1)) << {"":0,"k":10,"m":20,"g":30}[m.group(2).lower()])' "$SIZE") ||
+bytes=$(bench_bytes "$SIZE") ||
   { echo "pcp.sh: PCP_SIZE=$SIZE: use bytes with K, M or G" >&2; exit 1; }
 echo "== pcp.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores, $K links at $RATE, file $SIZE"
-bed=$(printf 'pcp%05d' $(($$ % 100000)))
-"$TB" up "$bed" --hosts 2 --links "$K" --rate "$RATE" >"$work/up.log" 2>&1 ||
-  { cat "$work/up.log" >&2; exit 1; }
+bench_bed_up pcp 2 "$K" "$RATE" || exit 1
 h2a=$("$TB" addr "$bed" h2 0)
 mkdir -p "$work/src" "$work/dst"
 chmod 777 "$work/dst"
@@ -125,22 +116,7 @@ fi
 fi
 
 echo "-- pcp (piods on both hosts, B exports $work/dst)"
-la=() lb=()
-for i in $(links "$K"); do la+=("$("$TB" addr "$bed" h1 "$i")"); lb+=("$("$TB" addr "$bed" h2 "$i")"); done
-_pio_keys "$work/pio" A B
-mkdir -p "$work/pio"
-IFS=, eval 'pa="B=${lb[*]}"; pb="A=${la[*]}"'
-args_a=() args_b=()
-for a in "${la[@]}"; do args_a+=(--listen "$a"); done
-for a in "${lb[@]}"; do args_b+=(--listen "$a"); done
-_pio_start A "$work/pio" "$("$TB" ns "$bed" h1)" -- "${args_a[@]}" --peer "$pa"
-_pio_start B "$work/pio" "$("$TB" ns "$bed" h2)" -- "${args_b[@]}" --peer "$pb" --export "$work/dst"
-if ! { _pio_wait_sock "$work/pio/A.sock" && _pio_wait_sock "$work/pio/B.sock" &&
-  pio_wait_channels "$work/pio/A.sock" "$K" && pio_wait_channels "$work/pio/B.sock" "$K"; }; then
-  echo "pcp.sh: the piods did not come up" >&2
-  exit 1
-fi
-sleep 1 # the file service joins
+bench_piods "$work/pio" "$K" "$work/dst" || { echo "pcp.sh: the piods did not come up" >&2; exit 1; }
 for n in 1 2 4; do
   timed "pcp-n$n" env PIO_SOCKET="$work/pio/A.sock" "$BUILD/bin/pcp" -q -n "$n" \
     "$work/src/file" "B:pcp-n$n"
@@ -153,31 +129,7 @@ pio_piods_stop
 
 if want scp || want rsync; then
 echo "-- scp and rsync over ssh (sshd in h2 on $h2a:2222, one connection: one link)"
-ssh-keygen -q -t ed25519 -N '' -f "$work/hostkey" && ssh-keygen -q -t ed25519 -N '' -f "$work/id"
-cp "$work/id.pub" "$work/authorized_keys"
-cat >"$work/sshd_config" <<EOF
-Port 2222
-ListenAddress $h2a
-HostKey $work/hostkey
-PermitRootLogin yes
-AuthorizedKeysFile $work/authorized_keys
-StrictModes no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-PidFile $work/sshd.pid
-Subsystem sftp internal-sftp
-EOF
-mkdir -p /run/sshd
-"$TB" exec "$bed" h2 "$(command -v sshd || echo /usr/sbin/sshd)" -D -e -f "$work/sshd_config" \
-  >"$work/sshd.log" 2>&1 &
-daemons+=($!)
-for _ in $(seq 100); do
-  [ -n "$("$TB" exec "$bed" h2 ss -Hltn "src $h2a:2222")" ] && break
-  sleep 0.05
-done
-SSHO=(-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=error
-  -i "$work/id")
+sshd_start "$work" || { echo "pcp.sh: sshd failed" >&2; exit 1; }
 timed scp scp -q "${SSHO[@]}" -P 2222 "$work/src/file" "root@$h2a:$work/dst/scp"
 timed rsync rsync -e "ssh ${SSHO[*]} -p 2222" "$work/src/file" "root@$h2a:$work/dst/rsync"
 fi
@@ -205,10 +157,7 @@ for p in 1 4; do
     >"$work/gridftp.$p.log" 2>&1 &
   gp=$!
   daemons+=($gp)
-  for _ in $(seq 100); do
-    [ -n "$("$TB" exec "$bed" h2 ss -Hltn "src $h2a:2811")" ] && break
-    sleep 0.05
-  done
+  bench_wait_listen h2 "$h2a" 2811
   timed "gridftp-p$p" globus-url-copy -p "$p" "file://$work/src/file" \
     "ftp://$h2a:2811$work/dst/gridftp-p$p"
   kill "$gp" 2>/dev/null
