@@ -39,7 +39,9 @@
     do {                                                                                           \
         int rc_ = (call);                                                                          \
         if (rc_ != PIO_OK) {                                                                       \
-            fprintf(stderr, "rank %d: %s: %s\n", rank, #call, PIO_Strerror(rc_));                  \
+            const char *why_ = PIO_File_error_text();                                              \
+            fprintf(stderr, "rank %d: %s: %s%s%s%s\n", rank, #call, PIO_Strerror(rc_),             \
+                    *why_ ? " (" : "", why_, *why_ ? ")" : "");                                    \
             MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
         }                                                                                          \
     } while (0)

@@ -517,7 +517,7 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
                 return x;
             *err = EPERM;
             snprintf(text, cap, "%.150s: process %d opened it with another %s than the others",
-                     q->path, s->proc, is_h5 ? "dataset" : "mode");
+                     q->path, s->proc, is_h5 == x->is_h5 ? "dataset" : "mode");
             merged_fail(x, *err, text);
             *joined = 1;
             return x;
