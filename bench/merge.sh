@@ -12,6 +12,12 @@
 #                    --blocks N` in h1: the original experiment's layout
 #                    (process r writes 1 MB block i at (i x 4 + r) MB) with
 #                    N = MB / 4 blocks per process, through B's file service;
+#   pio-hdf5         the HDF5 mode: the same 4 processes write one dataset of
+#                    MB x 10^6 bytes of doubles, (MB / 4) x 1000 x 500, each
+#                    its quarter (a 2 x 2 grid over the last two dimensions)
+#                    plane by plane, planes of 1 MB in a shuffled order
+#                    (`examples/merged_dataset --dims ...`), written on h2 by
+#                    the file service with libhdf5; checked with h5py;
 #   pio-1proc        the same file from one process (`-np 1 --blocks MB`)
 #                    over the same 4 channels: what merging adds to one writer;
 #   pio-1proc-1chan  one process over one channel: piods started again with a
@@ -42,7 +48,8 @@
 # error) or when skipped for want of root; 1 when one failed.
 # Environment: BUILD (default build/default), MERGE_MB (400: the file, in
 # 10^6 bytes, a multiple of 4), MERGE_RATE (100mbit), MERGE_RUNS (the runs to
-# make, default all: ceiling pio-merged pio-1proc pio-1proc-1chan sshfs),
+# make, default all: ceiling pio-merged pio-hdf5 pio-1proc pio-1proc-1chan
+# sshfs),
 # SSHFS_OPTS (Ciphers=aes128-gcm@openssh.com,Compression=no),
 # PIO_BENCH_RESULTS (default bench/results), PIO_PIOD_FLAGS (extra piod flags).
 set -u
@@ -57,10 +64,12 @@ RATE=${MERGE_RATE:-100mbit}
 SSHFS_OPTS=${SSHFS_OPTS:-Ciphers=aes128-gcm@openssh.com,Compression=no}
 K=4  # links
 NP=4 # writing processes
-RUNS=" ${MERGE_RUNS:-ceiling pio-merged pio-1proc pio-1proc-1chan sshfs} "
+RUNS=" ${MERGE_RUNS:-ceiling pio-merged pio-hdf5 pio-1proc pio-1proc-1chan sshfs} "
 want() { [[ $RUNS == *" $1 "* ]]; }
 SCRIPT=merge.sh
 MO=$BUILD/examples/merged_output
+MD=$BUILD/examples/merged_dataset
+H5PY=/usr/bin/python3 # Debian's, which has h5py (mk/deps.sh)
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: merge: needs root (network namespaces for the test bed)"
@@ -70,7 +79,7 @@ fi
 source "$ROOT/tests/lib/piod.bash"
 # shellcheck source=lib.bash
 source "$ROOT/bench/lib.bash"
-bench_need "$MO" "$BUILD/sbin/pio-files" "$BUILD/sbin/piod" "$BUILD/bin/pio-info" mpirun iperf3 sshd \
+bench_need "$MO" "$MD" "$BUILD/sbin/pio-files" "$BUILD/sbin/piod" "$BUILD/bin/pio-info" mpirun iperf3 sshd \
   sshfs fusermount3 mountpoint || exit 1
 [[ $MB =~ ^[0-9]+$ ]] && [ "$MB" -ge "$NP" ] && [ $((MB % NP)) -eq 0 ] ||
   { echo "merge.sh: MERGE_MB=$MB: a whole number of MB, a multiple of $NP" >&2; exit 1; }
@@ -104,6 +113,22 @@ fi
 fail=0
 rows=()
 
+# h5_check FILE: dataset /A of FILE holds A[i][j][k] = i*1e6 + j*1e3 + k
+# (merged_dataset's values), plane by plane
+h5_check() {
+  "$H5PY" - "$1" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    d = f["/A"]
+    n0, n1, n2 = d.shape
+    j, k = np.meshgrid(np.arange(n1), np.arange(n2), indexing="ij")
+    for i in range(n0):
+        if not (d[i] == i * 1e6 + j * 1e3 + k).all():
+            sys.exit("plane %d differs" % i)
+print("h5py: /A %s holds the values" % (d.shape,))
+PY
+}
+
 # run NAME FILE CMD...: run CMD (an mpirun of merged_output) in h1, read the
 # time and rate it printed, compare FILE (where it wrote) with the reference.
 run() {
@@ -112,9 +137,12 @@ run() {
   rm -f "$file"
   "$TB" exec "$bed" h1 "$@" >"$work/$name.log" 2>&1 </dev/null
   rc=$?
-  line=$(grep -m1 '^OK merged_output:' "$work/$name.log")
+  line=$(grep -m1 '^OK merged_' "$work/$name.log")
   if [[ $rc -ne 0 || ! $line =~ in\ ([0-9.]+)\ s\ \(([0-9.]+)\ MB/s\) ]]; then
     echo "merge.sh: $name failed (exit $rc); log:" >&2
+  elif [[ $file == *.h5 ]]; then
+    h5_check "$file" >>"$work/$name.log" 2>&1 && rc=ok ||
+      echo "merge.sh: $name: the dataset does not hold the values; log:" >&2
   elif ! cmp "$work/ref" "$file" >&2; then
     echo "merge.sh: $name: the file differs from the reference; log:" >&2
   else
@@ -146,11 +174,13 @@ if want ceiling; then
   fi
 fi
 
-if want pio-merged || want pio-1proc; then
+if want pio-merged || want pio-hdf5 || want pio-1proc; then
   echo "-- PIO over $K channels (piods on both hosts, B exports $work/dst)"
   bench_piods "$work/pio4" "$K" "$work/dst" || { echo "merge.sh: the piods did not come up" >&2; exit 1; }
   want pio-merged && run pio-merged "$work/dst/merged.bin" env PIO_SOCKET="$work/pio4/A.sock" \
     "${MPIRUN[@]}" -np "$NP" "$MO" B merged.bin --blocks $((MB / NP))
+  want pio-hdf5 && run pio-hdf5 "$work/dst/merged.h5" env PIO_SOCKET="$work/pio4/A.sock" \
+    "${MPIRUN[@]}" -np "$NP" "$MD" B merged.h5 --dims $((MB / 4))x1000x500
   want pio-1proc && run pio-1proc "$work/dst/1proc.bin" env PIO_SOCKET="$work/pio4/A.sock" \
     "${MPIRUN[@]}" -np 1 "$MO" B 1proc.bin --blocks "$MB"
   pio_piods_stop
@@ -202,7 +232,8 @@ for line in open(rows):
     k, s, v = line.strip().split(",")
     r[k] = float(v)
     t[k] = s
-order = [k for k in ["ceiling", "pio-merged", "pio-1proc", "pio-1proc-1chan", "sshfs"] if k in r]
+order = [k for k in ["ceiling", "pio-merged", "pio-hdf5", "pio-1proc", "pio-1proc-1chan", "sshfs"]
+         if k in r]
 ceil, sshfs, one = r.get("ceiling"), r.get("sshfs"), r.get("pio-1proc-1chan")
 ratio = lambda a, b, f="%.3f": f % (a / b) if b else ""
 with open(out_csv, "w") as f:
@@ -222,6 +253,10 @@ print()
 m = r.get("pio-merged")
 if m and ceil:
     print("%s: merged output = %.3f x ceiling, target >= 0.9" % ("PASS" if m / ceil >= 0.9 else "MISS", m / ceil))
+h = r.get("pio-hdf5")
+if h and ceil:
+    print("%s: merged output in HDF5 mode = %.3f x ceiling, target >= 0.9"
+          % ("PASS" if h / ceil >= 0.9 else "MISS", h / ceil))
 if m and sshfs:
     print("note: merged output = %.2f x sshfs (the original PIO: 11.6 x NFS)" % (m / sshfs))
 if m and one:
