@@ -178,3 +178,15 @@ disagree() {
   assert_output --partial "opened it with another mode than the others"
   [ -z "$(ls -A "$EXP")" ]
 }
+
+@test "a process that joins but never opens, then leaves: the others' close fails instead of waiting for ever" {
+  SECONDS=0
+  run disagree absent
+  echo "$output"
+  assert_success
+  assert_output --partial "rank 0 close: PIO_"
+  assert_output --partial "B: dis.h5: 1 process(es) of fcheck left without opening it: file not kept"
+  [ "$SECONDS" -lt 40 ]
+  echo "took $SECONDS s" >&3
+  [ -z "$(ls -A "$EXP")" ]
+}

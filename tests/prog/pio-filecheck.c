@@ -10,6 +10,8 @@
  *          shape (4 + r): the two disagree. Prints "open: STATUS" and, when
  *          open succeeded, "close: STATUS", with the remote text.
  *   mixed  (2 processes) rank 0 opens raw, rank 1 HDF5: as shape.
+ *   absent (2 processes) rank 1 joins, never opens, and leaves; rank 0's
+ *          close must fail (not wait for ever). Prints "close: STATUS TEXT".
  * Exit 0 when every expectation of the scenario held ("OK"), 1 otherwise.
  */
 #include "pio.h"
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failed;
 
@@ -87,10 +90,26 @@ static int disagree(const char *host, const char *path, int rank, int nprocs, in
     return rc == PIO_EPERM ? 0 : 1;
 }
 
+static int absent(const char *host, const char *path, int rank)
+{
+    if (rank != 0) {
+        sleep(1);
+        return 0; /* joined, never opens */
+    }
+    PIO_File fh;
+    EXPECT(PIO_File_open(host, path, PIO_FILE_RAW, &fh), PIO_OK);
+    if (failed)
+        return 1;
+    EXPECT(PIO_File_write_at(fh, 0, "abc", 3), PIO_OK);
+    int rc = PIO_File_close(fh);
+    printf("rank 0 close: %s %s\n", PIO_Errname(rc), PIO_File_error_text());
+    return rc == PIO_OK || failed;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: pio-filecheck api|shape|mixed HOST PATH [RANK NPROCS]\n");
+        fprintf(stderr, "usage: pio-filecheck api|shape|mixed|absent HOST PATH [RANK NPROCS]\n");
         return 2;
     }
     int rank = argc > 5 ? atoi(argv[4]) : 0, nprocs = argc > 5 ? atoi(argv[5]) : 1;
@@ -101,6 +120,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "api") == 0)
         rc = api(argv[2], argv[3]);
+    else if (strcmp(argv[1], "absent") == 0)
+        rc = absent(argv[2], argv[3], rank);
     else
         rc = disagree(argv[2], argv[3], rank, nprocs, strcmp(argv[1], "mixed") == 0);
     PIO_Exit();

@@ -484,6 +484,8 @@ struct merged {
     int is_h5;
     struct fh5 *h5;                        /* HDF5 mode: the dataset (files_h5.c) */
     uint32_t nprocs, opened, closed, left; /* left: sessions not answered yet */
+    uint32_t departed;                     /* opened, then gone or refused */
+    time_t short_since;                    /* since when processes seem missing */
     int err, done;
     char text[PCP_TEXT_MAX];
 };
@@ -584,14 +586,65 @@ static void merged_finish(struct merged *x, uint32_t mode)
     pthread_cond_broadcast(&merged_cv);
 }
 
+/* A process that never opens would keep the others' closes waiting for
+ * ever. While some wait, compare the processes of the application still
+ * joined with those that must still come: every process that opened and did
+ * not depart is joined (it waits in its close, or writes), so
+ * joined - (opened - departed) processes may still open. Fewer than the
+ * missing opens for ABSENT_GRACE seconds on end (a slow starter is not yet
+ * joined) and the file fails (locked; the lock is dropped to ask libpio). */
+#define ABSENT_GRACE 10
+
+static void merged_check_absent(struct merged *x, int partner, uint32_t mode)
+{
+    PIO_Appinfo ai;
+    pthread_mutex_unlock(&merged_mtx);
+    int rc = PIO_Getappinfo(partner, &ai);
+    pthread_mutex_lock(&merged_mtx);
+    if (rc != PIO_OK || x->done || x->opened >= x->nprocs)
+        return;
+    long may_come = (long)ai.joined - (long)(x->opened - x->departed);
+    long missing = (long)(x->nprocs - x->opened);
+    time_t now = time(NULL);
+    if (may_come >= missing) {
+        x->short_since = 0;
+        return;
+    }
+    if (!x->short_since) {
+        x->short_since = now;
+        return;
+    }
+    if (now - x->short_since < ABSENT_GRACE)
+        return;
+    char text[PCP_TEXT_MAX];
+    snprintf(text, sizeof(text),
+             "%.120s: %ld process(es) of %.40s left without opening it: file not kept", x->path,
+             missing - (may_come > 0 ? may_come : 0), x->app);
+    merged_fail(x, EPIPE, text);
+    logf_("%s", text);
+    /* the missing ones count as closed and answered: nobody waits for them */
+    x->left -= (uint32_t)missing;
+    x->closed += (uint32_t)missing;
+    x->opened = x->nprocs;
+    if (x->closed == x->nprocs)
+        merged_finish(x, mode);
+}
+
 /* One process's close (or its end): the last one finishes the file; each
- * waits (when wait) until it is finished and takes the outcome (locked). */
-static int merged_leave(struct merged *x, uint32_t mode, int wait, char *text, size_t cap)
+ * waits (when wait) until it is finished and takes the outcome (locked).
+ * partner: the application, to look for processes that never open. */
+static int merged_leave(struct merged *x, int partner, uint32_t mode, int wait, char *text,
+                        size_t cap)
 {
     if (++x->closed == x->nprocs)
         merged_finish(x, mode);
-    while (wait && !x->done)
-        pthread_cond_wait(&merged_cv, &merged_mtx);
+    while (wait && !x->done) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        if (pthread_cond_timedwait(&merged_cv, &merged_mtx, &until) == ETIMEDOUT)
+            merged_check_absent(x, partner, mode);
+    }
     int e = x->err;
     if (wait)
         snprintf(text, cap, "%s", x->text);
@@ -668,8 +721,10 @@ static void do_fopen(struct session *s)
     struct merged *x = merged_get(s, &err, text, sizeof(text), &joined);
     if (x)
         x->opened++;
-    if (x && joined) /* refused, yet one of the file's processes: it closes now */
-        merged_leave(x, mode, 0, text, sizeof(text));
+    if (x && joined) { /* refused, yet one of the file's processes: it closes now */
+        x->departed++;
+        merged_leave(x, s->partner, mode, 0, text, sizeof(text));
+    }
     pthread_mutex_unlock(&merged_mtx);
     if (!x || joined) {
         send_err(s, sid, err, "%s", text);
@@ -700,8 +755,9 @@ static void do_fopen(struct session *s)
                  "%.120s: process %d of %.40s stopped writing before its close: file not kept",
                  x->path, s->proc, x->app);
         merged_fail(x, EPIPE, text);
+        x->departed++;
     }
-    int e = merged_leave(x, mode, 1, text, sizeof(text));
+    int e = merged_leave(x, s->partner, mode, 1, text, sizeof(text));
     pthread_mutex_unlock(&merged_mtx);
     if (gone)
         return;
