@@ -73,23 +73,28 @@ SBINS :=         # daemons, installed under sbin/
 UNIT_TESTS :=    # cmocka binaries run by tests/run
 TEST_BINS :=     # helper programs the tests use
 MANS :=          # Markdown man pages (docs/man/NAME.SECTION.md)
+INSTALL_LIBS :=      # more libraries installed under lib/ (libpiof.a)
+INSTALL_INCLUDES :=  # more files installed under include/ (pio.mod)
 
 include libpio/module.mk
 include libpio/wire/module.mk
+include bindings/fortran/module.mk
 include piod/module.mk
 include tools/module.mk
 include tools/pcp/module.mk
 include tests/module.mk
 include docs/module.mk
 # optional fragments: present when their component exists
-include $(wildcard tests/conformance/module.mk examples/module.mk bench/module.mk)
+include $(wildcard tests/conformance/module.mk examples/module.mk examples/fortran/module.mk \
+  bench/module.mk)
 
 $(B)/%.o: %.c $(SETTINGS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 .PHONY: all deps test demo bench install uninstall clean format format-check check-root
-all: $(LIBPIO_A) $(LIBPIO_SO) $(BINS) $(SBINS) $(UNIT_TESTS) $(TEST_BINS) $(MAN_ROFF)
+all: $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_INCLUDES) $(BINS) $(SBINS) $(UNIT_TESTS) \
+  $(TEST_BINS) $(MAN_ROFF)
 
 deps:
 	@mk/deps.sh
@@ -117,7 +122,8 @@ install: all
 	install -m 755 $(LIBPIO_SO) $(DESTDIR)$(PREFIX)/lib/libpio.so.$(PIO_VERSION)
 	ln -sf libpio.so.$(PIO_VERSION) $(DESTDIR)$(PREFIX)/lib/libpio.so.$(PIO_SOVERSION)
 	ln -sf libpio.so.$(PIO_SOVERSION) $(DESTDIR)$(PREFIX)/lib/libpio.so
-	install -m 644 libpio/pio.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 libpio/pio.h $(INSTALL_INCLUDES) $(DESTDIR)$(PREFIX)/include/
+	$(if $(strip $(INSTALL_LIBS)),install -m 644 $(INSTALL_LIBS) $(DESTDIR)$(PREFIX)/lib/)
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(PIO_VERSION)|; s|@REQUIRES@|$(PKG_DEPS)|' \
 	  libpio/pio.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pio.pc
 	$(if $(strip $(BINS)),install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)

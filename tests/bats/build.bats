@@ -30,8 +30,9 @@ setup() { cd "$PIO_SRC"; }
   [ -f "$prefix/lib/libpio.a" ]
   [ -L "$prefix/lib/libpio.so" ]
   [ -f "$prefix/lib/pkgconfig/pio.pc" ]
-  # only pio.h is installed
-  [ "$(ls "$prefix/include")" = "pio.h" ]
+  # only pio.h and the Fortran module are installed
+  [ "$(ls "$prefix/include" | tr '\n' ' ')" = "pio.h pio.mod " ]
+  [ -f "$prefix/lib/libpiof.a" ]
   cat >"$BATS_TEST_TMPDIR/p.c" <<'C'
 #include <pio.h>
 #include <stdio.h>

@@ -1,0 +1,63 @@
+# bindings/fortran/module.mk - the Fortran binding: module pio (pio.mod) and libpiof.a,
+# and the Fortran test programs under tests/prog/.
+#
+# pio_f_gen (a C program that includes pio.h) writes pio_constants.inc, which
+# pio.f90 includes: the Fortran constants come from the C X-lists, never from
+# a copy. libpiof.a holds the module's object and the small C half (pio_f.c);
+# it is static only, so a C program that links `-lpiof -lpio` from pio.pc
+# takes nothing from it and never needs libgfortran. Fortran programs are
+# compiled with -std=f2018 (TYPE(*), DIMENSION(..) and ISO_Fortran_binding
+# are Fortran 2018 / TS 29113) and linked by gfortran (or mpif90).
+FORT_DIR  := $(B)/bindings/fortran
+FFLAGS    := -std=f2018 -Wall -Wextra -Werror -fimplicit-none $(OPT) -g -fPIC $(SANFLAGS) \
+             $(EXTRA_FFLAGS)
+PIO_MOD   := $(FORT_DIR)/pio.mod
+PIO_MOD_O := $(FORT_DIR)/pio.o
+LIBPIOF_A := $(B)/lib/libpiof.a
+PIOF_GEN  := $(FORT_DIR)/pio_f_gen
+PIOF_INC  := $(FORT_DIR)/pio_constants.inc
+MPIFC     ?= mpif90
+
+OBJS += $(FORT_DIR)/pio_f.o $(FORT_DIR)/pio_f_gen.o
+
+# ISO_Fortran_binding.h lives in gfortran's include folder (gcc finds it
+# there on its own; another C compiler needs the path).
+$(FORT_DIR)/pio_f.o: CPPFLAGS += -I$(shell $(FC) -print-file-name=include)
+
+$(PIOF_GEN): $(FORT_DIR)/pio_f_gen.o
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $<
+
+$(PIOF_INC): $(PIOF_GEN)
+	$(call msg,GEN,$@)$< >$@.tmp && mv $@.tmp $@
+
+# gfortran rewrites pio.mod only when the interface changes; users depend
+# on pio.o, which is always rebuilt with it. -Wno-maybe-uninitialized: at -O2
+# gfortran 12 warns about the size temporary of its own copy-in/copy-out code
+# for CONTIGUOUS assumed-rank dummies (set and used under the same test).
+$(PIO_MOD_O): bindings/fortran/pio.f90 $(PIOF_INC) $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,FC,$<)$(FC) $(FFLAGS) -Wno-maybe-uninitialized -I$(FORT_DIR) -J$(FORT_DIR) -c -o $@ $<
+$(PIO_MOD): $(PIO_MOD_O)
+
+$(LIBPIOF_A): $(PIO_MOD_O) $(FORT_DIR)/pio_f.o
+	@mkdir -p $(@D)
+	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
+
+# Installed beside libpio.a and pio.h (the Makefile's install target).
+INSTALL_LIBS     += $(LIBPIOF_A)
+INSTALL_INCLUDES += $(PIO_MOD)
+
+# Fortran helper programs of the tests: tests/prog/NAME.f90 -> $(B)/tests/prog/NAME.
+# They compare received REALs with == on purpose (values must be exact):
+# -Wno-compare-reals (FFLAGS_EXACT, also for examples/fortran).
+FFLAGS_EXACT   := -Wno-compare-reals -Wno-maybe-uninitialized
+FORT_PROG_SRCS := $(wildcard tests/prog/*.f90)
+FORT_PROGS     := $(FORT_PROG_SRCS:%.f90=$(B)/%)
+TEST_BINS      += $(LIBPIOF_A) $(FORT_PROGS)
+
+$(FORT_PROGS:%=%.o): $(B)/%.o: %.f90 $(PIO_MOD_O) $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,FC,$<)$(FC) $(FFLAGS) $(FFLAGS_EXACT) -I$(FORT_DIR) -J$(@D) -c -o $@ $<
+
+$(FORT_PROGS): %: %.o $(LIBPIOF_A) $(LIBPIO_A)
+	$(call msg,LD,$@)$(FC) $(LDFLAGS) -o $@ $< $(LIBPIOF_A) $(LIBPIO_A) $(LDLIBS)

@@ -1,0 +1,853 @@
+! pio.f90 - module pio: the Fortran 2008 binding of PIO, every call of pio.h.
+! SPDX-License-Identifier: BSD-3-Clause
+!
+! Design (docs/design-notes.md "Fortran binding (issue 7)", pio_fortran(3)):
+! * Each call is a subroutine taking the C arguments in the C order, plus an
+!   optional last argument ierr. With ierr it receives the status (PIO_OK on
+!   success). Without ierr a failure writes "pio: CALL: words (PIO_Exxx)" to
+!   standard error and ends the program with ERROR STOP <code>, as mpi_f08's
+!   default error handler ends an MPI program. libpio itself never stops.
+! * Buffers are TYPE(*), DIMENSION(..): any type, kind and rank, scalars too.
+!   Counts are in elements of the datatype, of default or 8-byte integer kind
+!   (a generic per call). pio_f.c checks that count items of the datatype fit
+!   the buffer and its Fortran type.
+! * The procedures that take a buffer are BIND(C) module procedures: gfortran
+!   12 loses the length of a CHARACTER actual argument when a non-BIND(C)
+!   procedure passes its TYPE(*), DIMENSION(..) dummy on; a BIND(C) one keeps
+!   the descriptor intact.
+! * Blocking calls take any array section: pio_f.c packs a strided one into
+!   a copy and, for a receive, scatters it back (not CONTIGUOUS dummies: then
+!   gfortran 12 crashes compiling a caller that passes an assumed-rank array
+!   on). Non-blocking calls use the memory until PIO_Wait / PIO_Test, so they
+!   take contiguous memory only (PIO_EINVAL).
+! * Names passed in lose their trailing blanks; names handed back are
+!   blank-padded fixed-length fields, or allocatable strings of exact length.
+! * HDF5 shapes, slab starts and counts are in Fortran order and starts count
+!   from 1; the binding reverses them for the C API (C order, from 0).
+! Thread safety: as pio.h. The module keeps no state.
+module pio
+  use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: error_unit, int64
+  implicit none
+  private
+
+  include 'pio_constants.inc'
+
+  ! ---- types ------------------------------------------------------------
+
+  ! What a completed receive (or send) reports: PIO_Status of pio.h.
+  type, bind(C), public :: PIO_Status
+    integer(c_int) :: partner = -1       ! partner handle of the source (receives)
+    integer(c_int) :: source = -1        ! process_ID of the sender
+    integer(c_int) :: tag = -1           ! tag it was sent with
+    integer(c_int) :: datatype = 0       ! datatype it was sent as
+    integer(c_size_t) :: count = 0       ! elements received
+    integer(c_size_t) :: bytes = 0       ! bytes received (PIO_ETRUNC: in the message)
+    integer(c_int) :: error = 0          ! PIO_OK or the request's error
+  end type PIO_Status
+
+  ! A non-blocking operation; null until PIO_Isend / PIO_Irecv, null again
+  ! once PIO_Wait or PIO_Test completes it.
+  type, bind(C), public :: PIO_Request
+    private
+    type(c_ptr) :: ptr = c_null_ptr
+  end type PIO_Request
+
+  type, public :: PIO_Appinfo
+    character(len=PIO_NAME_MAX) :: name = ''
+    character(len=PIO_NAME_MAX) :: system = ''  ! where it runs
+    integer :: nprocs = 0                        ! processes in the application
+    integer :: joined = 0                        ! processes currently joined
+    integer :: process_ID = -1                   ! for PIO_SELF: this process; else -1
+  end type PIO_Appinfo
+
+  type, public :: PIO_Hostinfo
+    character(len=PIO_NAME_MAX) :: host = ''
+    character(len=PIO_NAME_MAX) :: system = ''
+    integer :: version = 0                       ! piod's protocol version
+    integer(int64) :: pool_size = 0              ! this process' pool, bytes
+    integer(int64) :: eager_limit = 0            ! bytes: data rides with the request
+    integer(int64) :: chunk_size = 0             ! bytes: large messages are cut so
+  end type PIO_Hostinfo
+
+  type, public :: PIO_Coninfo
+    integer :: index = -1                        ! channel index (PIO_USER(index)), from 0
+    logical :: up = .false.                      ! carries data now
+    character(len=pio_c_coninfo_addr_len) :: local = '', remote = ''  ! "a.b.c.d:port"
+    integer(int64) :: tx_bytes = 0, rx_bytes = 0 ! data bytes carried so far
+    integer(int64) :: queued = 0                 ! bytes queued or in flight
+    integer(int64) :: rate = 0                   ! recent throughput, bytes/s
+    integer(int64) :: tx_chunks = 0, rx_chunks = 0
+    integer(int64) :: resent = 0                 ! chunks resent after another channel failed
+    integer(int64) :: downs = 0                  ! times it went down after being up
+  end type PIO_Coninfo
+
+  ! A remote merged output file. The binding keeps the mode and, for HDF5
+  ! mode, the element type and rank, to check buffers and slabs.
+  type, bind(C), public :: PIO_File
+    private
+    type(c_ptr) :: ptr = c_null_ptr
+    integer(c_int) :: mode = -1
+    integer(c_int) :: eltype = 0
+    integer(c_int) :: ndims = 0
+  end type PIO_File
+
+  ! The one dataset of an HDF5-mode file, in Fortran order: dims(1) is the
+  ! extent of the fastest-varying index (the file shows them reversed, as
+  ! HDF5's own Fortran API does).
+  type, public :: PIO_Dataset
+    character(len=:), allocatable :: name        ! path in the file, e.g. "/field"
+    integer :: type = 0                          ! PIO_INTEGER, PIO_REAL, ... (no complex,
+                                                 ! LOGICAL or CHARACTER)
+    integer :: ndims = 0                         ! 1 .. PIO_FILE_MAXDIMS
+    integer(int64) :: dims(PIO_FILE_MAXDIMS) = 0 ! global shape, Fortran order
+  end type PIO_Dataset
+
+  ! C layouts of the records pio.h fills in; converted to the types above.
+  type, bind(C) :: c_appinfo
+    character(kind=c_char) :: name(PIO_NAME_MAX), system(PIO_NAME_MAX)
+    integer(c_int) :: nprocs, joined, process_ID
+  end type c_appinfo
+
+  type, bind(C) :: c_hostinfo
+    character(kind=c_char) :: host(PIO_NAME_MAX), system(PIO_NAME_MAX)
+    integer(c_int) :: version
+    integer(c_size_t) :: pool_size, eager_limit, chunk_size
+  end type c_hostinfo
+
+  type, bind(C) :: c_coninfo
+    integer(c_int) :: index, up
+    character(kind=c_char) :: local(pio_c_coninfo_addr_len), remote(pio_c_coninfo_addr_len)
+    integer(c_int64_t) :: tx_bytes, rx_bytes, queued, rate, tx_chunks, rx_chunks, resent
+    integer(c_int) :: downs
+  end type c_coninfo
+
+  type, bind(C) :: c_dataset
+    type(c_ptr) :: name
+    integer(c_int) :: type, ndims
+    integer(c_int64_t) :: dims(PIO_FILE_MAXDIMS)
+  end type c_dataset
+
+  ! Each BIND(C) type has the size of its C struct, or this module does not
+  ! compile ("Division by zero" below means pio.h changed a struct: update
+  ! the type above to match).
+  integer, parameter :: layout_ok = 1 / merge(1, 0, &
+    storage_size(PIO_Status()) / 8 == pio_c_sizeof_status .and. &
+    storage_size(PIO_Request()) / 8 == pio_c_sizeof_request .and. &
+    storage_size(c_appinfo(' ', ' ', 0, 0, 0)) / 8 == pio_c_sizeof_appinfo .and. &
+    storage_size(c_hostinfo(' ', ' ', 0, 0_c_size_t, 0_c_size_t, 0_c_size_t)) / 8 &
+      == pio_c_sizeof_hostinfo .and. &
+    storage_size(c_coninfo(0, 0, ' ', ' ', 0_c_int64_t, 0_c_int64_t, 0_c_int64_t, &
+      0_c_int64_t, 0_c_int64_t, 0_c_int64_t, 0_c_int64_t, 0)) / 8 == pio_c_sizeof_coninfo &
+    .and. storage_size(c_dataset(c_null_ptr, 0, 0, 0_c_int64_t)) / 8 == pio_c_sizeof_dataset)
+
+  ! ---- public procedures --------------------------------------------------
+
+  public :: PIO_Init, PIO_Exit, PIO_Setpartner, PIO_Addpartner
+  public :: PIO_Send, PIO_Recv, PIO_Isend, PIO_Irecv, PIO_Wait, PIO_Test
+  public :: PIO_Getappinfo, PIO_Gethostinfo, PIO_Getconinfo
+  public :: PIO_Strerror, PIO_Errname, PIO_USER
+  public :: PIO_File_open, PIO_File_open_dataset, PIO_File_write_at, PIO_File_write_slab
+  public :: PIO_File_close, PIO_File_error_text
+
+  ! Generics: one specific per kind of the count (default INTEGER or
+  ! INTEGER(8)), and of the offset, start and count of the file calls.
+  interface PIO_Send
+    module procedure pio_send_c4, pio_send_c8
+  end interface PIO_Send
+  interface PIO_Recv
+    module procedure pio_recv_c4, pio_recv_c8
+  end interface PIO_Recv
+  interface PIO_Isend
+    module procedure pio_isend_c4, pio_isend_c8
+  end interface PIO_Isend
+  interface PIO_Irecv
+    module procedure pio_irecv_c4, pio_irecv_c8
+  end interface PIO_Irecv
+  interface PIO_File_write_at
+    module procedure pio_file_write_at_c4, pio_file_write_at_c8
+  end interface PIO_File_write_at
+  interface PIO_File_write_slab
+    module procedure pio_file_write_slab_c4, pio_file_write_slab_c8
+  end interface PIO_File_write_slab
+
+  ! flags of pio_f_buffer (pio_f.c)
+  integer(c_int), parameter :: buf_contiguous = 1, buf_exact = 2
+  integer, parameter :: why_len = 256
+
+  ! ---- the C side ---------------------------------------------------------
+  interface
+    integer(c_int) function pio_f_buffer(buf, datatype, count, flags, addr, bytes, why, whylen) &
+        bind(C, name='pio_f_buffer')
+      import :: c_int, c_int64_t, c_ptr, c_char, c_size_t
+      type(*), dimension(..), intent(in) :: buf
+      integer(c_int), value :: datatype, flags
+      integer(c_int64_t), value :: count
+      type(c_ptr), intent(out) :: addr
+      integer(c_int64_t), intent(out) :: bytes
+      character(kind=c_char), intent(inout) :: why(*)
+      integer(c_size_t), value :: whylen
+    end function pio_f_buffer
+
+    subroutine pio_f_release(buf, addr, copy_out) bind(C, name='pio_f_release')
+      import :: c_int, c_ptr
+      type(*), dimension(..) :: buf
+      type(c_ptr), value :: addr
+      integer(c_int), value :: copy_out
+    end subroutine pio_f_release
+
+    integer(c_size_t) function c_strlen(s) bind(C, name='strlen')
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: s
+    end function c_strlen
+
+    type(c_ptr) function c_strerror(status) bind(C, name='PIO_Strerror')
+      import :: c_int, c_ptr
+      integer(c_int), value :: status
+    end function c_strerror
+
+    type(c_ptr) function c_errname(status) bind(C, name='PIO_Errname')
+      import :: c_int, c_ptr
+      integer(c_int), value :: status
+    end function c_errname
+
+    integer(c_int) function c_init(app_name, process_ID, nprocs) bind(C, name='PIO_Init')
+      import :: c_int, c_char
+      character(kind=c_char), intent(in), optional :: app_name(*)
+      integer(c_int), value :: process_ID, nprocs
+    end function c_init
+
+    integer(c_int) function c_exit() bind(C, name='PIO_Exit')
+      import :: c_int
+    end function c_exit
+
+    integer(c_int) function c_setpartner(name, partner) bind(C, name='PIO_Setpartner')
+      import :: c_int, c_char
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int), intent(out) :: partner
+    end function c_setpartner
+
+    integer(c_int) function c_addpartner(name, partner) bind(C, name='PIO_Addpartner')
+      import :: c_int, c_char
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int), intent(out) :: partner
+    end function c_addpartner
+
+    integer(c_int) function c_send(partner, process_ID, tag, connection, addr, datatype, &
+        count, mode) bind(C, name='PIO_Send')
+      import :: c_int, c_ptr, c_size_t
+      integer(c_int), value :: partner, process_ID, tag, connection, datatype, mode
+      type(c_ptr), value :: addr
+      integer(c_size_t), value :: count
+    end function c_send
+
+    integer(c_int) function c_recv(partner, process_ID, tag, addr, datatype, count, timeout, &
+        mode, status) bind(C, name='PIO_Recv')
+      import :: c_int, c_ptr, c_size_t, PIO_Status
+      integer(c_int), value :: partner, process_ID, tag, datatype, timeout, mode
+      type(c_ptr), value :: addr
+      integer(c_size_t), value :: count
+      type(PIO_Status), intent(inout), optional :: status
+    end function c_recv
+
+    integer(c_int) function c_isend(partner, process_ID, tag, connection, addr, datatype, &
+        count, mode, req) bind(C, name='PIO_Isend')
+      import :: c_int, c_ptr, c_size_t, PIO_Request
+      integer(c_int), value :: partner, process_ID, tag, connection, datatype, mode
+      type(c_ptr), value :: addr
+      integer(c_size_t), value :: count
+      type(PIO_Request), intent(inout) :: req
+    end function c_isend
+
+    integer(c_int) function c_irecv(partner, process_ID, tag, addr, datatype, count, mode, &
+        req) bind(C, name='PIO_Irecv')
+      import :: c_int, c_ptr, c_size_t, PIO_Request
+      integer(c_int), value :: partner, process_ID, tag, datatype, mode
+      type(c_ptr), value :: addr
+      integer(c_size_t), value :: count
+      type(PIO_Request), intent(inout) :: req
+    end function c_irecv
+
+    integer(c_int) function c_wait(req, timeout, status) bind(C, name='PIO_Wait')
+      import :: c_int, PIO_Request, PIO_Status
+      type(PIO_Request), intent(inout) :: req
+      integer(c_int), value :: timeout
+      type(PIO_Status), intent(inout), optional :: status
+    end function c_wait
+
+    integer(c_int) function c_test(req, done, status) bind(C, name='PIO_Test')
+      import :: c_int, PIO_Request, PIO_Status
+      type(PIO_Request), intent(inout) :: req
+      integer(c_int), intent(out) :: done
+      type(PIO_Status), intent(inout), optional :: status
+    end function c_test
+
+    integer(c_int) function c_getappinfo(partner, info) bind(C, name='PIO_Getappinfo')
+      import :: c_int, c_appinfo
+      integer(c_int), value :: partner
+      type(c_appinfo), intent(out) :: info
+    end function c_getappinfo
+
+    integer(c_int) function c_gethostinfo(info) bind(C, name='PIO_Gethostinfo')
+      import :: c_int, c_hostinfo
+      type(c_hostinfo), intent(out) :: info
+    end function c_gethostinfo
+
+    integer(c_int) function c_getconinfo(partner, info, max, n) bind(C, name='PIO_Getconinfo')
+      import :: c_int, c_coninfo
+      integer(c_int), value :: partner, max
+      type(c_coninfo), intent(inout) :: info(*)
+      integer(c_int), intent(out) :: n
+    end function c_getconinfo
+
+    integer(c_int) function c_file_open(host, path, mode, fh) bind(C, name='PIO_File_open')
+      import :: c_int, c_char, c_ptr
+      character(kind=c_char), intent(in) :: host(*), path(*)
+      integer(c_int), value :: mode
+      type(c_ptr), intent(out) :: fh
+    end function c_file_open
+
+    integer(c_int) function c_file_open_dataset(host, path, ds, fh) &
+        bind(C, name='PIO_File_open_dataset')
+      import :: c_int, c_char, c_ptr, c_dataset
+      character(kind=c_char), intent(in) :: host(*), path(*)
+      type(c_dataset), intent(in) :: ds
+      type(c_ptr), intent(out) :: fh
+    end function c_file_open_dataset
+
+    integer(c_int) function c_file_write_at(fh, offset, buf, len) bind(C, name='PIO_File_write_at')
+      import :: c_int, c_ptr, c_int64_t, c_size_t
+      type(c_ptr), value :: fh, buf
+      integer(c_int64_t), value :: offset
+      integer(c_size_t), value :: len
+    end function c_file_write_at
+
+    integer(c_int) function c_file_write_slab(fh, start, count, buf) &
+        bind(C, name='PIO_File_write_slab')
+      import :: c_int, c_ptr, c_int64_t
+      type(c_ptr), value :: fh, buf
+      integer(c_int64_t), intent(in) :: start(*), count(*)
+    end function c_file_write_slab
+
+    integer(c_int) function c_file_close(fh) bind(C, name='PIO_File_close')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: fh
+    end function c_file_close
+
+    type(c_ptr) function c_file_error_text() bind(C, name='PIO_File_error_text')
+      import :: c_ptr
+    end function c_file_error_text
+  end interface
+
+contains
+
+  ! ---- helpers --------------------------------------------------------------
+
+  ! finish - hand rc to ierr, or, without ierr, stop the program on failure.
+  ! why: the binding's own reason, if it refused the call before C saw it.
+  ! file: append what the remote host said (PIO_File_error_text).
+  subroutine finish(rc, call, ierr, why, file)
+    integer(c_int), intent(in) :: rc
+    character(len=*), intent(in) :: call
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char), intent(in), optional :: why(:)
+    logical, intent(in), optional :: file
+    character(len=:), allocatable :: msg, extra
+    if (present(ierr)) then
+      ierr = rc
+      return
+    end if
+    if (rc == PIO_OK) return
+    msg = 'pio: ' // call // ': ' // PIO_Strerror(rc) // ' (' // PIO_Errname(rc) // ')'
+    if (present(why)) then
+      extra = from_chars(why)
+      if (len(extra) > 0) msg = msg // ': ' // extra
+    end if
+    if (present(file)) then
+      extra = PIO_File_error_text()
+      if (file .and. len(extra) > 0) msg = msg // ': ' // extra
+    end if
+    write (error_unit, '(a)') msg
+    flush (error_unit)
+    error stop rc
+  end subroutine finish
+
+  ! A Fortran name as a C string: trailing blanks dropped, NUL added.
+  pure function c_string(s) result(c)
+    character(len=*), intent(in) :: s
+    character(kind=c_char, len=len_trim(s) + 1) :: c
+    c = trim(s) // c_null_char
+  end function c_string
+
+  ! The characters of a C array up to its first NUL.
+  pure function from_chars(a) result(s)
+    character(kind=c_char), intent(in) :: a(:)
+    character(len=:), allocatable :: s
+    integer :: i, n
+    n = size(a)
+    do i = 1, size(a)
+      if (a(i) == c_null_char) then
+        n = i - 1
+        exit
+      end if
+    end do
+    allocate (character(len=n) :: s)
+    do i = 1, n
+      s(i:i) = a(i)
+    end do
+  end function from_chars
+
+  ! A C string (const char *) as an allocatable Fortran string.
+  function from_cptr(p) result(s)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: s
+    character(kind=c_char), pointer :: a(:)
+    if (.not. c_associated(p)) then
+      s = ''
+      return
+    end if
+    call c_f_pointer(p, a, [c_strlen(p)])
+    s = from_chars(a)
+  end function from_cptr
+
+  ! ---- words ------------------------------------------------------------------
+
+  ! PIO_Strerror - the words for a status code ("unknown PIO error" for others).
+  function PIO_Strerror(status) result(text)
+    integer(c_int), intent(in) :: status
+    character(len=:), allocatable :: text
+    text = from_cptr(c_strerror(status))
+  end function PIO_Strerror
+
+  ! PIO_Errname - the code's name, e.g. "PIO_ETIMEDOUT".
+  function PIO_Errname(status) result(text)
+    integer(c_int), intent(in) :: status
+    character(len=:), allocatable :: text
+    text = from_cptr(c_errname(status))
+  end function PIO_Errname
+
+  ! PIO_USER(i) - the connection argument that names channel i (from 0).
+  elemental integer(c_int) function PIO_USER(i)
+    integer(c_int), intent(in) :: i
+    PIO_USER = i
+  end function PIO_USER
+
+  ! ---- joining ------------------------------------------------------------------
+
+  ! PIO_Init - join this process to its local piod. Every argument may be
+  ! left out: app_name ($PIO_APP), process_ID and nprocs (the launcher's).
+  subroutine PIO_Init(app_name, process_ID, nprocs, ierr)
+    character(len=*), intent(in), optional :: app_name
+    integer(c_int), intent(in), optional :: process_ID, nprocs
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: id, np, rc
+    id = -1
+    np = 0
+    if (present(process_ID)) id = process_ID
+    if (present(nprocs)) np = nprocs
+    if (present(app_name)) then
+      if (len_trim(app_name) > 0) then
+        rc = c_init(c_string(app_name), id, np)
+      else
+        rc = c_init(process_ID=id, nprocs=np)
+      end if
+    else
+      rc = c_init(process_ID=id, nprocs=np)
+    end if
+    call finish(rc, 'PIO_Init', ierr)
+  end subroutine PIO_Init
+
+  subroutine PIO_Exit(ierr)
+    integer(c_int), intent(out), optional :: ierr
+    call finish(c_exit(), 'PIO_Exit', ierr)
+  end subroutine PIO_Exit
+
+  subroutine PIO_Setpartner(name, partner, ierr)
+    character(len=*), intent(in) :: name
+    integer(c_int), intent(out) :: partner
+    integer(c_int), intent(out), optional :: ierr
+    call finish(c_setpartner(c_string(name), partner), 'PIO_Setpartner(' // trim(name) // ')', ierr)
+  end subroutine PIO_Setpartner
+
+  subroutine PIO_Addpartner(name, partner, ierr)
+    character(len=*), intent(in) :: name
+    integer(c_int), intent(out) :: partner
+    integer(c_int), intent(out), optional :: ierr
+    call finish(c_addpartner(c_string(name), partner), 'PIO_Addpartner(' // trim(name) // ')', ierr)
+  end subroutine PIO_Addpartner
+
+  ! ---- messages -------------------------------------------------------------------
+  ! The _c8 specific does the work; the _c4 one widens its count.
+
+  subroutine pio_send_c8(partner, process_ID, tag, connection, buf, datatype, count, mode, ierr) &
+      bind(C, name='pio_f_send_c8')
+    integer(c_int), intent(in) :: partner, process_ID, tag, connection, datatype, mode
+    type(*), dimension(..), intent(in) :: buf
+    integer(c_int64_t), intent(in) :: count
+    integer(c_int), intent(out), optional :: ierr
+    type(c_ptr) :: addr
+    integer(c_int64_t) :: bytes
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    why = c_null_char
+    rc = pio_f_buffer(buf, datatype, count, 0_c_int, addr, bytes, why, size(why, kind=c_size_t))
+    if (rc == PIO_OK) then
+      rc = c_send(partner, process_ID, tag, connection, addr, datatype, int(count, c_size_t), mode)
+      call pio_f_release(buf, addr, 0_c_int)
+    end if
+    call finish(rc, 'PIO_Send', ierr, why)
+  end subroutine pio_send_c8
+
+  subroutine pio_send_c4(partner, process_ID, tag, connection, buf, datatype, count, mode, ierr) &
+      bind(C, name='pio_f_send_c4')
+    integer(c_int), intent(in) :: partner, process_ID, tag, connection, datatype, mode
+    type(*), dimension(..), intent(in) :: buf
+    integer(c_int), intent(in) :: count
+    integer(c_int), intent(out), optional :: ierr
+    call pio_send_c8(partner, process_ID, tag, connection, buf, datatype, int(count, c_int64_t), &
+                     mode, ierr)
+  end subroutine pio_send_c4
+
+  subroutine pio_recv_c8(partner, process_ID, tag, buf, datatype, count, timeout, mode, status, &
+                         ierr) bind(C, name='pio_f_recv_c8')
+    integer(c_int), intent(in) :: partner, process_ID, tag, datatype, timeout, mode
+    type(*), dimension(..) :: buf
+    integer(c_int64_t), intent(in) :: count
+    type(PIO_Status), intent(out), optional :: status
+    integer(c_int), intent(out), optional :: ierr
+    type(c_ptr) :: addr
+    integer(c_int64_t) :: bytes
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    why = c_null_char
+    rc = pio_f_buffer(buf, datatype, count, 0_c_int, addr, bytes, why, size(why, kind=c_size_t))
+    if (rc == PIO_OK) then
+      rc = c_recv(partner, process_ID, tag, addr, datatype, int(count, c_size_t), timeout, mode, &
+                  status)
+      call pio_f_release(buf, addr, 1_c_int)
+    end if
+    call finish(rc, 'PIO_Recv', ierr, why)
+  end subroutine pio_recv_c8
+
+  subroutine pio_recv_c4(partner, process_ID, tag, buf, datatype, count, timeout, mode, status, &
+                         ierr) bind(C, name='pio_f_recv_c4')
+    integer(c_int), intent(in) :: partner, process_ID, tag, datatype, timeout, mode
+    type(*), dimension(..) :: buf
+    integer(c_int), intent(in) :: count
+    type(PIO_Status), intent(out), optional :: status
+    integer(c_int), intent(out), optional :: ierr
+    call pio_recv_c8(partner, process_ID, tag, buf, datatype, int(count, c_int64_t), timeout, &
+                     mode, status, ierr)
+  end subroutine pio_recv_c4
+
+  subroutine pio_isend_c8(partner, process_ID, tag, connection, buf, datatype, count, mode, req, &
+                          ierr) bind(C, name='pio_f_isend_c8')
+    integer(c_int), intent(in) :: partner, process_ID, tag, connection, datatype, mode
+    type(*), dimension(..), intent(in), asynchronous :: buf
+    integer(c_int64_t), intent(in) :: count
+    type(PIO_Request), intent(out) :: req
+    integer(c_int), intent(out), optional :: ierr
+    type(c_ptr) :: addr
+    integer(c_int64_t) :: bytes
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    why = c_null_char
+    rc = pio_f_buffer(buf, datatype, count, buf_contiguous, addr, bytes, why, &
+                      size(why, kind=c_size_t))
+    if (rc == PIO_OK) &
+      rc = c_isend(partner, process_ID, tag, connection, addr, datatype, int(count, c_size_t), &
+                   mode, req)
+    call finish(rc, 'PIO_Isend', ierr, why)
+  end subroutine pio_isend_c8
+
+  subroutine pio_isend_c4(partner, process_ID, tag, connection, buf, datatype, count, mode, req, &
+                          ierr) bind(C, name='pio_f_isend_c4')
+    integer(c_int), intent(in) :: partner, process_ID, tag, connection, datatype, mode
+    type(*), dimension(..), intent(in), asynchronous :: buf
+    integer(c_int), intent(in) :: count
+    type(PIO_Request), intent(out) :: req
+    integer(c_int), intent(out), optional :: ierr
+    call pio_isend_c8(partner, process_ID, tag, connection, buf, datatype, &
+                      int(count, c_int64_t), mode, req, ierr)
+  end subroutine pio_isend_c4
+
+  subroutine pio_irecv_c8(partner, process_ID, tag, buf, datatype, count, mode, req, ierr) &
+      bind(C, name='pio_f_irecv_c8')
+    integer(c_int), intent(in) :: partner, process_ID, tag, datatype, mode
+    type(*), dimension(..), asynchronous :: buf
+    integer(c_int64_t), intent(in) :: count
+    type(PIO_Request), intent(out) :: req
+    integer(c_int), intent(out), optional :: ierr
+    type(c_ptr) :: addr
+    integer(c_int64_t) :: bytes
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    why = c_null_char
+    rc = pio_f_buffer(buf, datatype, count, buf_contiguous, addr, bytes, why, &
+                      size(why, kind=c_size_t))
+    if (rc == PIO_OK) &
+      rc = c_irecv(partner, process_ID, tag, addr, datatype, int(count, c_size_t), mode, req)
+    call finish(rc, 'PIO_Irecv', ierr, why)
+  end subroutine pio_irecv_c8
+
+  subroutine pio_irecv_c4(partner, process_ID, tag, buf, datatype, count, mode, req, ierr) &
+      bind(C, name='pio_f_irecv_c4')
+    integer(c_int), intent(in) :: partner, process_ID, tag, datatype, mode
+    type(*), dimension(..), asynchronous :: buf
+    integer(c_int), intent(in) :: count
+    type(PIO_Request), intent(out) :: req
+    integer(c_int), intent(out), optional :: ierr
+    call pio_irecv_c8(partner, process_ID, tag, buf, datatype, int(count, c_int64_t), mode, req, &
+                      ierr)
+  end subroutine pio_irecv_c4
+
+  ! PIO_Wait - wait up to timeout ms for req; on completion req becomes null
+  ! and ierr is the operation's status.
+  subroutine PIO_Wait(req, timeout, status, ierr)
+    type(PIO_Request), intent(inout) :: req
+    integer(c_int), intent(in) :: timeout
+    type(PIO_Status), intent(out), optional :: status
+    integer(c_int), intent(out), optional :: ierr
+    call finish(c_wait(req, timeout, status), 'PIO_Wait', ierr)
+  end subroutine PIO_Wait
+
+  ! PIO_Test - done is .true. and the rest as PIO_Wait when req is complete;
+  ! else done is .false. and ierr PIO_OK.
+  subroutine PIO_Test(req, done, status, ierr)
+    type(PIO_Request), intent(inout) :: req
+    logical, intent(out) :: done
+    type(PIO_Status), intent(out), optional :: status
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: d, rc
+    d = 0
+    rc = c_test(req, d, status)
+    done = d /= 0
+    call finish(rc, 'PIO_Test', ierr)
+  end subroutine PIO_Test
+
+  ! ---- facts ----------------------------------------------------------------------
+
+  subroutine PIO_Getappinfo(partner, info, ierr)
+    integer(c_int), intent(in) :: partner
+    type(PIO_Appinfo), intent(out) :: info
+    integer(c_int), intent(out), optional :: ierr
+    type(c_appinfo) :: c
+    integer(c_int) :: rc
+    rc = c_getappinfo(partner, c)
+    if (rc == PIO_OK) then
+      info%name = from_chars(c%name)
+      info%system = from_chars(c%system)
+      info%nprocs = c%nprocs
+      info%joined = c%joined
+      info%process_ID = c%process_ID
+    end if
+    call finish(rc, 'PIO_Getappinfo', ierr)
+  end subroutine PIO_Getappinfo
+
+  subroutine PIO_Gethostinfo(info, ierr)
+    type(PIO_Hostinfo), intent(out) :: info
+    integer(c_int), intent(out), optional :: ierr
+    type(c_hostinfo) :: c
+    integer(c_int) :: rc
+    rc = c_gethostinfo(c)
+    if (rc == PIO_OK) then
+      info%host = from_chars(c%host)
+      info%system = from_chars(c%system)
+      info%version = c%version
+      info%pool_size = c%pool_size
+      info%eager_limit = c%eager_limit
+      info%chunk_size = c%chunk_size
+    end if
+    call finish(rc, 'PIO_Gethostinfo', ierr)
+  end subroutine PIO_Gethostinfo
+
+  ! PIO_Getconinfo - the channels to partner's system: up to size(info)
+  ! records in info(1:n).
+  subroutine PIO_Getconinfo(partner, info, n, ierr)
+    integer(c_int), intent(in) :: partner
+    type(PIO_Coninfo), intent(out) :: info(:)
+    integer(c_int), intent(out) :: n
+    integer(c_int), intent(out), optional :: ierr
+    type(c_coninfo), allocatable :: c(:)
+    integer(c_int) :: rc, i
+    allocate (c(max(1, size(info))))
+    n = 0
+    rc = c_getconinfo(partner, c, int(size(info), c_int), n)
+    if (rc == PIO_OK) then
+      do i = 1, min(n, int(size(info), c_int))
+        info(i)%index = c(i)%index
+        info(i)%up = c(i)%up /= 0
+        info(i)%local = from_chars(c(i)%local)
+        info(i)%remote = from_chars(c(i)%remote)
+        info(i)%tx_bytes = c(i)%tx_bytes
+        info(i)%rx_bytes = c(i)%rx_bytes
+        info(i)%queued = c(i)%queued
+        info(i)%rate = c(i)%rate
+        info(i)%tx_chunks = c(i)%tx_chunks
+        info(i)%rx_chunks = c(i)%rx_chunks
+        info(i)%resent = c(i)%resent
+        info(i)%downs = iand(int(c(i)%downs, int64), int(z'FFFFFFFF', int64))
+      end do
+    end if
+    call finish(rc, 'PIO_Getconinfo', ierr)
+  end subroutine PIO_Getconinfo
+
+  ! ---- remote merged output ----------------------------------------------------
+
+  ! PIO_File_open - collective: every process opens path on host (raw mode).
+  subroutine PIO_File_open(host, path, mode, fh, ierr)
+    character(len=*), intent(in) :: host, path
+    integer(c_int), intent(in) :: mode
+    type(PIO_File), intent(out) :: fh
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_file_open(c_string(host), c_string(path), mode, fh%ptr)
+    if (rc == PIO_OK) fh%mode = mode
+    call finish(rc, 'PIO_File_open(' // trim(host) // ', ' // trim(path) // ')', ierr, file=.true.)
+  end subroutine PIO_File_open
+
+  ! PIO_File_open_dataset - as PIO_File_open, in HDF5 mode: one dataset ds,
+  ! whose shape is given in Fortran order.
+  subroutine PIO_File_open_dataset(host, path, ds, fh, ierr)
+    character(len=*), intent(in) :: host, path
+    type(PIO_Dataset), intent(in) :: ds
+    type(PIO_File), intent(out) :: fh
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char), allocatable, target :: name(:)
+    type(c_dataset) :: c
+    integer(c_int) :: rc
+    integer :: i, nd
+    character(kind=c_char) :: why(why_len)
+    why = c_null_char
+    nd = ds%ndims
+    rc = PIO_EINVAL
+    if (.not. allocated(ds%name)) then
+      call set_why(why, 'the dataset has no name')
+    else if (nd < 1 .or. nd > PIO_FILE_MAXDIMS) then
+      call set_why(why, 'ndims must be 1 .. PIO_FILE_MAXDIMS')
+    else
+      allocate (name(len_trim(ds%name) + 1))
+      do i = 1, len_trim(ds%name)
+        name(i) = ds%name(i:i)
+      end do
+      name(size(name)) = c_null_char
+      c%name = c_loc(name)
+      c%type = ds%type
+      c%ndims = nd
+      c%dims = 0
+      c%dims(1:nd) = ds%dims(nd:1:-1)
+      rc = c_file_open_dataset(c_string(host), c_string(path), c, fh%ptr)
+    end if
+    if (rc == PIO_OK) then
+      fh%mode = PIO_FILE_HDF5
+      fh%eltype = ds%type
+      fh%ndims = nd
+    end if
+    call finish(rc, 'PIO_File_open_dataset(' // trim(host) // ', ' // trim(path) // ')', ierr, &
+                why, file=.true.)
+  end subroutine PIO_File_open_dataset
+
+  subroutine set_why(why, text)
+    character(kind=c_char), intent(out) :: why(:)
+    character(len=*), intent(in) :: text
+    integer :: i
+    why = c_null_char
+    do i = 1, min(len(text), size(why) - 1)
+      why(i) = text(i:i)
+    end do
+  end subroutine set_why
+
+  ! PIO_File_write_at - write all of buf at byte offset (from 0) of the file.
+  subroutine pio_file_write_at_c8(fh, offset, buf, ierr) bind(C, name='pio_f_file_write_at_c8')
+    type(PIO_File), intent(in) :: fh
+    integer(c_int64_t), intent(in) :: offset
+    type(*), dimension(..), intent(in) :: buf
+    integer(c_int), intent(out), optional :: ierr
+    type(c_ptr) :: addr
+    integer(c_int64_t) :: bytes
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    why = c_null_char
+    rc = pio_f_buffer(buf, PIO_BYTE, 0_c_int64_t, 0_c_int, addr, bytes, why, &
+                      size(why, kind=c_size_t))
+    if (rc == PIO_OK .and. offset < 0) then
+      rc = PIO_EINVAL
+      call set_why(why, 'the offset is negative')
+    end if
+    if (rc == PIO_OK) rc = c_file_write_at(fh%ptr, offset, addr, int(bytes, c_size_t))
+    call pio_f_release(buf, addr, 0_c_int)
+    call finish(rc, 'PIO_File_write_at', ierr, why, file=.true.)
+  end subroutine pio_file_write_at_c8
+
+  subroutine pio_file_write_at_c4(fh, offset, buf, ierr) bind(C, name='pio_f_file_write_at_c4')
+    type(PIO_File), intent(in) :: fh
+    integer(c_int), intent(in) :: offset
+    type(*), dimension(..), intent(in) :: buf
+    integer(c_int), intent(out), optional :: ierr
+    call pio_file_write_at_c8(fh, int(offset, c_int64_t), buf, ierr)
+  end subroutine pio_file_write_at_c4
+
+  ! PIO_File_write_slab - HDF5 mode: write buf, which holds exactly the slab
+  ! start(i) .. start(i) + count(i) - 1 (Fortran order, from 1).
+  subroutine pio_file_write_slab_c8(fh, start, count, buf, ierr) &
+      bind(C, name='pio_f_file_write_slab_c8')
+    type(PIO_File), intent(in) :: fh
+    integer(c_int64_t), intent(in) :: start(:), count(:)
+    type(*), dimension(..), intent(in) :: buf
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int64_t) :: cstart(PIO_FILE_MAXDIMS), ccount(PIO_FILE_MAXDIMS), bytes
+    type(c_ptr) :: addr
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    integer :: nd
+    why = c_null_char
+    addr = c_null_ptr
+    nd = fh%ndims
+    rc = PIO_EINVAL
+    if (fh%mode /= PIO_FILE_HDF5) then
+      call set_why(why, 'not an HDF5-mode file: use PIO_File_write_at')
+    else if (size(start) /= nd .or. size(count) /= nd) then
+      call set_why(why, 'start and count need one entry per dimension of the dataset')
+    else if (any(start < 1) .or. any(count < 0)) then
+      call set_why(why, 'starts count from 1, counts from 0')
+    else
+      rc = pio_f_buffer(buf, fh%eltype, product(count), buf_exact, addr, bytes, why, &
+                        size(why, kind=c_size_t))
+    end if
+    if (rc == PIO_OK) then
+      cstart(1:nd) = start(nd:1:-1) - 1
+      ccount(1:nd) = count(nd:1:-1)
+      rc = c_file_write_slab(fh%ptr, cstart, ccount, addr)
+    end if
+    call pio_f_release(buf, addr, 0_c_int)
+    call finish(rc, 'PIO_File_write_slab', ierr, why, file=.true.)
+  end subroutine pio_file_write_slab_c8
+
+  subroutine pio_file_write_slab_c4(fh, start, count, buf, ierr) &
+      bind(C, name='pio_f_file_write_slab_c4')
+    type(PIO_File), intent(in) :: fh
+    integer(c_int), intent(in) :: start(:), count(:)
+    type(*), dimension(..), intent(in) :: buf
+    integer(c_int), intent(out), optional :: ierr
+    call pio_file_write_slab_c8(fh, int(start, c_int64_t), int(count, c_int64_t), buf, ierr)
+  end subroutine pio_file_write_slab_c4
+
+  ! PIO_File_close - collective; returns when the file is complete on the
+  ! remote host, or why not. fh is null afterwards, whatever the outcome.
+  subroutine PIO_File_close(fh, ierr)
+    type(PIO_File), intent(inout) :: fh
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_file_close(fh%ptr)
+    fh = PIO_File()
+    call finish(rc, 'PIO_File_close', ierr, file=.true.)
+  end subroutine PIO_File_close
+
+  ! PIO_File_error_text - what the remote host said about this thread's
+  ! last PIO_File_* call that failed there ('' when none, or it failed here).
+  function PIO_File_error_text() result(text)
+    character(len=:), allocatable :: text
+    text = from_cptr(c_file_error_text())
+  end function PIO_File_error_text
+
+end module pio

@@ -1,0 +1,187 @@
+#!/usr/bin/env bats
+# fortran.bats - the Fortran binding (module pio): types, errors, merged output, MPI, install.
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Fortran programs (tests/prog/pio-f*.f90, examples/fortran/) talk to C ones
+# (tests/prog/pio-fpartner.c, examples/) through a pair of piods on loopback
+# (tests/lib/piod.bash): the Fortran side joins system A ($PIO_SOCK_A), the C
+# side system B ($PIO_SOCK_B). Everything runs under `timeout`.
+
+load "$BATS_TEST_DIRNAME/../lib/helpers"
+# Open MPI's components leak at exit by design (see mpi.bats).
+case $PIO_BUILD in *asan*) export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 ;; esac
+load "$BATS_TEST_DIRNAME/../lib/piod"
+
+PROG=$PIO_BUILD/tests/prog
+FEX=$PIO_BUILD/examples/fortran
+MPIRUN=(mpirun --oversubscribe --mca mpi_yield_when_idle 1)
+
+setup() {
+  [ -x "$PROG/pio-ftypes" ] && [ -x "$PROG/pio-fpartner" ] || fail "Fortran tests not built: run make"
+}
+
+teardown() {
+  pio_cleanup
+}
+
+# bg_start LOG CMD...: CMD in the background (Bats' fd 3 closed); sets BG_PID.
+bg_start() {
+  local log=$1; shift
+  "$@" >"$log" 2>&1 </dev/null 3>&- &
+  BG_PID=$!
+  echo "pid $BG_PID" >>"$(_pio_registry)"
+}
+
+# bg_wait PID: sets BG_RC to the exit status of a process from bg_start.
+bg_wait() {
+  BG_RC=0
+  wait "$1" || BG_RC=$?
+}
+
+# pair: two piods, two channels each, and the exported folder $EXP on B.
+pair() {
+  EXP=$BATS_TEST_TMPDIR/export
+  mkdir -p "$EXP"
+  PIO_PIOD_FLAGS="${PIO_PIOD_FLAGS:-} --export $EXP" pio_pair_loopback "$BATS_TEST_TMPDIR" 2
+}
+
+@test "types: 1-D, 2-D, 3-D arrays of every Fortran type go to a C program and back, exact" {
+  pair
+  bg_start "$BATS_TEST_TMPDIR/c.out" env PIO_SOCKET="$PIO_SOCK_B" timeout 120 "$PROG/pio-fpartner" types
+  local cpid=$BG_PID
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "$PROG/pio-ftypes"
+  local f_rc=$status f_out=$output
+  bg_wait "$cpid"
+  run cat "$BATS_TEST_TMPDIR/c.out"
+  echo "Fortran side: $f_out"
+  echo "C side: $output"
+  [ "$f_rc" -eq 0 ] || fail "pio-ftypes exited $f_rc"
+  [ "$BG_RC" -eq 0 ] || fail "pio-fpartner exited $BG_RC"
+  assert_output "OK pio-fpartner types: 29 messages checked and answered"
+  [[ $f_out == *"OK pio-ftypes: 29 arrays of 7 types went to C and back, exact"* ]]
+  [[ $f_out == *"info: partner cpartner on system B, processes 1"* ]]
+  [[ $f_out == *"info: me fortran, process 0"* ]]
+  [[ $f_out == *"info: host A, system A"* ]]
+  [[ $f_out == *"info: channel 1 up T 127.1.1.1:"*" -> 127.2.1.1:"* ]]
+}
+
+@test "types: a C side that answers wrong values is caught (the check can fail)" {
+  pair
+  # the C side answers the first array with its tag only: the Fortran side
+  # must report the values, not pass
+  cat >"$BATS_TEST_TMPDIR/liar.c" <<'C'
+#include <pio.h>
+#include <stdio.h>
+int main(void)
+{
+    int p, buf[1000] = {0};
+    PIO_Status st;
+    if (PIO_Init("cpartner", 0, 1) || PIO_Setpartner("fortran", &p))
+        return 1;
+    if (PIO_Recv(p, 0, 101, buf, PIO_INT32, 1000, 60000, PIO_BLOCKING, &st))
+        return 1;
+    for (int i = 0; i < 1000; i++)
+        buf[i] = ~buf[i];
+    buf[500] ^= 1; /* one bit wrong */
+    PIO_Send(p, 0, 101, PIO_DYNAMIC, buf, PIO_INT32, 1000, PIO_BLOCKING);
+    PIO_Exit();
+    return 0;
+}
+C
+  cc -I"$PIO_SRC/libpio" -o "$BATS_TEST_TMPDIR/liar" "$BATS_TEST_TMPDIR/liar.c" \
+    "$PIO_BUILD/lib/libpio.a" $(pkg-config --libs libzmq libsodium libxxhash) -lrt -pthread \
+    $(grep -o -- '-fsanitize=[a-z]*' "$PIO_BUILD/.make-settings" | head -n 1)
+  bg_start "$BATS_TEST_TMPDIR/c.out" env PIO_SOCKET="$PIO_SOCK_B" timeout 60 "$BATS_TEST_TMPDIR/liar"
+  # the Fortran side then waits for answers that never come: the receive of
+  # the next array times out (PIO_Recv without ierr stops the program)
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "$PROG/pio-ftypes"
+  echo "$output"
+  assert_failure
+  assert_output --partial "FAIL pio-ftypes: integer: answer differs from NOT of what was sent"
+}
+
+@test "errors with ierr: the code in ierr, the words from PIO_Strerror, the message kept" {
+  pair
+  bg_start "$BATS_TEST_TMPDIR/c.out" env PIO_SOCKET="$PIO_SOCK_B" timeout 60 "$PROG/pio-fpartner" errors
+  local cpid=$BG_PID
+  run env PIO_SOCKET="$PIO_SOCK_A" PIO_PARTNER_TIMEOUT=1 timeout 60 "$PROG/pio-ferrors" ierr
+  echo "$output"
+  assert_success
+  assert_line "PIO_Send before PIO_Init: 16 PIO_ENOTINIT: PIO is not initialized: call PIO_Init first"
+  assert_line "PIO_Init twice: 17 PIO_EINITED: PIO is already initialized in this process"
+  assert_line "PIO_Setpartner(nobody): 4 PIO_EPARTNER: unknown partner application: check the name given to PIO_Setpartner"
+  assert_line "PIO_Recv with nothing sent: 6 PIO_ETIMEDOUT: timed out"
+  assert_line "PIO_Recv of 10 into 5: 10 PIO_ETRUNC: receive buffer too small for the message: the message is kept, retry larger"
+  assert_line "PIO_Recv of doubles as PIO_INTEGER: 9 PIO_ETYPE: datatype does not match the message: receive it with the sender's type"
+  assert_line "PIO_Recv of 10 into 10: 0 PIO_OK: success"
+  assert_line "PIO_Send of REAL(8) as PIO_REAL: 1 PIO_EINVAL: invalid argument"
+  assert_line "PIO_Send of 6 characters from hello: 1 PIO_EINVAL: invalid argument"
+  assert_line "PIO_Isend of a strided section: 1 PIO_EINVAL: invalid argument"
+  assert_line "PIO_Send on channel PIO_USER(7) of 2: 29 PIO_ECHANNEL: the channel named with PIO_USER(i) does not exist or is down: name another one, or use PIO_DYNAMIC"
+  assert_line "OK pio-ferrors ierr"
+  bg_wait "$cpid"
+  [ "$BG_RC" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/c.out"; fail "pio-fpartner exited $BG_RC"; }
+}
+
+@test "errors: every code's name and words are the same from Fortran as from C" {
+  run "$PROG/pio-fpartner" strerror
+  assert_success
+  local c_out=$output
+  run "$PROG/pio-ferrors" strerror
+  assert_success
+  [ "$output" = "$c_out" ] || { diff <(echo "$c_out") <(echo "$output"); fail "the tables differ"; }
+  assert_line "6|PIO_ETIMEDOUT|timed out"
+  assert_line "-1|PIO_E?|unknown PIO error"
+}
+
+@test "errors without ierr: a failing call prints its words and stops with the code as exit status" {
+  pair
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-ferrors" stop-recv
+  echo "$output"
+  assert_failure 6 # PIO_ETIMEDOUT
+  assert_line "joined"
+  assert_line "pio: PIO_Recv: timed out (PIO_ETIMEDOUT)"
+  assert_line "ERROR STOP 6"
+  refute_output --partial "FAIL"
+
+  run env PIO_SOCKET="$BATS_TEST_TMPDIR/nothing.sock" timeout 60 "$PROG/pio-ferrors" stop-init
+  assert_failure 3 # PIO_ENOPIOD
+  assert_line "pio: PIO_Init: no piod is running here: start piod or set PIO_SOCKET to its control socket (PIO_ENOPIOD)"
+
+  # the binding's own checks say which one failed
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-ferrors" stop-count
+  assert_failure 1 # PIO_EINVAL
+  assert_line "pio: PIO_Send: invalid argument (PIO_EINVAL): count 5 of PIO_DOUBLE_PRECISION is more than the buffer holds (4 REAL(8) elements, 32 bytes)"
+  refute_output --partial "FAIL"
+
+  # and calls that succeed without ierr go on
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-ferrors" stop-ok
+  assert_success
+  assert_output "OK stop-ok: fortran on A"
+}
+
+@test "constants: every status code, datatype and numeric #define of pio.h has its C value in module pio" {
+  # NAME VALUE from the C X-lists, plus every '#define PIO_NAME number' of pio.h
+  {
+    "$PROG/pio-fpartner" consts
+    sed -nE 's/^#define (PIO_[A-Z0-9_]+)[[:space:]]+\(?(-?[0-9]+)\)?([[:space:]].*)?$/\1 \2/p' \
+      "$PIO_SRC/libpio/pio.h"
+  } | sort -u >"$BATS_TEST_TMPDIR/c.txt"
+  [ "$(wc -l <"$BATS_TEST_TMPDIR/c.txt")" -gt 60 ]
+  grep -qx 'PIO_WAIT_FOREVER -1' "$BATS_TEST_TMPDIR/c.txt"
+  grep -qx 'PIO_DOUBLE_PRECISION 15' "$BATS_TEST_TMPDIR/c.txt"
+  {
+    echo "program consts"
+    echo "  use pio"
+    echo "  implicit none"
+    while read -r name value; do
+      echo "  print '(a,1x,i0)', '$name', $name"
+    done <"$BATS_TEST_TMPDIR/c.txt"
+    echo "end program consts"
+  } >"$BATS_TEST_TMPDIR/consts.f90"
+  gfortran -std=f2018 -I"$PIO_BUILD/bindings/fortran" -o "$BATS_TEST_TMPDIR/consts" \
+    "$BATS_TEST_TMPDIR/consts.f90"
+  run "$BATS_TEST_TMPDIR/consts"
+  assert_success
+  diff "$BATS_TEST_TMPDIR/c.txt" <(echo "$output" | sort -u)
+}
