@@ -345,7 +345,8 @@ contains
 
   ! finish - hand rc to ierr, or, without ierr, stop the program on failure.
   ! why: the binding's own reason, if it refused the call before C saw it.
-  ! file: append what the remote host said (PIO_File_error_text).
+  ! file: present for PIO_File_* calls: append what the remote host said
+  ! (PIO_File_error_text).
   subroutine finish(rc, call, ierr, why, file)
     integer(c_int), intent(in) :: rc
     character(len=*), intent(in) :: call
@@ -353,19 +354,25 @@ contains
     character(kind=c_char), intent(in), optional :: why(:)
     logical, intent(in), optional :: file
     character(len=:), allocatable :: msg, extra
+    integer(c_int) :: ignored
+    if (rc == PIO_OK) then
+      if (present(ierr)) ierr = rc
+      return
+    end if
+    extra = ''
+    if (present(why)) extra = from_chars(why)
+    ! Refused by the binding before libpio saw it: PIO_File_error_text must
+    ! then say '' (failed locally), so clear it with a call that fails here.
+    if (present(file) .and. len(extra) > 0) ignored = c_file_close(c_null_ptr)
     if (present(ierr)) then
       ierr = rc
       return
     end if
-    if (rc == PIO_OK) return
     msg = 'pio: ' // call // ': ' // PIO_Strerror(rc) // ' (' // PIO_Errname(rc) // ')'
-    if (present(why)) then
-      extra = from_chars(why)
-      if (len(extra) > 0) msg = msg // ': ' // extra
-    end if
+    if (len(extra) > 0) msg = msg // ': ' // extra
     if (present(file)) then
       extra = PIO_File_error_text()
-      if (file .and. len(extra) > 0) msg = msg // ': ' // extra
+      if (len(extra) > 0) msg = msg // ': ' // extra
     end if
     write (error_unit, '(a)') msg
     flush (error_unit)

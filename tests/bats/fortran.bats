@@ -185,3 +185,74 @@ C
   assert_success
   diff "$BATS_TEST_TMPDIR/c.txt" <(echo "$output" | sort -u)
 }
+
+@test "merged output from Fortran: raw blocks of 2 processes, a strided section and a string, byte exact" {
+  pair
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "${MPIRUN[@]}" -np 2 "$PROG/pio-ffile" raw B raw.bin </dev/null
+  echo "$output"
+  assert_success
+  assert_output --partial "OK pio-ffile raw: process 1 of 2"
+  run python3 - "$EXP/raw.bin" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+assert len(b) == 256 + 216, len(b)
+for r in range(2):
+    o = 256 * r
+    assert struct.unpack_from("<24d", b, o) == tuple(1000.0 * r + i for i in range(1, 25))
+    assert struct.unpack_from("<4i", b, o + 192) == (21, 22, 23, 24)  # b(2, :) of b = 10 i + j
+    assert b[o + 208:o + 216] == b"Fortran!"
+assert b[216:256] == bytes(40)  # the hole between the blocks
+print("raw.bin: both blocks exact")
+PY
+  echo "$output"
+  assert_success
+}
+
+@test "merged output from Fortran: an HDF5 dataset in Fortran order, read back by h5py" {
+  pair
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "${MPIRUN[@]}" -np 2 "$PROG/pio-ffile" hdf5 B t.h5 </dev/null
+  echo "$output"
+  assert_success
+  assert_output --partial "OK pio-ffile hdf5: process 0 wrote 2 planes"
+  # Fortran a(i, j, k), shape (5, 4, 3), is /fortran/T[k-1][j-1][i-1], shape (3, 4, 5)
+  run /usr/bin/python3 - "$EXP/t.h5" <<'PY'
+import sys, h5py
+a = h5py.File(sys.argv[1], "r")["/fortran/T"][...]
+assert a.shape == (3, 4, 5) and a.dtype == "float64", (a.shape, a.dtype)
+bad = [(i, j, k) for i in range(1, 6) for j in range(1, 5) for k in range(1, 4)
+       if a[k - 1, j - 1, i - 1] != 100 * i + 10 * j + k]
+assert not bad, bad[:5]
+print("h5py: /fortran/T (3, 4, 5) exact")
+PY
+  echo "$output"
+  assert_success
+}
+
+@test "merged output from Fortran: errors carry the code, the words and the remote side's text" {
+  pair
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-ffile" errors B
+  echo "$output"
+  assert_failure 26 # PIO_EPERM, from the call without ierr
+  assert_line "open ../escape.bin: 26 PIO_EPERM: permission denied: B: ../escape.bin: the path leaves the export root"
+  assert_line "open nodir/x.bin: 21 PIO_ENOENT: no such file, object or name: B: nodir/x.bin: No such file or directory"
+  # refused by the binding: no remote text (not the previous call's)
+  assert_line "open_dataset without a name: 1 PIO_EINVAL: invalid argument"
+  assert_line "open_dataset of COMPLEX: 19 PIO_ENOSYS: operation not supported"
+  assert_line "write_slab of 3 elements into 4: 1 PIO_EINVAL: invalid argument"
+  assert_line "write_slab of REAL into INTEGER: 1 PIO_EINVAL: invalid argument"
+  assert_line "write_slab with 3 dimensions into 2: 1 PIO_EINVAL: invalid argument"
+  assert_line "write_slab past the shape: 1 PIO_EINVAL: invalid argument"
+  assert_line "write_at on an HDF5 file: 1 PIO_EINVAL: invalid argument"
+  assert_line "write_slab of column 6: 0 PIO_OK: success"
+  assert_line "close e.h5: 0 PIO_OK: success"
+  assert_line "pio: PIO_File_open(B, ../escape.bin): permission denied (PIO_EPERM): B: ../escape.bin: the path leaves the export root"
+  refute_output --partial "FAIL"
+  # e.h5: column 6 (Fortran) is row 5 (C) of the (6, 4) dataset
+  run /usr/bin/python3 -c '
+import sys, h5py
+a = h5py.File(sys.argv[1], "r")["/d"][...]
+assert a.shape == (6, 4) and a.dtype == "int32", (a.shape, a.dtype)
+assert (a[5] == 7).all() and (a[:5] == 0).all(), a
+print("ok")' "$EXP/e.h5"
+  assert_success
+}
