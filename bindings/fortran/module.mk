@@ -2,8 +2,9 @@
 # and the Fortran test programs under tests/prog/.
 #
 # pio_f_gen (a C program that includes pio.h) writes pio_constants.inc, which
-# pio.f90 includes: the Fortran constants come from the C X-lists, never from
-# a copy. libpiof.a holds the module's object and the small C half (pio_f.c);
+# pio.f90 includes: the Fortran constants come from pio.h's X-lists and from
+# every object-like numeric PIO_ macro (listed by the preprocessor into
+# pio_macros.h), never from a copy. libpiof.a holds the module's object and the small C half (pio_f.c);
 # it is static only, so a C program that links `-lpiof -lpio` from pio.pc
 # takes nothing from it and never needs libgfortran. Fortran programs are
 # compiled with -std=f2018 (TYPE(*), DIMENSION(..) and ISO_Fortran_binding
@@ -16,6 +17,7 @@ PIO_MOD_O := $(FORT_DIR)/pio.o
 LIBPIOF_A := $(B)/lib/libpiof.a
 PIOF_GEN  := $(FORT_DIR)/pio_f_gen
 PIOF_INC  := $(FORT_DIR)/pio_constants.inc
+PIOF_MACROS := $(FORT_DIR)/pio_macros.h
 MPIFC     ?= mpif90
 
 OBJS += $(FORT_DIR)/pio_f.o $(FORT_DIR)/pio_f_gen.o
@@ -23,6 +25,15 @@ OBJS += $(FORT_DIR)/pio_f.o $(FORT_DIR)/pio_f_gen.o
 # ISO_Fortran_binding.h lives in gfortran's include folder (gcc finds it
 # there on its own; another C compiler needs the path).
 $(FORT_DIR)/pio_f.o: CPPFLAGS += -I$(shell $(FC) -print-file-name=include)
+
+# GEN_MACRO_(NAME) for each '#define PIO_NAME value' (not function-like, not empty)
+$(PIOF_MACROS): libpio/pio.h $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,GEN,$@)set -o pipefail; $(CC) -D_GNU_SOURCE -dM -E -x c libpio/pio.h | \
+	  sed -nE 's/^#define (PIO_[A-Z0-9_]+) (.+)$$/GEN_MACRO_(\1)/p' | LC_ALL=C sort >$@.tmp && mv $@.tmp $@
+
+$(FORT_DIR)/pio_f_gen.o: $(PIOF_MACROS)
+$(FORT_DIR)/pio_f_gen.o: CPPFLAGS += -I$(FORT_DIR)
 
 $(PIOF_GEN): $(FORT_DIR)/pio_f_gen.o
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $<

@@ -1,12 +1,13 @@
 /* pio_f_gen.c - writes the Fortran constants of module pio from pio.h (build-time tool).
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * The error codes and datatypes come from the X-lists in pio.h, so the
- * Fortran PIO_ETIMEDOUT or PIO_REAL cannot drift from the C ones; the
- * scalar macros are listed here once (tests/bats/fortran.bats checks that
- * every numeric #define of pio.h reaches the module). It also writes the
- * sizes of the C structs that the module mirrors with BIND(C) types; the
- * module refuses to compile when one differs.
+ * The error codes and datatypes come from the X-lists in pio.h, and every
+ * object-like PIO_ macro with a value from pio_macros.h, which the build
+ * makes with the preprocessor (cc -dM): the Fortran PIO_ETIMEDOUT, PIO_REAL
+ * or PIO_WAIT_FOREVER cannot drift from the C ones, and a new macro reaches
+ * the module by itself. It also writes the sizes of the C structs that the
+ * module mirrors with BIND(C) types; the module refuses to compile when one
+ * differs.
  *
  * Usage: pio_f_gen > pio_constants.inc   (included inside module pio)
  */
@@ -26,7 +27,7 @@ static void gen_size(const char *name, size_t value)
 
 #define GEN_ERROR_(code, words)        gen_int(#code, code);
 #define GEN_DATATYPE_(name, code, len) gen_int(#name, code);
-#define GEN_MACRO_(name)               gen_int(#name, name);
+#define GEN_MACRO_(name)               gen_int(#name, (long)(name));
 
 int main(void)
 {
@@ -35,23 +36,8 @@ int main(void)
     PIO_ERRORS(GEN_ERROR_)
     printf("\n  ! datatypes (PIO_DATATYPES)\n");
     PIO_DATATYPES(GEN_DATATYPE_)
-    printf("\n  ! wildcards, connections, modes, limits\n");
-    GEN_MACRO_(PIO_VERSION_MAJOR)
-    GEN_MACRO_(PIO_VERSION_MINOR)
-    GEN_MACRO_(PIO_VERSION_PATCH)
-    GEN_MACRO_(PIO_ANY_PROCESS)
-    GEN_MACRO_(PIO_ANY_TAG)
-    GEN_MACRO_(PIO_ANY_PARTNER)
-    GEN_MACRO_(PIO_SELF)
-    GEN_MACRO_(PIO_STATIC)
-    GEN_MACRO_(PIO_DYNAMIC)
-    GEN_MACRO_(PIO_BLOCKING)
-    GEN_MACRO_(PIO_SYNC)
-    GEN_MACRO_(PIO_WAIT_FOREVER)
-    GEN_MACRO_(PIO_NAME_MAX)
-    GEN_MACRO_(PIO_FILE_RAW)
-    GEN_MACRO_(PIO_FILE_HDF5)
-    GEN_MACRO_(PIO_FILE_MAXDIMS)
+    printf("\n  ! every other numeric PIO_ macro: wildcards, connections, modes, limits\n");
+#include "pio_macros.h"
     printf("\n  ! sizes of the C structs mirrored by BIND(C) types\n");
     gen_size("pio_c_sizeof_status", sizeof(PIO_Status));
     gen_size("pio_c_sizeof_request", sizeof(PIO_Request));

@@ -256,3 +256,127 @@ assert (a[5] == 7).all() and (a[:5] == 0).all(), a
 print("ok")' "$EXP/e.h5"
   assert_success
 }
+
+@test "coverage: every function pio.h declares is a public procedure of module pio" {
+  # 'int PIO_Send(' ... at the start of a line: the declarations of pio.h
+  sed -nE 's/^[a-z][a-z _*]*[ *](PIO_[A-Za-z_]+)\(.*/\1/p' "$PIO_SRC/libpio/pio.h" | sort -u \
+    >"$BATS_TEST_TMPDIR/calls.txt"
+  [ "$(wc -l <"$BATS_TEST_TMPDIR/calls.txt")" -ge 21 ]
+  grep -qx PIO_File_error_text "$BATS_TEST_TMPDIR/calls.txt"
+  {
+    echo "program calls"
+    sed 's/.*/  use pio, only: &/' "$BATS_TEST_TMPDIR/calls.txt"
+    echo "  implicit none"
+    echo "end program calls"
+  } >"$BATS_TEST_TMPDIR/calls.f90"
+  run gfortran -std=f2018 -fsyntax-only -I"$PIO_BUILD/bindings/fortran" "$BATS_TEST_TMPDIR/calls.f90"
+  [ "$status" -eq 0 ] || fail "module pio lacks: $(grep -oE "‘pio_[^’]+’" <<<"$output" | sort -u | tr '\n' ' ')"
+}
+
+# ---- examples/fortran ------------------------------------------------------
+
+@test "hello: the Fortran and the C hello greet each other, both ways" {
+  [ -x "$FEX/hello" ] || fail "examples/fortran not built: run make"
+  pio_pair_loopback "$BATS_TEST_TMPDIR" 2
+  local EX=$PIO_BUILD/examples send recv
+  for pair in "$FEX/hello $EX/hello" "$EX/hello $FEX/hello"; do
+    read -r send recv <<<"$pair"
+    bg_start "$BATS_TEST_TMPDIR/recv.out" env PIO_SOCKET="$PIO_SOCK_B" timeout 60 "$recv" recv
+    local rpid=$BG_PID
+    run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$send" send
+    assert_success
+    assert_output 'hello-send: sent "hello from PIO"'
+    bg_wait "$rpid"
+    run cat "$BATS_TEST_TMPDIR/recv.out"
+    [ "$BG_RC" -eq 0 ] || fail "$recv exited $BG_RC: $output"
+    assert_output 'hello-recv: received "hello from PIO" (15 bytes) from process 0'
+  done
+}
+
+@test "hello: a partner that never joins is named in the Fortran hello's error" {
+  pio_pair_loopback "$BATS_TEST_TMPDIR" 2
+  run env PIO_SOCKET="$PIO_SOCK_A" PIO_PARTNER_TIMEOUT=1 timeout 60 "$FEX/hello" send
+  assert_failure 1
+  assert_output --partial "hello-send: PIO_Setpartner(hello-recv): unknown partner application"
+}
+
+# run_sim_viz SIM VIZ NSIM NVIZ: the two MPI jobs, sim on system A, viz on B
+run_sim_viz() {
+  local sim=$1 viz=$2 nsim=$3 nviz=$4
+  pio_pair_loopback "$BATS_TEST_TMPDIR" 2
+  bg_start "$BATS_TEST_TMPDIR/viz.out" env PIO_SOCKET="$PIO_SOCK_B" \
+    timeout 120 "${MPIRUN[@]}" -np "$nviz" "$viz" viz
+  local vpid=$BG_PID
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "${MPIRUN[@]}" -np "$nsim" "$sim" sim
+  local sim_rc=$status sim_out=$output
+  bg_wait "$vpid"
+  run cat "$BATS_TEST_TMPDIR/viz.out"
+  [ "$sim_rc" -eq 0 ] || fail "sim exited $sim_rc: $sim_out; viz said: $output"
+  [ "$BG_RC" -eq 0 ] || fail "viz exited $BG_RC: $output"
+  [[ $sim_out == *"sim: sent $((nsim * 3)) of $((nsim * 3)) messages"* ]] || fail "sim said: $sim_out"
+  assert_output --partial "viz: received $((nsim * 3)) of $((nsim * 3)) messages, all correct"
+  # the bundle carried the data: bytes went out on A's channels to B
+  run env PIO_SOCKET="$PIO_SOCK_A" "$PIO_BUILD/bin/pio-info" --json
+  assert_output --regexp '"tx_bytes": [1-9][0-9]{6,}'
+}
+
+@test "mpi_sim_viz: a Fortran MPI sim (4 ranks) streams 3 steps to a C viz (2 ranks), all correct" {
+  [ -x "$FEX/mpi_sim_viz" ] || fail "examples/fortran not built: run make"
+  run_sim_viz "$FEX/mpi_sim_viz" "$PIO_BUILD/examples/mpi_sim_viz" 4 2
+}
+
+@test "mpi_sim_viz: a C sim (4 ranks) streams 3 steps to a Fortran MPI viz (4 ranks), all correct" {
+  run_sim_viz "$PIO_BUILD/examples/mpi_sim_viz" "$FEX/mpi_sim_viz" 4 4
+}
+
+# ---- install ------------------------------------------------------------------
+
+@test "install: examples/fortran build with mpif90 and only pkg-config --cflags --libs pio, and run" {
+  local prefix=$BATS_TEST_TMPDIR/prefix rel=${PIO_BUILD#"$PIO_SRC"/} settings cc opt san
+  # make install with this build's own settings, so that nothing rebuilds
+  # (a different flag would rewrite $PIO_BUILD/.make-settings: checked below)
+  settings=$(cat "$PIO_BUILD/.make-settings")
+  cc=$(sed -E 's/^CC=([^ ]*) .*/\1/' <<<"$settings")
+  opt=$(grep -oE -- ' -O[0-9s]( |$)' <<<"$settings" | head -n 1 | tr -d ' ')
+  san=$(grep -oE -- '-fsanitize=[a-z]+' <<<"$settings" | head -n 1)
+  local args=(B="$rel" CC="$cc" OPT="$opt")
+  [ -n "$san" ] && args+=(SANITIZER="${san#-fsanitize=}")
+  run make -C "$PIO_SRC" "${args[@]}" install PREFIX="$prefix"
+  [ "$status" -eq 0 ] || { echo "$output" | tail -n 30; fail "make install failed"; }
+  [ "$(cat "$PIO_BUILD/.make-settings")" = "$settings" ] || fail "make install changed the build settings"
+  [ -f "$prefix/include/pio.mod" ] && [ -f "$prefix/lib/libpiof.a" ] && [ -f "$prefix/include/pio.h" ]
+
+  export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+  run pkg-config --cflags --libs pio
+  assert_success
+  # -I for pio.mod (and pio.h), then the libraries; the private
+  # requirements' -I flags (libzmq's) may sit between
+  [[ ${output% } == "-I$prefix/include "*" -L$prefix/lib -lpiof -lpio" ]] || fail "pkg-config said: $output"
+  local flags=$output
+  cd "$BATS_TEST_TMPDIR"
+  cp "$PIO_SRC/examples/fortran/hello.f90" "$PIO_SRC/examples/fortran/mpi_sim_viz.f90" .
+  # exactly the README's commands ($san: a sanitizer build's libpio needs its runtime)
+  run mpif90 -o hello hello.f90 $flags $san
+  assert_success
+  run mpif90 -o mpi_sim_viz mpi_sim_viz.f90 $flags $san
+  assert_success
+  # they run with the installed shared libpio
+  export LD_LIBRARY_PATH=$prefix/lib
+  run ldd ./mpi_sim_viz
+  assert_output --regexp "libpio\.so\.0 => $prefix/lib/libpio\.so\.0"
+  # ... and a C program built the same way takes nothing from libpiof.a
+  printf '#include <pio.h>\nint main(void) { return PIO_OK; }\n' >c.c
+  run bash -c "cc -o c c.c $flags $san && ldd ./c"
+  assert_success
+  refute_output --partial "libgfortran"
+
+  MPIRUN+=(-x LD_LIBRARY_PATH)
+  run_sim_viz "$BATS_TEST_TMPDIR/mpi_sim_viz" "$PIO_BUILD/examples/mpi_sim_viz" 4 2
+  bg_start "$BATS_TEST_TMPDIR/recv.out" env PIO_SOCKET="$PIO_SOCK_B" timeout 60 "$PIO_BUILD/examples/hello" recv
+  local rpid=$BG_PID
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 ./hello send
+  assert_success
+  assert_output 'hello-send: sent "hello from PIO"'
+  bg_wait "$rpid"
+  [ "$BG_RC" -eq 0 ]
+}
