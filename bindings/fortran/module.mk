@@ -24,7 +24,7 @@ OBJS += $(FORT_DIR)/pio_f.o $(FORT_DIR)/pio_f_gen.o
 
 # ISO_Fortran_binding.h lives in gfortran's include folder (gcc finds it
 # there on its own; another C compiler needs the path).
-$(FORT_DIR)/pio_f.o: CPPFLAGS += -I$(shell $(FC) -print-file-name=include)
+$(FORT_DIR)/pio_f.o $(FORT_DIR)/pio_f_gen.o: CPPFLAGS += -I$(shell $(FC) -print-file-name=include)
 
 # GEN_MACRO_(NAME) for each '#define PIO_NAME value' (not function-like, not empty)
 $(PIOF_MACROS): libpio/pio.h $(SETTINGS)
@@ -42,12 +42,10 @@ $(PIOF_INC): $(PIOF_GEN)
 	$(call msg,GEN,$@)$< >$@.tmp && mv $@.tmp $@
 
 # gfortran rewrites pio.mod only when the interface changes; users depend
-# on pio.o, which is always rebuilt with it. -Wno-maybe-uninitialized: at -O2
-# gfortran 12 warns about the size temporary of its own copy-in/copy-out code
-# for CONTIGUOUS assumed-rank dummies (set and used under the same test).
+# on pio.o, which is always rebuilt with it.
 $(PIO_MOD_O): bindings/fortran/pio.f90 $(PIOF_INC) $(SETTINGS)
 	@mkdir -p $(@D)
-	$(call msg,FC,$<)$(FC) $(FFLAGS) -Wno-maybe-uninitialized -I$(FORT_DIR) -J$(FORT_DIR) -c -o $@ $<
+	$(call msg,FC,$<)$(FC) $(FFLAGS) -I$(FORT_DIR) -J$(FORT_DIR) -c -o $@ $<
 $(PIO_MOD): $(PIO_MOD_O)
 
 $(LIBPIOF_A): $(PIO_MOD_O) $(FORT_DIR)/pio_f.o
@@ -60,7 +58,9 @@ INSTALL_INCLUDES += $(PIO_MOD)
 
 # Fortran helper programs of the tests: tests/prog/NAME.f90 -> $(B)/tests/prog/NAME.
 # They compare received REALs with == on purpose (values must be exact):
-# -Wno-compare-reals (FFLAGS_EXACT, also for examples/fortran).
+# -Wno-compare-reals (FFLAGS_EXACT, also for examples/fortran). And gfortran
+# 12 at -O2 warns (-Wmaybe-uninitialized) about the descriptors of
+# allocatable arrays it reallocates on assignment: off there too.
 FFLAGS_EXACT   := -Wno-compare-reals -Wno-maybe-uninitialized
 FORT_PROG_SRCS := $(wildcard tests/prog/*.f90)
 FORT_PROGS     := $(FORT_PROG_SRCS:%.f90=$(B)/%)

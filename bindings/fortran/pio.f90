@@ -11,10 +11,11 @@
 !   Counts are in elements of the datatype, of default or 8-byte integer kind
 !   (a generic per call). pio_f.c checks that count items of the datatype fit
 !   the buffer and its Fortran type.
-! * The procedures that take a buffer are BIND(C) module procedures: gfortran
-!   12 loses the length of a CHARACTER actual argument when a non-BIND(C)
-!   procedure passes its TYPE(*), DIMENSION(..) dummy on; a BIND(C) one keeps
-!   the descriptor intact.
+! * The specifics that take a buffer are C functions (pio_f.c) bound directly:
+!   a Fortran procedure in between would receive the descriptor itself, and
+!   gfortran 12 mishandles that (a non-BIND(C) one loses a CHARACTER
+!   argument's length, a BIND(C) one reads past a scalar's descriptor).
+!   Without ierr, their failures come back to pio_f_stop here.
 ! * Blocking calls take any array section: pio_f.c packs a strided one into
 !   a copy and, for a receive, scatters it back (not CONTIGUOUS dummies: then
 !   gfortran 12 crashes compiling a caller that passes an assumed-rank array
@@ -83,7 +84,8 @@ module pio
   end type PIO_Coninfo
 
   ! A remote merged output file. The binding keeps the mode and, for HDF5
-  ! mode, the element type and rank, to check buffers and slabs.
+  ! mode, the element type and rank, to check buffers and slabs (C:
+  ! struct pio_f_file of pio_f.h).
   type, bind(C), public :: PIO_File
     private
     type(c_ptr) :: ptr = c_null_ptr
@@ -139,7 +141,8 @@ module pio
       == pio_c_sizeof_hostinfo .and. &
     storage_size(c_coninfo(0, 0, ' ', ' ', 0_c_int64_t, 0_c_int64_t, 0_c_int64_t, &
       0_c_int64_t, 0_c_int64_t, 0_c_int64_t, 0_c_int64_t, 0)) / 8 == pio_c_sizeof_coninfo &
-    .and. storage_size(c_dataset(c_null_ptr, 0, 0, 0_c_int64_t)) / 8 == pio_c_sizeof_dataset)
+    .and. storage_size(c_dataset(c_null_ptr, 0, 0, 0_c_int64_t)) / 8 == pio_c_sizeof_dataset &
+    .and. storage_size(PIO_File()) / 8 == pio_c_sizeof_f_file)
 
   ! ---- public procedures --------------------------------------------------
 
@@ -151,51 +154,129 @@ module pio
   public :: PIO_File_close, PIO_File_error_text
 
   ! Generics: one specific per kind of the count (default INTEGER or
-  ! INTEGER(8)), and of the offset, start and count of the file calls.
+  ! INTEGER(8)), and of the offset, start and count of the file calls. The
+  ! specifics are the C functions of pio_f.c (pio_f.h), bound directly.
   interface PIO_Send
-    module procedure pio_send_c4, pio_send_c8
+    subroutine pio_send_c4(partner, process_ID, tag, connection, buf, datatype, count, mode, &
+        ierr) bind(C, name='pio_f_send_c4')
+      import :: c_int
+      integer(c_int), value :: partner, process_ID, tag, connection, datatype, count, mode
+      type(*), dimension(..), intent(in) :: buf
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_send_c4
+    subroutine pio_send_c8(partner, process_ID, tag, connection, buf, datatype, count, mode, &
+        ierr) bind(C, name='pio_f_send_c8')
+      import :: c_int, c_int64_t
+      integer(c_int), value :: partner, process_ID, tag, connection, datatype, mode
+      type(*), dimension(..), intent(in) :: buf
+      integer(c_int64_t), value :: count
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_send_c8
   end interface PIO_Send
+
   interface PIO_Recv
-    module procedure pio_recv_c4, pio_recv_c8
+    subroutine pio_recv_c4(partner, process_ID, tag, buf, datatype, count, timeout, mode, &
+        status, ierr) bind(C, name='pio_f_recv_c4')
+      import :: c_int, PIO_Status
+      integer(c_int), value :: partner, process_ID, tag, datatype, count, timeout, mode
+      type(*), dimension(..) :: buf
+      type(PIO_Status), intent(out), optional :: status
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_recv_c4
+    subroutine pio_recv_c8(partner, process_ID, tag, buf, datatype, count, timeout, mode, &
+        status, ierr) bind(C, name='pio_f_recv_c8')
+      import :: c_int, c_int64_t, PIO_Status
+      integer(c_int), value :: partner, process_ID, tag, datatype, timeout, mode
+      type(*), dimension(..) :: buf
+      integer(c_int64_t), value :: count
+      type(PIO_Status), intent(out), optional :: status
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_recv_c8
   end interface PIO_Recv
+
   interface PIO_Isend
-    module procedure pio_isend_c4, pio_isend_c8
+    subroutine pio_isend_c4(partner, process_ID, tag, connection, buf, datatype, count, mode, &
+        req, ierr) bind(C, name='pio_f_isend_c4')
+      import :: c_int, PIO_Request
+      integer(c_int), value :: partner, process_ID, tag, connection, datatype, count, mode
+      type(*), dimension(..), intent(in), asynchronous :: buf
+      type(PIO_Request), intent(out) :: req
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_isend_c4
+    subroutine pio_isend_c8(partner, process_ID, tag, connection, buf, datatype, count, mode, &
+        req, ierr) bind(C, name='pio_f_isend_c8')
+      import :: c_int, c_int64_t, PIO_Request
+      integer(c_int), value :: partner, process_ID, tag, connection, datatype, mode
+      type(*), dimension(..), intent(in), asynchronous :: buf
+      integer(c_int64_t), value :: count
+      type(PIO_Request), intent(out) :: req
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_isend_c8
   end interface PIO_Isend
+
   interface PIO_Irecv
-    module procedure pio_irecv_c4, pio_irecv_c8
+    subroutine pio_irecv_c4(partner, process_ID, tag, buf, datatype, count, mode, req, ierr) &
+        bind(C, name='pio_f_irecv_c4')
+      import :: c_int, PIO_Request
+      integer(c_int), value :: partner, process_ID, tag, datatype, count, mode
+      type(*), dimension(..), asynchronous :: buf
+      type(PIO_Request), intent(out) :: req
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_irecv_c4
+    subroutine pio_irecv_c8(partner, process_ID, tag, buf, datatype, count, mode, req, ierr) &
+        bind(C, name='pio_f_irecv_c8')
+      import :: c_int, c_int64_t, PIO_Request
+      integer(c_int), value :: partner, process_ID, tag, datatype, mode
+      type(*), dimension(..), asynchronous :: buf
+      integer(c_int64_t), value :: count
+      type(PIO_Request), intent(out) :: req
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_irecv_c8
   end interface PIO_Irecv
+
+  ! PIO_File_write_at - write all of buf at byte offset (from 0) of the file.
   interface PIO_File_write_at
-    module procedure pio_file_write_at_c4, pio_file_write_at_c8
+    subroutine pio_file_write_at_c4(fh, offset, buf, ierr) bind(C, name='pio_f_file_write_at_c4')
+      import :: c_int, PIO_File
+      type(PIO_File), intent(in) :: fh
+      integer(c_int), value :: offset
+      type(*), dimension(..), intent(in) :: buf
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_file_write_at_c4
+    subroutine pio_file_write_at_c8(fh, offset, buf, ierr) bind(C, name='pio_f_file_write_at_c8')
+      import :: c_int, c_int64_t, PIO_File
+      type(PIO_File), intent(in) :: fh
+      integer(c_int64_t), value :: offset
+      type(*), dimension(..), intent(in) :: buf
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_file_write_at_c8
   end interface PIO_File_write_at
+
+  ! PIO_File_write_slab - HDF5 mode: write buf, which holds exactly the slab
+  ! start(i) .. start(i) + count(i) - 1 (Fortran order, from 1).
   interface PIO_File_write_slab
-    module procedure pio_file_write_slab_c4, pio_file_write_slab_c8
+    subroutine pio_file_write_slab_c4(fh, start, count, buf, ierr) &
+        bind(C, name='pio_f_file_write_slab_c4')
+      import :: c_int, PIO_File
+      type(PIO_File), intent(in) :: fh
+      integer(c_int), intent(in) :: start(:), count(:)
+      type(*), dimension(..), intent(in) :: buf
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_file_write_slab_c4
+    subroutine pio_file_write_slab_c8(fh, start, count, buf, ierr) &
+        bind(C, name='pio_f_file_write_slab_c8')
+      import :: c_int, c_int64_t, PIO_File
+      type(PIO_File), intent(in) :: fh
+      integer(c_int64_t), intent(in) :: start(:), count(:)
+      type(*), dimension(..), intent(in) :: buf
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_file_write_slab_c8
   end interface PIO_File_write_slab
 
-  ! flags of pio_f_buffer (pio_f.c)
-  integer(c_int), parameter :: buf_contiguous = 1, buf_exact = 2
   integer, parameter :: why_len = 256
 
   ! ---- the C side ---------------------------------------------------------
   interface
-    integer(c_int) function pio_f_buffer(buf, datatype, count, flags, addr, bytes, why, whylen) &
-        bind(C, name='pio_f_buffer')
-      import :: c_int, c_int64_t, c_ptr, c_char, c_size_t
-      type(*), dimension(..), intent(in) :: buf
-      integer(c_int), value :: datatype, flags
-      integer(c_int64_t), value :: count
-      type(c_ptr), intent(out) :: addr
-      integer(c_int64_t), intent(out) :: bytes
-      character(kind=c_char), intent(inout) :: why(*)
-      integer(c_size_t), value :: whylen
-    end function pio_f_buffer
-
-    subroutine pio_f_release(buf, addr, copy_out) bind(C, name='pio_f_release')
-      import :: c_int, c_ptr
-      type(*), dimension(..) :: buf
-      type(c_ptr), value :: addr
-      integer(c_int), value :: copy_out
-    end subroutine pio_f_release
-
     integer(c_size_t) function c_strlen(s) bind(C, name='strlen')
       import :: c_ptr, c_size_t
       type(c_ptr), value :: s
@@ -232,41 +313,6 @@ module pio
       character(kind=c_char), intent(in) :: name(*)
       integer(c_int), intent(out) :: partner
     end function c_addpartner
-
-    integer(c_int) function c_send(partner, process_ID, tag, connection, addr, datatype, &
-        count, mode) bind(C, name='PIO_Send')
-      import :: c_int, c_ptr, c_size_t
-      integer(c_int), value :: partner, process_ID, tag, connection, datatype, mode
-      type(c_ptr), value :: addr
-      integer(c_size_t), value :: count
-    end function c_send
-
-    integer(c_int) function c_recv(partner, process_ID, tag, addr, datatype, count, timeout, &
-        mode, status) bind(C, name='PIO_Recv')
-      import :: c_int, c_ptr, c_size_t, PIO_Status
-      integer(c_int), value :: partner, process_ID, tag, datatype, timeout, mode
-      type(c_ptr), value :: addr
-      integer(c_size_t), value :: count
-      type(PIO_Status), intent(inout), optional :: status
-    end function c_recv
-
-    integer(c_int) function c_isend(partner, process_ID, tag, connection, addr, datatype, &
-        count, mode, req) bind(C, name='PIO_Isend')
-      import :: c_int, c_ptr, c_size_t, PIO_Request
-      integer(c_int), value :: partner, process_ID, tag, connection, datatype, mode
-      type(c_ptr), value :: addr
-      integer(c_size_t), value :: count
-      type(PIO_Request), intent(inout) :: req
-    end function c_isend
-
-    integer(c_int) function c_irecv(partner, process_ID, tag, addr, datatype, count, mode, &
-        req) bind(C, name='PIO_Irecv')
-      import :: c_int, c_ptr, c_size_t, PIO_Request
-      integer(c_int), value :: partner, process_ID, tag, datatype, mode
-      type(c_ptr), value :: addr
-      integer(c_size_t), value :: count
-      type(PIO_Request), intent(inout) :: req
-    end function c_irecv
 
     integer(c_int) function c_wait(req, timeout, status) bind(C, name='PIO_Wait')
       import :: c_int, PIO_Request, PIO_Status
@@ -315,20 +361,6 @@ module pio
       type(c_ptr), intent(out) :: fh
     end function c_file_open_dataset
 
-    integer(c_int) function c_file_write_at(fh, offset, buf, len) bind(C, name='PIO_File_write_at')
-      import :: c_int, c_ptr, c_int64_t, c_size_t
-      type(c_ptr), value :: fh, buf
-      integer(c_int64_t), value :: offset
-      integer(c_size_t), value :: len
-    end function c_file_write_at
-
-    integer(c_int) function c_file_write_slab(fh, start, count, buf) &
-        bind(C, name='PIO_File_write_slab')
-      import :: c_int, c_ptr, c_int64_t
-      type(c_ptr), value :: fh, buf
-      integer(c_int64_t), intent(in) :: start(*), count(*)
-    end function c_file_write_slab
-
     integer(c_int) function c_file_close(fh) bind(C, name='PIO_File_close')
       import :: c_int, c_ptr
       type(c_ptr), value :: fh
@@ -353,7 +385,7 @@ contains
     integer(c_int), intent(out), optional :: ierr
     character(kind=c_char), intent(in), optional :: why(:)
     logical, intent(in), optional :: file
-    character(len=:), allocatable :: msg, extra
+    character(len=:), allocatable :: extra
     integer(c_int) :: ignored
     if (rc == PIO_OK) then
       if (present(ierr)) ierr = rc
@@ -368,16 +400,34 @@ contains
       ierr = rc
       return
     end if
+    call stop_program(rc, call, extra, present(file))
+  end subroutine finish
+
+  ! stop_program - "pio: CALL: words (NAME)[: why][: remote text]" on
+  ! stderr, then ERROR STOP rc (the exit status is the code).
+  subroutine stop_program(rc, call, why, file)
+    integer(c_int), intent(in) :: rc
+    character(len=*), intent(in) :: call, why
+    logical, intent(in) :: file
+    character(len=:), allocatable :: msg, remote
     msg = 'pio: ' // call // ': ' // PIO_Strerror(rc) // ' (' // PIO_Errname(rc) // ')'
-    if (len(extra) > 0) msg = msg // ': ' // extra
-    if (present(file)) then
-      extra = PIO_File_error_text()
-      if (len(extra) > 0) msg = msg // ': ' // extra
+    if (len(why) > 0) msg = msg // ': ' // why
+    if (file) then
+      remote = PIO_File_error_text()
+      if (len(remote) > 0) msg = msg // ': ' // remote
     end if
     write (error_unit, '(a)') msg
     flush (error_unit)
     error stop rc
-  end subroutine finish
+  end subroutine stop_program
+
+  ! pio_f_stop - stop_program for the calls whose body is C (pio_f.c, pio_f.h):
+  ! call and why are C strings.
+  subroutine pio_f_stop(rc, call, why, file) bind(C, name='pio_f_stop')
+    integer(c_int), value :: rc, file
+    type(c_ptr), value :: call, why
+    call stop_program(rc, from_cptr(call), from_cptr(why), file /= 0)
+  end subroutine pio_f_stop
 
   ! A Fortran name as a C string: trailing blanks dropped, NUL added.
   pure function c_string(s) result(c)
@@ -483,130 +533,7 @@ contains
     call finish(c_addpartner(c_string(name), partner), 'PIO_Addpartner(' // trim(name) // ')', ierr)
   end subroutine PIO_Addpartner
 
-  ! ---- messages -------------------------------------------------------------------
-  ! The _c8 specific does the work; the _c4 one widens its count.
-
-  subroutine pio_send_c8(partner, process_ID, tag, connection, buf, datatype, count, mode, ierr) &
-      bind(C, name='pio_f_send_c8')
-    integer(c_int), intent(in) :: partner, process_ID, tag, connection, datatype, mode
-    type(*), dimension(..), intent(in) :: buf
-    integer(c_int64_t), intent(in) :: count
-    integer(c_int), intent(out), optional :: ierr
-    type(c_ptr) :: addr
-    integer(c_int64_t) :: bytes
-    character(kind=c_char) :: why(why_len)
-    integer(c_int) :: rc
-    why = c_null_char
-    rc = pio_f_buffer(buf, datatype, count, 0_c_int, addr, bytes, why, size(why, kind=c_size_t))
-    if (rc == PIO_OK) then
-      rc = c_send(partner, process_ID, tag, connection, addr, datatype, int(count, c_size_t), mode)
-      call pio_f_release(buf, addr, 0_c_int)
-    end if
-    call finish(rc, 'PIO_Send', ierr, why)
-  end subroutine pio_send_c8
-
-  subroutine pio_send_c4(partner, process_ID, tag, connection, buf, datatype, count, mode, ierr) &
-      bind(C, name='pio_f_send_c4')
-    integer(c_int), intent(in) :: partner, process_ID, tag, connection, datatype, mode
-    type(*), dimension(..), intent(in) :: buf
-    integer(c_int), intent(in) :: count
-    integer(c_int), intent(out), optional :: ierr
-    call pio_send_c8(partner, process_ID, tag, connection, buf, datatype, int(count, c_int64_t), &
-                     mode, ierr)
-  end subroutine pio_send_c4
-
-  subroutine pio_recv_c8(partner, process_ID, tag, buf, datatype, count, timeout, mode, status, &
-                         ierr) bind(C, name='pio_f_recv_c8')
-    integer(c_int), intent(in) :: partner, process_ID, tag, datatype, timeout, mode
-    type(*), dimension(..) :: buf
-    integer(c_int64_t), intent(in) :: count
-    type(PIO_Status), intent(out), optional :: status
-    integer(c_int), intent(out), optional :: ierr
-    type(c_ptr) :: addr
-    integer(c_int64_t) :: bytes
-    character(kind=c_char) :: why(why_len)
-    integer(c_int) :: rc
-    why = c_null_char
-    rc = pio_f_buffer(buf, datatype, count, 0_c_int, addr, bytes, why, size(why, kind=c_size_t))
-    if (rc == PIO_OK) then
-      rc = c_recv(partner, process_ID, tag, addr, datatype, int(count, c_size_t), timeout, mode, &
-                  status)
-      call pio_f_release(buf, addr, 1_c_int)
-    end if
-    call finish(rc, 'PIO_Recv', ierr, why)
-  end subroutine pio_recv_c8
-
-  subroutine pio_recv_c4(partner, process_ID, tag, buf, datatype, count, timeout, mode, status, &
-                         ierr) bind(C, name='pio_f_recv_c4')
-    integer(c_int), intent(in) :: partner, process_ID, tag, datatype, timeout, mode
-    type(*), dimension(..) :: buf
-    integer(c_int), intent(in) :: count
-    type(PIO_Status), intent(out), optional :: status
-    integer(c_int), intent(out), optional :: ierr
-    call pio_recv_c8(partner, process_ID, tag, buf, datatype, int(count, c_int64_t), timeout, &
-                     mode, status, ierr)
-  end subroutine pio_recv_c4
-
-  subroutine pio_isend_c8(partner, process_ID, tag, connection, buf, datatype, count, mode, req, &
-                          ierr) bind(C, name='pio_f_isend_c8')
-    integer(c_int), intent(in) :: partner, process_ID, tag, connection, datatype, mode
-    type(*), dimension(..), intent(in), asynchronous :: buf
-    integer(c_int64_t), intent(in) :: count
-    type(PIO_Request), intent(out) :: req
-    integer(c_int), intent(out), optional :: ierr
-    type(c_ptr) :: addr
-    integer(c_int64_t) :: bytes
-    character(kind=c_char) :: why(why_len)
-    integer(c_int) :: rc
-    why = c_null_char
-    rc = pio_f_buffer(buf, datatype, count, buf_contiguous, addr, bytes, why, &
-                      size(why, kind=c_size_t))
-    if (rc == PIO_OK) &
-      rc = c_isend(partner, process_ID, tag, connection, addr, datatype, int(count, c_size_t), &
-                   mode, req)
-    call finish(rc, 'PIO_Isend', ierr, why)
-  end subroutine pio_isend_c8
-
-  subroutine pio_isend_c4(partner, process_ID, tag, connection, buf, datatype, count, mode, req, &
-                          ierr) bind(C, name='pio_f_isend_c4')
-    integer(c_int), intent(in) :: partner, process_ID, tag, connection, datatype, mode
-    type(*), dimension(..), intent(in), asynchronous :: buf
-    integer(c_int), intent(in) :: count
-    type(PIO_Request), intent(out) :: req
-    integer(c_int), intent(out), optional :: ierr
-    call pio_isend_c8(partner, process_ID, tag, connection, buf, datatype, &
-                      int(count, c_int64_t), mode, req, ierr)
-  end subroutine pio_isend_c4
-
-  subroutine pio_irecv_c8(partner, process_ID, tag, buf, datatype, count, mode, req, ierr) &
-      bind(C, name='pio_f_irecv_c8')
-    integer(c_int), intent(in) :: partner, process_ID, tag, datatype, mode
-    type(*), dimension(..), asynchronous :: buf
-    integer(c_int64_t), intent(in) :: count
-    type(PIO_Request), intent(out) :: req
-    integer(c_int), intent(out), optional :: ierr
-    type(c_ptr) :: addr
-    integer(c_int64_t) :: bytes
-    character(kind=c_char) :: why(why_len)
-    integer(c_int) :: rc
-    why = c_null_char
-    rc = pio_f_buffer(buf, datatype, count, buf_contiguous, addr, bytes, why, &
-                      size(why, kind=c_size_t))
-    if (rc == PIO_OK) &
-      rc = c_irecv(partner, process_ID, tag, addr, datatype, int(count, c_size_t), mode, req)
-    call finish(rc, 'PIO_Irecv', ierr, why)
-  end subroutine pio_irecv_c8
-
-  subroutine pio_irecv_c4(partner, process_ID, tag, buf, datatype, count, mode, req, ierr) &
-      bind(C, name='pio_f_irecv_c4')
-    integer(c_int), intent(in) :: partner, process_ID, tag, datatype, mode
-    type(*), dimension(..), asynchronous :: buf
-    integer(c_int), intent(in) :: count
-    type(PIO_Request), intent(out) :: req
-    integer(c_int), intent(out), optional :: ierr
-    call pio_irecv_c8(partner, process_ID, tag, buf, datatype, int(count, c_int64_t), mode, req, &
-                      ierr)
-  end subroutine pio_irecv_c4
+  ! ---- messages (PIO_Send, PIO_Recv, PIO_Isend, PIO_Irecv: pio_f.c) -----------
 
   ! PIO_Wait - wait up to timeout ms for req; on completion req becomes null
   ! and ierr is the operation's status.
@@ -764,80 +691,7 @@ contains
     end do
   end subroutine set_why
 
-  ! PIO_File_write_at - write all of buf at byte offset (from 0) of the file.
-  subroutine pio_file_write_at_c8(fh, offset, buf, ierr) bind(C, name='pio_f_file_write_at_c8')
-    type(PIO_File), intent(in) :: fh
-    integer(c_int64_t), intent(in) :: offset
-    type(*), dimension(..), intent(in) :: buf
-    integer(c_int), intent(out), optional :: ierr
-    type(c_ptr) :: addr
-    integer(c_int64_t) :: bytes
-    character(kind=c_char) :: why(why_len)
-    integer(c_int) :: rc
-    why = c_null_char
-    rc = pio_f_buffer(buf, PIO_BYTE, 0_c_int64_t, 0_c_int, addr, bytes, why, &
-                      size(why, kind=c_size_t))
-    if (rc == PIO_OK .and. offset < 0) then
-      rc = PIO_EINVAL
-      call set_why(why, 'the offset is negative')
-    end if
-    if (rc == PIO_OK) rc = c_file_write_at(fh%ptr, offset, addr, int(bytes, c_size_t))
-    call pio_f_release(buf, addr, 0_c_int)
-    call finish(rc, 'PIO_File_write_at', ierr, why, file=.true.)
-  end subroutine pio_file_write_at_c8
-
-  subroutine pio_file_write_at_c4(fh, offset, buf, ierr) bind(C, name='pio_f_file_write_at_c4')
-    type(PIO_File), intent(in) :: fh
-    integer(c_int), intent(in) :: offset
-    type(*), dimension(..), intent(in) :: buf
-    integer(c_int), intent(out), optional :: ierr
-    call pio_file_write_at_c8(fh, int(offset, c_int64_t), buf, ierr)
-  end subroutine pio_file_write_at_c4
-
-  ! PIO_File_write_slab - HDF5 mode: write buf, which holds exactly the slab
-  ! start(i) .. start(i) + count(i) - 1 (Fortran order, from 1).
-  subroutine pio_file_write_slab_c8(fh, start, count, buf, ierr) &
-      bind(C, name='pio_f_file_write_slab_c8')
-    type(PIO_File), intent(in) :: fh
-    integer(c_int64_t), intent(in) :: start(:), count(:)
-    type(*), dimension(..), intent(in) :: buf
-    integer(c_int), intent(out), optional :: ierr
-    integer(c_int64_t) :: cstart(PIO_FILE_MAXDIMS), ccount(PIO_FILE_MAXDIMS), bytes
-    type(c_ptr) :: addr
-    character(kind=c_char) :: why(why_len)
-    integer(c_int) :: rc
-    integer :: nd
-    why = c_null_char
-    addr = c_null_ptr
-    nd = fh%ndims
-    rc = PIO_EINVAL
-    if (fh%mode /= PIO_FILE_HDF5) then
-      call set_why(why, 'not an HDF5-mode file: use PIO_File_write_at')
-    else if (size(start) /= nd .or. size(count) /= nd) then
-      call set_why(why, 'start and count need one entry per dimension of the dataset')
-    else if (any(start < 1) .or. any(count < 0)) then
-      call set_why(why, 'starts count from 1, counts from 0')
-    else
-      rc = pio_f_buffer(buf, fh%eltype, product(count), buf_exact, addr, bytes, why, &
-                        size(why, kind=c_size_t))
-    end if
-    if (rc == PIO_OK) then
-      cstart(1:nd) = start(nd:1:-1) - 1
-      ccount(1:nd) = count(nd:1:-1)
-      rc = c_file_write_slab(fh%ptr, cstart, ccount, addr)
-    end if
-    call pio_f_release(buf, addr, 0_c_int)
-    call finish(rc, 'PIO_File_write_slab', ierr, why, file=.true.)
-  end subroutine pio_file_write_slab_c8
-
-  subroutine pio_file_write_slab_c4(fh, start, count, buf, ierr) &
-      bind(C, name='pio_f_file_write_slab_c4')
-    type(PIO_File), intent(in) :: fh
-    integer(c_int), intent(in) :: start(:), count(:)
-    type(*), dimension(..), intent(in) :: buf
-    integer(c_int), intent(out), optional :: ierr
-    call pio_file_write_slab_c8(fh, int(start, c_int64_t), int(count, c_int64_t), buf, ierr)
-  end subroutine pio_file_write_slab_c4
+  ! (PIO_File_write_at, PIO_File_write_slab: pio_f.c)
 
   ! PIO_File_close - collective; returns when the file is complete on the
   ! remote host, or why not. fh is null afterwards, whatever the outcome.

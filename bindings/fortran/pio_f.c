@@ -1,31 +1,38 @@
-/* pio_f.c - the C half of the Fortran binding: what a Fortran buffer is, and does it fit.
+/* pio_f.c - the C half of the Fortran binding: the calls that take a buffer.
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * Module pio (pio.f90) takes every buffer as TYPE(*), DIMENSION(..), which
  * gfortran hands to C as a descriptor (ISO_Fortran_binding.h, CFI_cdesc_t).
- * This file is the one place that reads such a descriptor: the address, the
- * number of elements, the element size and the Fortran type. pio_f_buffer
- * checks that count items of a PIO datatype fit in the buffer and that the
- * buffer's Fortran type can hold that datatype, so a wrong count or kind is
- * a clear PIO_EINVAL instead of a read past the end of an array. A strided
- * section (a(2, :)) is packed into a copy for the call and, for a receive,
- * scattered back afterwards, as a compiler's copy-in/copy-out would do: the
- * module cannot ask the compiler for that (CONTIGUOUS), because gfortran 12
- * crashes when an assumed-rank argument reaches a CONTIGUOUS assumed-rank
- * dummy. Everything else in the binding is Fortran calling pio.h directly.
+ * The specifics of the generics that take a buffer (PIO_Send, PIO_Recv,
+ * PIO_Isend, PIO_Irecv, PIO_File_write_at, PIO_File_write_slab) are the C
+ * functions here, bound directly: a Fortran procedure in between would have
+ * to receive the descriptor itself, and gfortran 12 mishandles that (a
+ * non-BIND(C) one loses a CHARACTER argument's length; a BIND(C) one reads
+ * past a scalar's descriptor, which AddressSanitizer reports).
+ *
+ * f_buffer is the one place that reads a descriptor: the address, the
+ * number of elements, the element size and the Fortran type. It checks that
+ * count items of a PIO datatype fit in the buffer and that the buffer's
+ * Fortran type can hold that datatype, so a wrong count or kind is a clear
+ * PIO_EINVAL instead of a read past the end of an array. A strided section
+ * (a(2, :)) is packed into a copy for a blocking call and, for a receive,
+ * scattered back afterwards, as a compiler's copy-in/copy-out would do (a
+ * CONTIGUOUS dummy would ask the compiler for that, but gfortran 12 crashes
+ * when an assumed-rank argument is passed on to one). Then the pio.h call;
+ * then ierr, or without it pio_f_stop (Fortran) ends the program: this file
+ * never exits by itself. The other calls of the binding are Fortran.
  *
  * Thread-safe: no state.
  */
-#include "pio.h"
+#include "pio_f.h"
 
-#include <ISO_Fortran_binding.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* flags of pio_f_buffer */
+/* flags of f_buffer */
 #define PIO_F_CONTIGUOUS 1 /* refuse a strided buffer (non-blocking calls use it later) */
 #define PIO_F_EXACT      2 /* the buffer must hold exactly count items (slabs) */
 
@@ -133,22 +140,19 @@ static void f_copy(const CFI_cdesc_t *d, unsigned char *packed, int to_packed)
     }
 }
 
-/* pio_f_buffer - check a Fortran buffer for count items of datatype, and
- * give C memory for it.
+/* f_buffer - check a Fortran buffer for count items of datatype, and give
+ * C memory for it.
  * buf [in]: the descriptor gfortran passes for TYPE(*), DIMENSION(..).
  * flags [in]: PIO_F_CONTIGUOUS (refuse a strided buffer), PIO_F_EXACT.
  * addr [out]: the buffer itself when it is contiguous; else a packed copy of
- *   its elements, owned by the caller, who must hand it to pio_f_release.
+ *   its elements, owned by the caller, who must hand it to f_release.
  * bytes [out]: the buffer's size in bytes.
  * why [out]: on failure, one line saying which check failed (NUL-terminated,
  *   at most whylen bytes); untouched on success.
  * Returns PIO_OK, PIO_EINVAL, or PIO_ENOMEM (no room for the copy); on
- * failure *addr is NULL and nothing is to be released. Fortran only. */
-int pio_f_buffer(const CFI_cdesc_t *buf, int datatype, int64_t count, int flags, void **addr,
-                 int64_t *bytes, char *why, size_t whylen);
-
-int pio_f_buffer(const CFI_cdesc_t *buf, int datatype, int64_t count, int flags, void **addr,
-                 int64_t *bytes, char *why, size_t whylen)
+ * failure *addr is NULL and nothing is to be released. */
+static int f_buffer(const CFI_cdesc_t *buf, int datatype, int64_t count, int flags, void **addr,
+                    int64_t *bytes, char *why, size_t whylen)
 {
     char what[48];
     int64_t n = f_elements(buf);
@@ -210,16 +214,203 @@ int pio_f_buffer(const CFI_cdesc_t *buf, int datatype, int64_t count, int flags,
     return PIO_OK;
 }
 
-/* pio_f_release - after the C call: when addr is a packed copy made by
- * pio_f_buffer, scatter it back into buf if copy_out (receives), and free
- * it. Nothing to do for a contiguous buffer or a NULL addr. Fortran only. */
-void pio_f_release(CFI_cdesc_t *buf, void *addr, int copy_out);
-
-void pio_f_release(CFI_cdesc_t *buf, void *addr, int copy_out)
+/* f_release - after the C call: when addr is a packed copy made by
+ * f_buffer, scatter it back into buf if copy_out (receives), and free it.
+ * Nothing to do for a contiguous buffer or a NULL addr. */
+static void f_release(const CFI_cdesc_t *buf, void *addr, int copy_out)
 {
     if (!addr || addr == buf->base_addr)
         return;
     if (copy_out)
         f_copy(buf, addr, 0);
     free(addr);
+}
+
+/* f_done - hand rc to ierr, or stop the program on failure without ierr.
+ * why: the binding's own reason when it refused the call ("" when libpio
+ * answered). file: a PIO_File_* call: one refused here clears
+ * PIO_File_error_text (an earlier call's remote text would be wrong), by a
+ * PIO_File_* call that fails locally. */
+static void f_done(int rc, int *ierr, const char *call, const char *why, int file)
+{
+    if (file && rc != PIO_OK && why[0] != '\0')
+        (void)PIO_File_close(NULL);
+    if (ierr)
+        *ierr = rc;
+    else if (rc != PIO_OK)
+        pio_f_stop(rc, call, why, file);
+}
+
+#define WHY_LEN 256
+
+void pio_f_send_c8(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,
+                   int datatype, int64_t count, int mode, int *ierr)
+{
+    char why[WHY_LEN] = "";
+    void *addr;
+    int64_t bytes;
+    int rc = f_buffer(buf, datatype, count, 0, &addr, &bytes, why, sizeof why);
+    if (rc == PIO_OK) {
+        rc = PIO_Send(partner, process_ID, tag, connection, addr, datatype, (size_t)count, mode);
+        f_release(buf, addr, 0);
+    }
+    f_done(rc, ierr, "PIO_Send", why, 0);
+}
+
+void pio_f_send_c4(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,
+                   int datatype, int count, int mode, int *ierr)
+{
+    pio_f_send_c8(partner, process_ID, tag, connection, buf, datatype, count, mode, ierr);
+}
+
+void pio_f_recv_c8(int partner, int process_ID, int tag, CFI_cdesc_t *buf, int datatype,
+                   int64_t count, int timeout, int mode, PIO_Status *status, int *ierr)
+{
+    char why[WHY_LEN] = "";
+    void *addr;
+    int64_t bytes;
+    int rc = f_buffer(buf, datatype, count, 0, &addr, &bytes, why, sizeof why);
+    if (rc == PIO_OK) {
+        rc = PIO_Recv(partner, process_ID, tag, addr, datatype, (size_t)count, timeout, mode,
+                      status);
+        f_release(buf, addr, 1);
+    }
+    f_done(rc, ierr, "PIO_Recv", why, 0);
+}
+
+void pio_f_recv_c4(int partner, int process_ID, int tag, CFI_cdesc_t *buf, int datatype, int count,
+                   int timeout, int mode, PIO_Status *status, int *ierr)
+{
+    pio_f_recv_c8(partner, process_ID, tag, buf, datatype, count, timeout, mode, status, ierr);
+}
+
+void pio_f_isend_c8(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,
+                    int datatype, int64_t count, int mode, PIO_Request *req, int *ierr)
+{
+    char why[WHY_LEN] = "";
+    void *addr;
+    int64_t bytes;
+    *req = NULL;
+    int rc = f_buffer(buf, datatype, count, PIO_F_CONTIGUOUS, &addr, &bytes, why, sizeof why);
+    if (rc == PIO_OK)
+        rc = PIO_Isend(partner, process_ID, tag, connection, addr, datatype, (size_t)count, mode,
+                       req);
+    f_done(rc, ierr, "PIO_Isend", why, 0);
+}
+
+void pio_f_isend_c4(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,
+                    int datatype, int count, int mode, PIO_Request *req, int *ierr)
+{
+    pio_f_isend_c8(partner, process_ID, tag, connection, buf, datatype, count, mode, req, ierr);
+}
+
+void pio_f_irecv_c8(int partner, int process_ID, int tag, CFI_cdesc_t *buf, int datatype,
+                    int64_t count, int mode, PIO_Request *req, int *ierr)
+{
+    char why[WHY_LEN] = "";
+    void *addr;
+    int64_t bytes;
+    *req = NULL;
+    int rc = f_buffer(buf, datatype, count, PIO_F_CONTIGUOUS, &addr, &bytes, why, sizeof why);
+    if (rc == PIO_OK)
+        rc = PIO_Irecv(partner, process_ID, tag, addr, datatype, (size_t)count, mode, req);
+    f_done(rc, ierr, "PIO_Irecv", why, 0);
+}
+
+void pio_f_irecv_c4(int partner, int process_ID, int tag, CFI_cdesc_t *buf, int datatype, int count,
+                    int mode, PIO_Request *req, int *ierr)
+{
+    pio_f_irecv_c8(partner, process_ID, tag, buf, datatype, count, mode, req, ierr);
+}
+
+/* PIO_File_write_at: all of buf, at a byte offset from 0 */
+void pio_f_file_write_at_c8(const struct pio_f_file *fh, int64_t offset, const CFI_cdesc_t *buf,
+                            int *ierr)
+{
+    char why[WHY_LEN] = "";
+    void *addr;
+    int64_t bytes;
+    int rc = f_buffer(buf, PIO_BYTE, 0, 0, &addr, &bytes, why, sizeof why);
+    if (rc == PIO_OK && offset < 0) {
+        rc = PIO_EINVAL;
+        snprintf(why, sizeof why, "the offset %" PRId64 " is negative", offset);
+    }
+    if (rc == PIO_OK)
+        rc = PIO_File_write_at(fh->fh, (uint64_t)offset, addr, (size_t)bytes);
+    f_release(buf, addr, 0);
+    f_done(rc, ierr, "PIO_File_write_at", why, 1);
+}
+
+void pio_f_file_write_at_c4(const struct pio_f_file *fh, int offset, const CFI_cdesc_t *buf,
+                            int *ierr)
+{
+    pio_f_file_write_at_c8(fh, offset, buf, ierr);
+}
+
+/* Entry i (from 0) of a rank-1 INTEGER or INTEGER(8) array. */
+static int64_t f_index(const CFI_cdesc_t *a, CFI_index_t i)
+{
+    const char *p = (const char *)a->base_addr + i * a->dim[0].sm;
+    if (a->elem_len == 4) {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* PIO_File_write_slab: start and count in Fortran order, starts from 1;
+ * pio.h wants C order from 0. buf holds exactly the slab. */
+static void f_write_slab(const struct pio_f_file *fh, const CFI_cdesc_t *start,
+                         const CFI_cdesc_t *count, const CFI_cdesc_t *buf, int *ierr)
+{
+    char why[WHY_LEN] = "";
+    void *addr = NULL;
+    int64_t bytes, elems = 1;
+    uint64_t cstart[PIO_FILE_MAXDIMS], ccount[PIO_FILE_MAXDIMS];
+    int nd = fh->ndims, rc = PIO_EINVAL;
+    if (fh->mode != PIO_FILE_HDF5) {
+        snprintf(why, sizeof why, "not an HDF5-mode file: use PIO_File_write_at");
+    } else if (start->rank != 1 || count->rank != 1 || start->dim[0].extent != nd ||
+               count->dim[0].extent != nd || nd > PIO_FILE_MAXDIMS) {
+        snprintf(why, sizeof why,
+                 "start and count need %d entries, one per dimension of the "
+                 "dataset",
+                 nd);
+    } else {
+        rc = PIO_OK;
+        for (int i = 0; i < nd && rc == PIO_OK; i++) {
+            int64_t s = f_index(start, i), c = f_index(count, i);
+            if (s < 1 || c < 0) {
+                rc = PIO_EINVAL;
+                snprintf(why, sizeof why,
+                         "start(%d) is %" PRId64 ", count(%d) is %" PRId64
+                         ": starts count from 1, counts from 0",
+                         i + 1, s, i + 1, c);
+            }
+            cstart[nd - 1 - i] = (uint64_t)(s - 1);
+            ccount[nd - 1 - i] = (uint64_t)c;
+            elems = c > 0 && elems > INT64_MAX / c ? -1 : elems * c;
+        }
+        if (rc == PIO_OK)
+            rc = f_buffer(buf, fh->eltype, elems, PIO_F_EXACT, &addr, &bytes, why, sizeof why);
+    }
+    if (rc == PIO_OK)
+        rc = PIO_File_write_slab(fh->fh, cstart, ccount, addr);
+    f_release(buf, addr, 0);
+    f_done(rc, ierr, "PIO_File_write_slab", why, 1);
+}
+
+void pio_f_file_write_slab_c8(const struct pio_f_file *fh, const CFI_cdesc_t *start,
+                              const CFI_cdesc_t *count, const CFI_cdesc_t *buf, int *ierr)
+{
+    f_write_slab(fh, start, count, buf, ierr);
+}
+
+void pio_f_file_write_slab_c4(const struct pio_f_file *fh, const CFI_cdesc_t *start,
+                              const CFI_cdesc_t *count, const CFI_cdesc_t *buf, int *ierr)
+{
+    f_write_slab(fh, start, count, buf, ierr);
 }

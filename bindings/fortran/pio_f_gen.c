@@ -11,7 +11,7 @@
  *
  * Usage: pio_f_gen > pio_constants.inc   (included inside module pio)
  */
-#include "pio.h"
+#include "pio_f.h"
 
 #include <stdio.h>
 
@@ -46,5 +46,6 @@ int main(void)
     gen_size("pio_c_sizeof_coninfo", sizeof(PIO_Coninfo));
     gen_size("pio_c_sizeof_dataset", sizeof(PIO_Dataset));
     gen_size("pio_c_coninfo_addr_len", sizeof(((PIO_Coninfo *)0)->local));
+    gen_size("pio_c_sizeof_f_file", sizeof(struct pio_f_file));
     return ferror(stdout) ? 1 : 0;
 }

@@ -119,9 +119,10 @@ contains
   end function gen_char
 
   ! exchange - send sbuf (n items of ftype) with tag, receive the answer
-  ! (as ctype from the C side) into rbuf, by the method of set s. BIND(C),
-  ! as pio_fortran(3) asks of a procedure that passes TYPE(*), DIMENSION(..)
-  ! buffers on (gfortran 12 keeps CHARACTER lengths only then).
+  ! (as ctype from the C side) into rbuf, by the method of set s. BIND(C):
+  ! with gfortran 12, a wrapper that passes TYPE(*), DIMENSION(..) buffers
+  ! on keeps CHARACTER lengths only then (pio_fortran(3)); it gets arrays
+  ! only (a BIND(C) Fortran procedure reads past a scalar's descriptor).
   subroutine exchange(s, tag, sbuf, rbuf, ftype, ctype, n) bind(C)
     integer(c_int), intent(in) :: s, tag, ftype, ctype, n
     type(*), dimension(..), intent(in), asynchronous :: sbuf

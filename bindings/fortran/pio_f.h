@@ -1,0 +1,60 @@
+/* pio_f.h - the C half of the Fortran binding: the calls that take a buffer.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Not installed: only pio.f90 (through BIND(C) interfaces) and the binding's
+ * build tool use it. Each function is the body of one specific of a generic
+ * of module pio (PIO_Send, ...): _c4 takes a default INTEGER count, offset
+ * or slab coordinates, _c8 an INTEGER(8) one. Buffers arrive as
+ * ISO_Fortran_binding descriptors. ierr [out, may be NULL]: the status; when
+ * NULL and the call failed, pio_f_stop (Fortran) ends the program.
+ * Thread-safe: as the pio.h calls they make; no state.
+ */
+#ifndef PIO_F_H
+#define PIO_F_H
+
+#include "pio.h"
+
+#include <ISO_Fortran_binding.h>
+#include <stdint.h>
+
+/* Fortran's TYPE(PIO_File), BIND(C): the handle, and what the binding
+ * checks slabs against (pio.f90 mirrors it; its size is checked there). */
+struct pio_f_file {
+    PIO_File fh;
+    int mode;   /* PIO_FILE_RAW, PIO_FILE_HDF5, or -1 before open */
+    int eltype; /* HDF5 mode: the dataset's element type */
+    int ndims;  /* HDF5 mode: the dataset's rank */
+};
+
+/* pio_f_stop - implemented in pio.f90: writes "pio: CALL: words (NAME)[:
+ * why][: remote text]" to stderr and ends the program with ERROR STOP rc.
+ * call, why [in]: C strings. file: append PIO_File_error_text. Never returns. */
+void pio_f_stop(int rc, const char *call, const char *why, int file);
+
+void pio_f_send_c4(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,
+                   int datatype, int count, int mode, int *ierr);
+void pio_f_send_c8(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,
+                   int datatype, int64_t count, int mode, int *ierr);
+void pio_f_recv_c4(int partner, int process_ID, int tag, CFI_cdesc_t *buf, int datatype, int count,
+                   int timeout, int mode, PIO_Status *status, int *ierr);
+void pio_f_recv_c8(int partner, int process_ID, int tag, CFI_cdesc_t *buf, int datatype,
+                   int64_t count, int timeout, int mode, PIO_Status *status, int *ierr);
+void pio_f_isend_c4(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,
+                    int datatype, int count, int mode, PIO_Request *req, int *ierr);
+void pio_f_isend_c8(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,
+                    int datatype, int64_t count, int mode, PIO_Request *req, int *ierr);
+void pio_f_irecv_c4(int partner, int process_ID, int tag, CFI_cdesc_t *buf, int datatype, int count,
+                    int mode, PIO_Request *req, int *ierr);
+void pio_f_irecv_c8(int partner, int process_ID, int tag, CFI_cdesc_t *buf, int datatype,
+                    int64_t count, int mode, PIO_Request *req, int *ierr);
+void pio_f_file_write_at_c4(const struct pio_f_file *fh, int offset, const CFI_cdesc_t *buf,
+                            int *ierr);
+void pio_f_file_write_at_c8(const struct pio_f_file *fh, int64_t offset, const CFI_cdesc_t *buf,
+                            int *ierr);
+/* start, count: rank-1 INTEGER (c4) or INTEGER(8) (c8) arrays, Fortran order, starts from 1 */
+void pio_f_file_write_slab_c4(const struct pio_f_file *fh, const CFI_cdesc_t *start,
+                              const CFI_cdesc_t *count, const CFI_cdesc_t *buf, int *ierr);
+void pio_f_file_write_slab_c8(const struct pio_f_file *fh, const CFI_cdesc_t *start,
+                              const CFI_cdesc_t *count, const CFI_cdesc_t *buf, int *ierr);
+
+#endif
