@@ -24,6 +24,8 @@ PKGS=(
   # test bed and baselines
   iproute2 iperf3 procps psmisc openssh-client openssh-server rsync sshfs
   globus-gridftp-server-progs globus-gass-copy-progs
+  # viz tests (the live page in headless Chromium, PNG checks, the event feed)
+  chromium curl python3-pil python3-zmq
   # docs and plots
   go-md2man python3 python3-matplotlib
 )
