@@ -9,7 +9,7 @@
 MPICC ?= mpicc
 
 EXAMPLE_HELLO := $(B)/examples/hello
-MPI_EXAMPLES  := mpi_sim_viz merged_output merged_dataset
+MPI_EXAMPLES  := mpi_sim_viz merged_output merged_dataset heat3d
 EXAMPLE_MPI   := $(B)/examples/mpi_sim_viz
 EXAMPLE_MERGE := $(B)/examples/merged_output
 TEST_BINS += $(EXAMPLE_HELLO) $(MPI_EXAMPLES:%=$(B)/examples/%)

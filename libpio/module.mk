@@ -2,7 +2,8 @@
 PIO_VERSION   := 0.1.0
 PIO_SOVERSION := 0
 
-LIBPIO_SRCS := libpio/pio.c libpio/fstream.c libpio/info.c libpio/file.c tools/pcp/pcp_proto.c libpio/error.c libpio/types.c libpio/wire/wire.c libpio/pool.c \
+LIBPIO_SRCS := libpio/pio.c libpio/fstream.c libpio/info.c libpio/file.c tools/pcp/pcp_proto.c \
+               viz/feed.c viz/viz_proto.c libpio/error.c libpio/types.c libpio/wire/wire.c libpio/pool.c \
                libpio/transport/registry.c libpio/transport/tcp/tcp.c
 LIBPIO_OBJS := $(LIBPIO_SRCS:%.c=$(B)/%.o)
 LIBPIO_A    := $(B)/lib/libpio.a

@@ -27,6 +27,7 @@
 #include "pio.h"
 #include "err.h"
 #include "fstream.h"
+#include "partner.h"
 #include "pool.h"
 #include "types.h"
 #include "wire/wire.h"
@@ -1043,7 +1044,14 @@ static int partner_reusable(void)
     return -1;
 }
 
-static int add_partner(const char *name, int *partner, int reset)
+/* $PIO_PARTNER_TIMEOUT seconds (default 30), in ms */
+static int partner_timeout(void)
+{
+    const char *tv = getenv("PIO_PARTNER_TIMEOUT");
+    return (tv && *tv ? atoi(tv) : 30) * 1000;
+}
+
+static int add_partner(const char *name, int *partner, int reset, int timeout_ms)
 {
     if (!name || !*name || strlen(name) >= PIO_WIRE_NAME || !partner)
         return PIO_EINVAL;
@@ -1051,8 +1059,6 @@ static int add_partner(const char *name, int *partner, int reset)
     int rc = PIO_OK;
     PIO_CHECK(!g.inited, rc, PIO_ENOTINIT, out);
     PIO_CHECK(g.closed, rc, PIO_ECLOSED, out);
-    const char *tv = getenv("PIO_PARTNER_TIMEOUT");
-    int timeout_ms = (tv && *tv ? atoi(tv) : 30) * 1000;
     struct pio_frame f;
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_P_PARTNER;
@@ -1104,12 +1110,17 @@ out:
 
 int PIO_Setpartner(const char *name, int *partner)
 {
-    return add_partner(name, partner, 1);
+    return add_partner(name, partner, 1, partner_timeout());
 }
 
 int PIO_Addpartner(const char *name, int *partner)
 {
-    return add_partner(name, partner, 0);
+    return add_partner(name, partner, 0, partner_timeout());
+}
+
+int pio_partner_find(const char *name, int timeout_ms, int *partner)
+{
+    return add_partner(name, partner, 0, timeout_ms);
 }
 
 static int isend(int partner, int process_ID, int tag, int connection, const void *addr,

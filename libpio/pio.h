@@ -310,6 +310,78 @@ int PIO_File_close(PIO_File fh);
  * the string is the thread's own and valid until its next PIO_File_* call. */
 const char *PIO_File_error_text(void);
 
+/* ---- Visualization feeds ----
+ * A parallel simulation streams a 3-D structured grid's fields, step by
+ * step, to a receiver application (pio-vizd(8)) named by its application
+ * name. Each process of the simulation opens the feed, and per step puts
+ * its block of each field between PIO_Feed_begin_step and _end_step. The
+ * receiver shows a step only when every process's pieces have arrived.
+ * The feed never disturbs the simulation: with the receiver absent (not yet
+ * started, stopped, restarted) steps are skipped; end_step returns once the
+ * data is in the piod's pool; only a receiver that asks for every step (an
+ * archive output) holds the simulation back, by at most PIO_Feedinfo.window
+ * steps in flight.
+ * Thread-safety: one PIO_Feed is used by one thread at a time. */
+typedef struct pio_feed *PIO_Feed;
+
+/* PIO_Grid - points along x, y, z; point (i, j, k) is at origin +
+ * (i, j, k) * spacing. Field data is packed with x fastest: the C array
+ * f[nz][ny][nx] (Fortran: f(nx, ny, nz)). */
+typedef struct PIO_Grid {
+    uint64_t dims[3];
+    double origin[3], spacing[3];
+} PIO_Grid;
+
+#define PIO_FEED_FIELDS_MAX 16 /* fields of a feed */
+#define PIO_FEED_NAME_MAX   32 /* a field name, with its NUL */
+
+/* PIO_Feedinfo - what a feed did so far (PIO_Feed_info). */
+typedef struct PIO_Feedinfo {
+    uint64_t steps_sent;    /* steps this process sent whole */
+    uint64_t steps_skipped; /* steps not sent: receiver absent, or behind */
+    uint64_t steps_acked;   /* steps the receiver took or dropped */
+    uint64_t bytes_sent;
+    int receiver_present; /* at the last step */
+    int lossless;         /* the receiver wants every step (archive) */
+    int window;           /* steps in flight before the feed waits or skips */
+    double wait_seconds;  /* time end_step spent held back (lossless) */
+} PIO_Feedinfo;
+
+/* PIO_Feed_open - this process's side of a feed to application receiver.
+ * grid [in]: the global grid (every process passes the same). nfields,
+ * names [in], types [in]: the fields (names copied; types PIO_FLOAT,
+ * PIO_DOUBLE or PIO_INT32). feed [out]. Does not wait for the receiver.
+ * Returns PIO_OK, PIO_EINVAL (grid, names, types, counts), PIO_ENOTINIT,
+ * PIO_ENOMEM. */
+int PIO_Feed_open(const char *receiver, const PIO_Grid *grid, int nfields, const char *const *names,
+                  const int *types, PIO_Feed *feed);
+
+/* PIO_Feed_begin_step - start step (numbers increase) at simulation time.
+ * Decides whether this step is sent: the receiver must be joined, and
+ * fewer than `window` steps unacknowledged (else: skipped, or with a
+ * lossless receiver, waited for). Returns PIO_OK or PIO_EINVAL (a step
+ * already begun, a number not above the last). */
+int PIO_Feed_begin_step(PIO_Feed feed, uint64_t step, double time);
+
+/* PIO_Feed_put - this process's block of field fidx: start[3], count[3] in
+ * points (x, y, z); data [in] holds count[0] * count[1] * count[2]
+ * elements of the field's type, x fastest. Reusable on return (the data is
+ * in the piod's pool). Returns PIO_OK (also when the step is skipped, or
+ * the receiver left during it), PIO_EINVAL (no step begun, fidx, a block
+ * outside the grid). */
+int PIO_Feed_put(PIO_Feed feed, int fidx, const uint64_t start[3], const uint64_t count[3],
+                 const void *data);
+
+/* PIO_Feed_end_step - this process's part of the step is done. Returns
+ * PIO_OK or PIO_EINVAL (no step begun). */
+int PIO_Feed_end_step(PIO_Feed feed);
+
+/* PIO_Feed_info - counters of feed. info [out]. */
+int PIO_Feed_info(PIO_Feed feed, PIO_Feedinfo *info);
+
+/* PIO_Feed_close - end this process's side; frees feed. PIO_OK. */
+int PIO_Feed_close(PIO_Feed feed);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1601,7 +1601,18 @@ static void on_peer_registry(struct piod *d, int peer, struct pio_h_registry *r)
     for (uint32_t i = 0; i < r->n; i++) {
         struct pio_reg_entry *e = &r->e[i];
         struct piod_remote_app *a = remote_app(p, e->app, e->nprocs, 1);
-        if (!a || e->proc >= a->nprocs)
+        if (a && a->nprocs != e->nprocs && a->njoined == 0 && e->nprocs > 0 &&
+            e->nprocs <= (1u << 24)) {
+            /* a new run of an application that has left, with another
+             * process count: it replaces the old one's entry */
+            uint8_t *j = calloc(e->nprocs, 1);
+            if (!j)
+                continue;
+            free(a->joined);
+            a->joined = j;
+            a->nprocs = e->nprocs;
+        }
+        if (!a || e->proc >= a->nprocs || a->nprocs != e->nprocs)
             continue;
         uint8_t was = a->joined[e->proc];
         a->joined[e->proc] = e->state == 1;
