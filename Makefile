@@ -7,7 +7,7 @@
 # tree, so `make SANITIZER=address` never mixes objects with the plain build.
 #
 #   make [-j2] [V=1] [SANITIZER=address|undefined|thread]
-#   make test | demo | bench | deps | install PREFIX=... | format-check | clean
+#   make test | demo | demo-viz | bench | deps | install PREFIX=... | format-check | clean
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -93,7 +93,7 @@ $(B)/%.o: %.c $(SETTINGS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-.PHONY: all deps test demo bench install uninstall clean format format-check check-root
+.PHONY: all deps test demo demo-viz bench install uninstall clean format format-check check-root
 all: $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_INCLUDES) $(BINS) $(SBINS) $(UNIT_TESTS) \
   $(TEST_BINS) $(MAN_ROFF)
 
@@ -110,6 +110,11 @@ demo:
 	@mk/deps.sh
 	@$(MAKE) --no-print-directory -j2 all
 	@BUILD=$(B) examples/demo.sh
+
+demo-viz:
+	@mk/deps.sh
+	@$(MAKE) --no-print-directory -j2 all
+	@BUILD=$(B) examples/demo-viz.sh
 
 bench:
 	@mk/deps.sh

@@ -844,6 +844,7 @@ int main(int argc, char **argv)
     h.stop(); // the archive writes what it has
     write_status();
     page.reset();
+    h.clear();
     PIO_Exit();
     stop_display(xvfb);
     fprintf(stderr, "pio-vizd: %llu steps complete, %llu dropped\n",

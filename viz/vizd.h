@@ -86,6 +86,9 @@ class Hub
     void publish(const StepPtr &s);
     // stop - finish: archive outputs drain what is queued, then threads end
     void stop();
+    // clear - after stop: destroy the outputs (a renderer must go before
+    // its X display does)
+    void clear() { slots_.clear(); }
     bool lossless() const; // some output is ARCHIVE
     size_t queue_depth() const;
     struct OutInfo {
