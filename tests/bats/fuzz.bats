@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# fuzz.bats - the wire decoder and the pcp message decoder survive libFuzzer.
+# fuzz.bats - the wire decoder, the pcp message and the viz feed decoders survive libFuzzer.
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # `make fuzz` builds into a private build folder (B=...), so this file never
@@ -72,4 +72,16 @@ setup() { cd "$PIO_SRC"; }
   assert_output --regexp "Done [0-9]+ runs in"
   # the corpus holds an accepted message: one that starts with the magic
   grep -l '^PCP2' "$corpus"/* >/dev/null 2>&1 || grep -rl 'PCP2' "$corpus" >/dev/null
+}
+
+@test "the visualization feed's decoders: 15 s of fuzzing from an empty corpus, no finding" {
+  [ -x "$FUZZ_B/fuzz/fuzz_viz" ]
+  corpus="$BATS_TEST_TMPDIR/viz"
+  mkdir -p "$corpus"
+  run "$FUZZ_B/fuzz/fuzz_viz" -max_total_time=15 -timeout=5 -seed=11 \
+      -artifact_prefix="$BATS_TEST_TMPDIR/" "$corpus"
+  echo "$output" | grep -E '^Done' | sed 's/^/# /' >&3 || true
+  assert_success
+  assert_output --regexp "Done [0-9]+ runs in"
+  grep -rl 'PVZ1' "$corpus" >/dev/null
 }
