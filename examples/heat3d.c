@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  *   mpirun -np 4 heat3d [--n N] [--steps S] [--viz APP] [--ref FILE] [--every K]
- *                       [--sleep MS] [--stats]
+ *                       [--sleep MS] [--stats] [--h5 FILE]
  *
  * An N^3 grid (default 64) on the unit cube, split over the ranks in a 3-D
  * block decomposition (MPI_Dims_create). Two hot spheres start at 1.0 in a
@@ -15,8 +15,12 @@
  * writes every fed step's temperature (N^3 doubles, x fastest) to FILE, to
  * compare with what the receiver assembled. --sleep adds compute time per
  * step; --stats prints each rank's time per step and the feed's counters.
+ * --h5 FILE writes each fed step's temperature to a local HDF5 file instead
+ * (dataset /step_NNNNNN, parallel HDF5, collective): the baseline the
+ * visualization benchmark compares the feed with.
  */
 #include <mpi.h>
+#include <hdf5.h>
 #include <pio.h>
 
 #include <stdint.h>
@@ -47,7 +51,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     int n = 64, steps = 20, every = 1, sleep_ms = 0, stats = 0;
-    const char *viz = "vizd", *ref = NULL;
+    const char *viz = "vizd", *ref = NULL, *h5 = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--n") == 0)
             n = atoi(argv[++i]);
@@ -63,10 +67,12 @@ int main(int argc, char **argv)
             sleep_ms = atoi(argv[++i]);
         else if (strcmp(argv[i], "--stats") == 0)
             stats = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "--h5") == 0)
+            h5 = argv[++i];
         else {
             if (rank == 0)
                 fprintf(stderr, "usage: heat3d [--n N] [--steps S] [--viz APP] [--ref FILE] "
-                                "[--every K] [--sleep MS] [--stats]\n");
+                                "[--every K] [--sleep MS] [--stats] [--h5 FILE]\n");
             MPI_Finalize();
             return 2;
         }
@@ -123,6 +129,17 @@ int main(int argc, char **argv)
     int types[2] = {PIO_DOUBLE, PIO_INT32};
     PIO_Feed feed;
     CHECK(PIO_Feed_open(viz, &grid, 2, names, types, &feed));
+    hid_t hf = -1;
+    if (h5) {
+        hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+        H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL);
+        hf = H5Fcreate(h5, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        H5Pclose(fapl);
+        if (hf < 0) {
+            fprintf(stderr, "rank %d: %s: HDF5 cannot create it\n", rank, h5);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
     FILE *rf = ref ? fopen(ref, "wb") : NULL;
     if (ref && !rf) {
         perror(ref);
@@ -180,10 +197,33 @@ int main(int argc, char **argv)
                 for (int j = 1; j <= ny; j++)
                     for (int i = 1; i <= nx; i++)
                         out[p++] = u[IDX(i, j, k)];
-            CHECK(PIO_Feed_begin_step(feed, (uint64_t)s, s * alpha * h * h));
-            CHECK(PIO_Feed_put(feed, 0, start, count, out));
-            CHECK(PIO_Feed_put(feed, 1, start, count, owner));
-            CHECK(PIO_Feed_end_step(feed));
+            if (hf >= 0) { /* the baseline: this step into the local HDF5 file */
+                char name[32];
+                snprintf(name, sizeof(name), "/step_%06d", s);
+                hsize_t gd[3] = {(hsize_t)n, (hsize_t)n, (hsize_t)n},
+                        st[3] = {start[2], start[1], start[0]},
+                        ct[3] = {count[2], count[1], count[0]};
+                hid_t fs = H5Screate_simple(3, gd, NULL), ms = H5Screate_simple(3, ct, NULL);
+                hid_t ds = H5Dcreate2(hf, name, H5T_NATIVE_DOUBLE, fs, H5P_DEFAULT, H5P_DEFAULT,
+                                      H5P_DEFAULT);
+                hid_t xp = H5Pcreate(H5P_DATASET_XFER);
+                H5Pset_dxpl_mpio(xp, H5FD_MPIO_COLLECTIVE);
+                H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, ct, NULL);
+                if (ds < 0 || H5Dwrite(ds, H5T_NATIVE_DOUBLE, ms, fs, xp, out) < 0) {
+                    fprintf(stderr, "rank %d: %s: HDF5 cannot write %s\n", rank, h5, name);
+                    MPI_Abort(MPI_COMM_WORLD, 1);
+                }
+                H5Pclose(xp);
+                H5Dclose(ds);
+                H5Sclose(ms);
+                H5Sclose(fs);
+                H5Fflush(hf, H5F_SCOPE_LOCAL);
+            } else {
+                CHECK(PIO_Feed_begin_step(feed, (uint64_t)s, s * alpha * h * h));
+                CHECK(PIO_Feed_put(feed, 0, start, count, out));
+                CHECK(PIO_Feed_put(feed, 1, start, count, owner));
+                CHECK(PIO_Feed_end_step(feed));
+            }
             if (rf && fwrite(out, sizeof(double), p, rf) != p) {
                 perror(ref);
                 MPI_Abort(MPI_COMM_WORLD, 1);
@@ -202,10 +242,12 @@ int main(int argc, char **argv)
     CHECK(PIO_Feed_close(feed));
     if (rf)
         fclose(rf);
+    if (hf >= 0)
+        H5Fclose(hf);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
-        printf("OK heat3d: %d processes (%dx%dx%d), %d^3, %d steps, fed to %s\n", nprocs, dims[0],
-               dims[1], dims[2], n, steps, viz);
+        printf("OK heat3d: %d processes (%dx%dx%d), %d^3, %d steps, %s %s\n", nprocs, dims[0],
+               dims[1], dims[2], n, steps, h5 ? "written to" : "fed to", h5 ? h5 : viz);
     for (int d = 0; d < 3; d++)
         MPI_Type_free(&face[d]);
     free(u);
