@@ -24,7 +24,10 @@
 ! * Names passed in lose their trailing blanks; names handed back are
 !   blank-padded fixed-length fields, or allocatable strings of exact length.
 ! * HDF5 shapes, slab starts and counts are in Fortran order and starts count
-!   from 1; the binding reverses them for the C API (C order, from 0).
+!   from 1; the binding reverses them for the C API (C order, from 0). A
+!   feed's grid and blocks are (x, y, z) with x fastest in C already, which
+!   is Fortran's f(nx, ny, nz): not reversed; block starts and field indices
+!   count from 1.
 ! Thread safety: as pio.h. The module keeps no state.
 module pio
   use, intrinsic :: iso_c_binding
@@ -105,6 +108,40 @@ module pio
     integer(int64) :: dims(PIO_FILE_MAXDIMS) = 0 ! global shape, Fortran order
   end type PIO_Dataset
 
+  ! ---- visualization feeds ----
+
+  ! PIO_Grid of pio.h: points along x, y, z; point f(i, j, k) of a Fortran
+  ! array f(nx, ny, nz) (x fastest, as in C) is at origin + (i - 1, j - 1,
+  ! k - 1) * spacing. Not reversed: C's x fastest is Fortran's first index.
+  type, bind(C), public :: PIO_Grid
+    integer(c_int64_t) :: dims(3) = 0            ! nx, ny, nz (uint64_t in C)
+    real(c_double) :: origin(3) = 0
+    real(c_double) :: spacing(3) = 1
+  end type PIO_Grid
+
+  ! PIO_Feedinfo of pio.h: what a feed did so far (PIO_Feed_info).
+  type, bind(C), public :: PIO_Feedinfo
+    integer(c_int64_t) :: steps_sent = 0         ! steps this process sent whole
+    integer(c_int64_t) :: steps_skipped = 0      ! not sent: receiver absent, or behind
+    integer(c_int64_t) :: steps_acked = 0        ! steps the receiver took or dropped
+    integer(c_int64_t) :: bytes_sent = 0
+    integer(c_int) :: receiver_present = 0       ! 1: at the last step (C int)
+    integer(c_int) :: lossless = 0               ! 1: the receiver wants every step
+    integer(c_int) :: window = 0                 ! steps in flight before the feed waits or skips
+    real(c_double) :: wait_seconds = 0           ! time end_step spent held back (lossless)
+  end type PIO_Feedinfo
+
+  ! A feed; null until PIO_Feed_open, null again after PIO_Feed_close. The
+  ! binding keeps the fields' types and the grid's shape to check
+  ! PIO_Feed_put's blocks and buffers (C: struct pio_f_feed of pio_f.h).
+  type, bind(C), public :: PIO_Feed
+    private
+    type(c_ptr) :: ptr = c_null_ptr
+    integer(c_int) :: nfields = 0
+    integer(c_int) :: types(PIO_FEED_FIELDS_MAX) = 0
+    integer(c_int64_t) :: dims(3) = 0
+  end type PIO_Feed
+
   ! C layouts of the records pio.h fills in; converted to the types above.
   type, bind(C) :: c_appinfo
     character(kind=c_char) :: name(PIO_NAME_MAX), system(PIO_NAME_MAX)
@@ -142,7 +179,10 @@ module pio
     storage_size(c_coninfo(0, 0, ' ', ' ', 0_c_int64_t, 0_c_int64_t, 0_c_int64_t, &
       0_c_int64_t, 0_c_int64_t, 0_c_int64_t, 0_c_int64_t, 0)) / 8 == pio_c_sizeof_coninfo &
     .and. storage_size(c_dataset(c_null_ptr, 0, 0, 0_c_int64_t)) / 8 == pio_c_sizeof_dataset &
-    .and. storage_size(PIO_File()) / 8 == pio_c_sizeof_f_file)
+    .and. storage_size(PIO_File()) / 8 == pio_c_sizeof_f_file &
+    .and. storage_size(PIO_Grid()) / 8 == pio_c_sizeof_grid &
+    .and. storage_size(PIO_Feedinfo()) / 8 == pio_c_sizeof_feedinfo &
+    .and. storage_size(PIO_Feed()) / 8 == pio_c_sizeof_f_feed)
 
   ! ---- public procedures --------------------------------------------------
 
@@ -152,6 +192,8 @@ module pio
   public :: PIO_Strerror, PIO_Errname, PIO_USER
   public :: PIO_File_open, PIO_File_open_dataset, PIO_File_write_at, PIO_File_write_slab
   public :: PIO_File_close, PIO_File_error_text
+  public :: PIO_Feed_open, PIO_Feed_begin_step, PIO_Feed_put, PIO_Feed_end_step, PIO_Feed_info
+  public :: PIO_Feed_close
 
   ! Generics: one specific per kind of the count (default INTEGER or
   ! INTEGER(8)), and of the offset, start and count of the file calls. The
@@ -273,6 +315,36 @@ module pio
     end subroutine pio_file_write_slab_c8
   end interface PIO_File_write_slab
 
+  ! PIO_Feed_put - this process's block of field fidx (names(fidx) of
+  ! PIO_Feed_open, from 1): points start(i) .. start(i) + count(i) - 1 along
+  ! x, y, z (starts from 1); data holds exactly the block, x fastest (a
+  ! Fortran array or section b(cx, cy, cz)), of the field's type and kind.
+  interface PIO_Feed_put
+    subroutine pio_feed_put_c4(feed, fidx, start, count, data, ierr) &
+        bind(C, name='pio_f_feed_put_c4')
+      import :: c_int, PIO_Feed
+      type(PIO_Feed), intent(in) :: feed
+      integer(c_int), value :: fidx
+      integer(c_int), intent(in) :: start(:), count(:)
+      type(*), dimension(..), intent(in) :: data
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_feed_put_c4
+    subroutine pio_feed_put_c8(feed, fidx, start, count, data, ierr) &
+        bind(C, name='pio_f_feed_put_c8')
+      import :: c_int, c_int64_t, PIO_Feed
+      type(PIO_Feed), intent(in) :: feed
+      integer(c_int), value :: fidx
+      integer(c_int64_t), intent(in) :: start(:), count(:)
+      type(*), dimension(..), intent(in) :: data
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_feed_put_c8
+  end interface PIO_Feed_put
+
+  ! PIO_Feed_begin_step - the step number of either integer kind.
+  interface PIO_Feed_begin_step
+    module procedure pio_feed_begin_step_c4, pio_feed_begin_step_c8
+  end interface PIO_Feed_begin_step
+
   integer, parameter :: why_len = 256
 
   ! ---- the C side ---------------------------------------------------------
@@ -369,6 +441,40 @@ module pio
     type(c_ptr) function c_file_error_text() bind(C, name='PIO_File_error_text')
       import :: c_ptr
     end function c_file_error_text
+
+    integer(c_int) function c_feed_open(receiver, grid, nfields, names, types, feed) &
+        bind(C, name='PIO_Feed_open')
+      import :: c_int, c_char, c_ptr, PIO_Grid
+      character(kind=c_char), intent(in) :: receiver(*)
+      type(PIO_Grid), intent(in) :: grid
+      integer(c_int), value :: nfields
+      type(c_ptr), intent(in) :: names(*)
+      integer(c_int), intent(in) :: types(*)
+      type(c_ptr), intent(out) :: feed
+    end function c_feed_open
+
+    integer(c_int) function c_feed_begin_step(feed, step, time) bind(C, name='PIO_Feed_begin_step')
+      import :: c_int, c_int64_t, c_double, c_ptr
+      type(c_ptr), value :: feed
+      integer(c_int64_t), value :: step
+      real(c_double), value :: time
+    end function c_feed_begin_step
+
+    integer(c_int) function c_feed_end_step(feed) bind(C, name='PIO_Feed_end_step')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: feed
+    end function c_feed_end_step
+
+    integer(c_int) function c_feed_info(feed, info) bind(C, name='PIO_Feed_info')
+      import :: c_int, c_ptr, PIO_Feedinfo
+      type(c_ptr), value :: feed
+      type(PIO_Feedinfo), intent(out) :: info
+    end function c_feed_info
+
+    integer(c_int) function c_feed_close(feed) bind(C, name='PIO_Feed_close')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: feed
+    end function c_feed_close
   end interface
 
 contains
@@ -710,5 +816,143 @@ contains
     character(len=:), allocatable :: text
     text = from_cptr(c_file_error_text())
   end function PIO_File_error_text
+
+  ! ---- visualization feeds --------------------------------------------------
+
+  ! PIO_Feed_open - this process's side of a feed to application receiver:
+  ! fields names(1:nfields) (trailing blanks dropped) of types
+  ! types(1:nfields) on grid. A field's type is PIO_DOUBLE_PRECISION,
+  ! PIO_REAL or PIO_INTEGER, or the C names PIO_DOUBLE, PIO_FLOAT, PIO_INT32
+  ! of the same types.
+  subroutine PIO_Feed_open(receiver, grid, nfields, names, types, feed, ierr)
+    character(len=*), intent(in) :: receiver
+    type(PIO_Grid), intent(in) :: grid
+    integer(c_int), intent(in) :: nfields
+    character(len=*), intent(in) :: names(:)
+    integer(c_int), intent(in) :: types(:)
+    type(PIO_Feed), intent(out) :: feed
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char), allocatable, target :: cnames(:, :)
+    type(c_ptr) :: ptrs(PIO_FEED_FIELDS_MAX)
+    integer(c_int) :: ctypes(PIO_FEED_FIELDS_MAX), rc
+    character(len=why_len) :: text
+    character(kind=c_char) :: why(why_len)
+    integer :: f, g, i, n
+    why = c_null_char
+    text = ''
+    ctypes = 0
+    if (nfields < 1 .or. nfields > PIO_FEED_FIELDS_MAX) then
+      write (text, '(a,i0,a,i0)') 'nfields is ', nfields, ': a feed has 1 .. ', PIO_FEED_FIELDS_MAX
+    else if (size(names) < nfields .or. size(types) < nfields) then
+      write (text, '(a,i0,a,i0,a,i0)') 'names and types need ', nfields, ' entries, not ', &
+        size(names), ' and ', size(types)
+    else
+      do f = 1, nfields
+        n = len_trim(names(f))
+        ctypes(f) = feed_type(types(f))
+        if (n == 0 .or. n >= PIO_FEED_NAME_MAX) then
+          write (text, '(a,i0,a,i0,a)') 'names(', f, ') must have 1 .. ', PIO_FEED_NAME_MAX - 1, &
+            ' characters'
+        else if (ctypes(f) == 0) then
+          write (text, '(a,i0,a,i0,a)') 'types(', f, ') is ', types(f), ': a field is ' // &
+            'PIO_DOUBLE_PRECISION, PIO_REAL or PIO_INTEGER (PIO_DOUBLE, PIO_FLOAT, PIO_INT32)'
+        end if
+        do g = 1, f - 1
+          if (names(g) == names(f)) write (text, '(a,i0,a,i0,a)') 'names(', g, ') and names(', &
+            f, ') are the same'
+        end do
+        if (len_trim(text) > 0) exit
+      end do
+    end if
+    if (len_trim(text) > 0) then
+      rc = PIO_EINVAL
+      call set_why(why, trim(text))
+    else
+      allocate (cnames(PIO_FEED_NAME_MAX, nfields))
+      cnames = c_null_char
+      do f = 1, nfields
+        do i = 1, len_trim(names(f))
+          cnames(i, f) = names(f)(i:i)
+        end do
+        ptrs(f) = c_loc(cnames(1, f))
+      end do
+      rc = c_feed_open(c_string(receiver), grid, nfields, ptrs, ctypes, feed%ptr)
+    end if
+    if (rc == PIO_OK) then
+      feed%nfields = nfields
+      feed%types = ctypes
+      feed%dims = grid%dims
+    end if
+    call finish(rc, 'PIO_Feed_open(' // trim(receiver) // ')', ierr, why)
+  end subroutine PIO_Feed_open
+
+  ! The C type of a field of type t (Fortran's names are the same types), or 0.
+  elemental integer(c_int) function feed_type(t)
+    integer(c_int), intent(in) :: t
+    select case (t)
+    case (PIO_DOUBLE_PRECISION, PIO_DOUBLE)
+      feed_type = PIO_DOUBLE
+    case (PIO_REAL, PIO_FLOAT)
+      feed_type = PIO_FLOAT
+    case (PIO_INTEGER, PIO_INT32)
+      feed_type = PIO_INT32
+    case default
+      feed_type = 0
+    end select
+  end function feed_type
+
+  ! PIO_Feed_begin_step - start step (numbers increase, from 0 up) at
+  ! simulation time.
+  subroutine pio_feed_begin_step_c8(feed, step, time, ierr)
+    type(PIO_Feed), intent(in) :: feed
+    integer(c_int64_t), intent(in) :: step
+    real(c_double), intent(in) :: time
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: rc
+    character(kind=c_char) :: why(why_len)
+    character(len=64) :: text
+    why = c_null_char
+    if (step < 0) then
+      write (text, '(a,i0,a)') 'step ', step, ' is negative'
+      call set_why(why, trim(text))
+      rc = PIO_EINVAL
+    else
+      rc = c_feed_begin_step(feed%ptr, step, time)
+    end if
+    call finish(rc, 'PIO_Feed_begin_step', ierr, why)
+  end subroutine pio_feed_begin_step_c8
+
+  subroutine pio_feed_begin_step_c4(feed, step, time, ierr)
+    type(PIO_Feed), intent(in) :: feed
+    integer(c_int), intent(in) :: step
+    real(c_double), intent(in) :: time
+    integer(c_int), intent(out), optional :: ierr
+    call pio_feed_begin_step_c8(feed, int(step, c_int64_t), time, ierr)
+  end subroutine pio_feed_begin_step_c4
+
+  ! (PIO_Feed_put: pio_f.c)
+
+  subroutine PIO_Feed_end_step(feed, ierr)
+    type(PIO_Feed), intent(in) :: feed
+    integer(c_int), intent(out), optional :: ierr
+    call finish(c_feed_end_step(feed%ptr), 'PIO_Feed_end_step', ierr)
+  end subroutine PIO_Feed_end_step
+
+  subroutine PIO_Feed_info(feed, info, ierr)
+    type(PIO_Feed), intent(in) :: feed
+    type(PIO_Feedinfo), intent(out) :: info
+    integer(c_int), intent(out), optional :: ierr
+    call finish(c_feed_info(feed%ptr, info), 'PIO_Feed_info', ierr)
+  end subroutine PIO_Feed_info
+
+  ! PIO_Feed_close - end this process's side; feed is null afterwards.
+  subroutine PIO_Feed_close(feed, ierr)
+    type(PIO_Feed), intent(inout) :: feed
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_feed_close(feed%ptr)
+    feed = PIO_Feed()
+    call finish(rc, 'PIO_Feed_close', ierr)
+  end subroutine PIO_Feed_close
 
 end module pio

@@ -4,11 +4,12 @@
  * Module pio (pio.f90) takes every buffer as TYPE(*), DIMENSION(..), which
  * gfortran hands to C as a descriptor (ISO_Fortran_binding.h, CFI_cdesc_t).
  * The specifics of the generics that take a buffer (PIO_Send, PIO_Recv,
- * PIO_Isend, PIO_Irecv, PIO_File_write_at, PIO_File_write_slab) are the C
- * functions here, bound directly: a Fortran procedure in between would have
- * to receive the descriptor itself, and gfortran 12 mishandles that (a
- * non-BIND(C) one loses a CHARACTER argument's length; a BIND(C) one reads
- * past a scalar's descriptor, which AddressSanitizer reports).
+ * PIO_Isend, PIO_Irecv, PIO_File_write_at, PIO_File_write_slab,
+ * PIO_Feed_put) are the C functions here, bound directly: a Fortran
+ * procedure in between would have to receive the descriptor itself, and
+ * gfortran 12 mishandles that (a non-BIND(C) one loses a CHARACTER
+ * argument's length; a BIND(C) one reads past a scalar's descriptor, which
+ * AddressSanitizer reports).
  *
  * f_buffer is the one place that reads a descriptor: the address, the
  * number of elements, the element size and the Fortran type. It checks that
@@ -361,6 +362,39 @@ static int64_t f_index(const CFI_cdesc_t *a, CFI_index_t i)
     return v;
 }
 
+/* f_coords - n coordinates from Fortran: start and count are rank-1 INTEGER
+ * or INTEGER(8) arrays of n entries, starts from 1. cstart, ccount [out]:
+ * from 0, in the same order, or reversed when reverse (HDF5's C order).
+ * elems [out]: the product of the counts (-1 when it overflows). what [in]:
+ * the end of the message when the arrays do not have n entries. Returns
+ * PIO_OK, or PIO_EINVAL with why. */
+static int f_coords(const CFI_cdesc_t *start, const CFI_cdesc_t *count, int n, int reverse,
+                    const char *what, uint64_t *cstart, uint64_t *ccount, int64_t *elems, char *why,
+                    size_t whylen)
+{
+    if (start->rank != 1 || count->rank != 1 || start->dim[0].extent != n ||
+        count->dim[0].extent != n) {
+        snprintf(why, whylen, "start and count need %d entries, %s", n, what);
+        return PIO_EINVAL;
+    }
+    *elems = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t s = f_index(start, i), c = f_index(count, i);
+        if (s < 1 || c < 0) {
+            snprintf(why, whylen,
+                     "start(%d) is %" PRId64 ", count(%d) is %" PRId64
+                     ": starts count from 1, counts from 0",
+                     i + 1, s, i + 1, c);
+            return PIO_EINVAL;
+        }
+        int to = reverse ? n - 1 - i : i;
+        cstart[to] = (uint64_t)(s - 1);
+        ccount[to] = (uint64_t)c;
+        *elems = *elems < 0 || (c > 0 && *elems > INT64_MAX / c) ? -1 : *elems * c;
+    }
+    return PIO_OK;
+}
+
 /* PIO_File_write_slab: start and count in Fortran order, starts from 1;
  * pio.h wants C order from 0. buf holds exactly the slab. */
 static void f_write_slab(const struct pio_f_file *fh, const CFI_cdesc_t *start,
@@ -368,35 +402,16 @@ static void f_write_slab(const struct pio_f_file *fh, const CFI_cdesc_t *start,
 {
     char why[WHY_LEN] = "";
     void *addr = NULL;
-    int64_t bytes, elems = 1;
+    int64_t bytes, elems;
     uint64_t cstart[PIO_FILE_MAXDIMS], ccount[PIO_FILE_MAXDIMS];
     int nd = fh->ndims, rc = PIO_EINVAL;
-    if (fh->mode != PIO_FILE_HDF5) {
+    if (fh->mode != PIO_FILE_HDF5)
         snprintf(why, sizeof why, "not an HDF5-mode file: use PIO_File_write_at");
-    } else if (start->rank != 1 || count->rank != 1 || start->dim[0].extent != nd ||
-               count->dim[0].extent != nd || nd > PIO_FILE_MAXDIMS) {
-        snprintf(why, sizeof why,
-                 "start and count need %d entries, one per dimension of the "
-                 "dataset",
-                 nd);
-    } else {
-        rc = PIO_OK;
-        for (int i = 0; i < nd && rc == PIO_OK; i++) {
-            int64_t s = f_index(start, i), c = f_index(count, i);
-            if (s < 1 || c < 0) {
-                rc = PIO_EINVAL;
-                snprintf(why, sizeof why,
-                         "start(%d) is %" PRId64 ", count(%d) is %" PRId64
-                         ": starts count from 1, counts from 0",
-                         i + 1, s, i + 1, c);
-            }
-            cstart[nd - 1 - i] = (uint64_t)(s - 1);
-            ccount[nd - 1 - i] = (uint64_t)c;
-            elems = c > 0 && elems > INT64_MAX / c ? -1 : elems * c;
-        }
-        if (rc == PIO_OK)
-            rc = f_buffer(buf, fh->eltype, elems, PIO_F_EXACT, &addr, &bytes, why, sizeof why);
-    }
+    else if (nd <= PIO_FILE_MAXDIMS)
+        rc = f_coords(start, count, nd, 1, "one per dimension of the dataset", cstart, ccount,
+                      &elems, why, sizeof why);
+    if (rc == PIO_OK)
+        rc = f_buffer(buf, fh->eltype, elems, PIO_F_EXACT, &addr, &bytes, why, sizeof why);
     if (rc == PIO_OK)
         rc = PIO_File_write_slab(fh->fh, cstart, ccount, addr);
     f_release(buf, addr, 0);
@@ -413,4 +428,68 @@ void pio_f_file_write_slab_c4(const struct pio_f_file *fh, const CFI_cdesc_t *st
                               const CFI_cdesc_t *count, const CFI_cdesc_t *buf, int *ierr)
 {
     f_write_slab(fh, start, count, buf, ierr);
+}
+
+/* PIO_Feed_put: field fidx from 1; the block start(i) .. start(i) + count(i)
+ * - 1 along x, y, z (i = 1, 2, 3: Fortran's own index order, so no
+ * reversal), starts from 1; data holds exactly the block, of the field's
+ * type and kind. */
+static void f_feed_put(const struct pio_f_feed *fd, int fidx, const CFI_cdesc_t *start,
+                       const CFI_cdesc_t *count, const CFI_cdesc_t *data, int *ierr)
+{
+    static const char axis[3] = {'x', 'y', 'z'};
+    char why[WHY_LEN] = "";
+    void *addr = NULL;
+    int64_t bytes, elems;
+    uint64_t cstart[3], ccount[3];
+    int rc = PIO_EINVAL;
+    if (!fd->feed)
+        snprintf(why, sizeof why, "the feed is not open (PIO_Feed_open)");
+    else if (fidx < 1 || fidx > fd->nfields)
+        snprintf(why, sizeof why, "fidx %d is not a field of the feed: fields are 1 .. %d", fidx,
+                 fd->nfields);
+    else
+        rc = f_coords(start, count, 3, 0, "along x, y, z", cstart, ccount, &elems, why, sizeof why);
+    for (int i = 0; i < 3 && rc == PIO_OK; i++) {
+        rc = PIO_EINVAL;
+        if (ccount[i] == 0)
+            snprintf(why, sizeof why, "count(%d) is 0: a block has points along x, y and z", i + 1);
+        else if (cstart[i] + ccount[i] > (uint64_t)fd->dims[i])
+            snprintf(why, sizeof why,
+                     "the block's %c, %" PRIu64 " .. %" PRIu64
+                     ", is not inside the grid's 1 .. %" PRId64,
+                     axis[i], cstart[i] + 1, cstart[i] + ccount[i], fd->dims[i]);
+        else
+            rc = PIO_OK;
+    }
+    if (rc == PIO_OK && !f_fits(data, fd->types[fidx - 1])) {
+        /* f_buffer would say it too, but advise another datatype */
+        int t = fd->types[fidx - 1];
+        char what[48];
+        f_describe(data, what, sizeof what);
+        rc = PIO_EINVAL;
+        snprintf(why, sizeof why,
+                 "field %d is %s(%zu) (%s): a buffer of %s elements does not fit it", fidx,
+                 t == PIO_INT32 ? "INTEGER" : "REAL", f_datatypes[t].bytes, f_datatypes[t].name,
+                 what);
+    }
+    if (rc == PIO_OK)
+        rc =
+            f_buffer(data, fd->types[fidx - 1], elems, PIO_F_EXACT, &addr, &bytes, why, sizeof why);
+    if (rc == PIO_OK)
+        rc = PIO_Feed_put(fd->feed, fidx - 1, cstart, ccount, addr);
+    f_release(data, addr, 0);
+    f_done(rc, ierr, "PIO_Feed_put", why, 0);
+}
+
+void pio_f_feed_put_c8(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,
+                       const CFI_cdesc_t *count, const CFI_cdesc_t *data, int *ierr)
+{
+    f_feed_put(feed, fidx, start, count, data, ierr);
+}
+
+void pio_f_feed_put_c4(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,
+                       const CFI_cdesc_t *count, const CFI_cdesc_t *data, int *ierr)
+{
+    f_feed_put(feed, fidx, start, count, data, ierr);
 }

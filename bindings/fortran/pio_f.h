@@ -4,7 +4,7 @@
  * Not installed: only pio.f90 (through BIND(C) interfaces) and the binding's
  * build tool use it. Each function is the body of one specific of a generic
  * of module pio (PIO_Send, ...): _c4 takes a default INTEGER count, offset
- * or slab coordinates, _c8 an INTEGER(8) one. Buffers arrive as
+ * or slab / block coordinates, _c8 an INTEGER(8) one. Buffers arrive as
  * ISO_Fortran_binding descriptors. ierr [out, may be NULL]: the status; when
  * NULL and the call failed, pio_f_stop (Fortran) ends the program.
  * Thread-safe: as the pio.h calls they make; no state.
@@ -24,6 +24,15 @@ struct pio_f_file {
     int mode;   /* PIO_FILE_RAW, PIO_FILE_HDF5, or -1 before open */
     int eltype; /* HDF5 mode: the dataset's element type */
     int ndims;  /* HDF5 mode: the dataset's rank */
+};
+
+/* Fortran's TYPE(PIO_Feed), BIND(C): the handle, and what the binding
+ * checks PIO_Feed_put against (pio.f90 mirrors it; its size is checked there). */
+struct pio_f_feed {
+    PIO_Feed feed;
+    int nfields;                    /* 0 before open */
+    int types[PIO_FEED_FIELDS_MAX]; /* the fields' C types: PIO_DOUBLE, PIO_FLOAT, PIO_INT32 */
+    int64_t dims[3];                /* the grid's points along x, y, z */
 };
 
 /* pio_f_stop - implemented in pio.f90: writes "pio: CALL: words (NAME)[:
@@ -56,5 +65,12 @@ void pio_f_file_write_slab_c4(const struct pio_f_file *fh, const CFI_cdesc_t *st
                               const CFI_cdesc_t *count, const CFI_cdesc_t *buf, int *ierr);
 void pio_f_file_write_slab_c8(const struct pio_f_file *fh, const CFI_cdesc_t *start,
                               const CFI_cdesc_t *count, const CFI_cdesc_t *buf, int *ierr);
+/* PIO_Feed_put: fidx from 1 (names(fidx) of PIO_Feed_open); start, count:
+ * rank-1 INTEGER (c4) or INTEGER(8) (c8) arrays of 3, (x, y, z) = Fortran's
+ * (i, j, k), starts from 1. data must hold exactly the block, x fastest. */
+void pio_f_feed_put_c4(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,
+                       const CFI_cdesc_t *count, const CFI_cdesc_t *data, int *ierr);
+void pio_f_feed_put_c8(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,
+                       const CFI_cdesc_t *count, const CFI_cdesc_t *data, int *ierr);
 
 #endif

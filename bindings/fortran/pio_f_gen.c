@@ -47,5 +47,8 @@ int main(void)
     gen_size("pio_c_sizeof_dataset", sizeof(PIO_Dataset));
     gen_size("pio_c_coninfo_addr_len", sizeof(((PIO_Coninfo *)0)->local));
     gen_size("pio_c_sizeof_f_file", sizeof(struct pio_f_file));
+    gen_size("pio_c_sizeof_grid", sizeof(PIO_Grid));
+    gen_size("pio_c_sizeof_feedinfo", sizeof(PIO_Feedinfo));
+    gen_size("pio_c_sizeof_f_feed", sizeof(struct pio_f_feed));
     return ferror(stdout) ? 1 : 0;
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bats
-# fortran.bats - the Fortran binding (module pio): types, errors, merged output, MPI, install.
+# fortran.bats - the Fortran binding (module pio): types, errors, merged output, feeds, MPI, install.
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Fortran programs (tests/prog/pio-f*.f90, examples/fortran/) talk to C ones
 # (tests/prog/pio-fpartner.c, examples/) through a pair of piods on loopback
 # (tests/lib/piod.bash): the Fortran side joins system A ($PIO_SOCK_A), the C
-# side system B ($PIO_SOCK_B). Everything runs under `timeout`.
+# side system B ($PIO_SOCK_B); a Fortran feed goes to pio-vizd on B.
+# Everything runs under `timeout`.
 
 load "$BATS_TEST_DIRNAME/../lib/helpers"
 # Open MPI's components leak at exit by design (see mpi.bats).
@@ -22,20 +23,6 @@ setup() {
 
 teardown() {
   pio_cleanup
-}
-
-# bg_start LOG CMD...: CMD in the background (Bats' fd 3 closed); sets BG_PID.
-bg_start() {
-  local log=$1; shift
-  "$@" >"$log" 2>&1 </dev/null 3>&- &
-  BG_PID=$!
-  echo "pid $BG_PID" >>"$(_pio_registry)"
-}
-
-# bg_wait PID: sets BG_RC to the exit status of a process from bg_start.
-bg_wait() {
-  BG_RC=0
-  wait "$1" || BG_RC=$?
 }
 
 # pair: two piods, two channels each, and the exported folder $EXP on B.
@@ -255,6 +242,127 @@ assert a.shape == (6, 4) and a.dtype == "int32", (a.shape, a.dtype)
 assert (a[5] == 7).all() and (a[:5] == 0).all(), a
 print("ok")' "$EXP/e.h5"
   assert_success
+}
+
+# ---- visualization feeds ------------------------------------------------------
+
+@test "feed: 2 Fortran processes feed 4 steps of three fields to pio-vizd, archived exact with x fastest" {
+  local W=$BATS_TEST_TMPDIR VIZD=$PIO_BUILD/bin/pio-vizd
+  [ -x "$VIZD" ] || fail "pio-vizd not built: run make"
+  pio_pair_loopback "$W" 2
+  mkdir "$W/arch"
+  # one receiving thread: this tests the binding, not the receiver's
+  # assembly (with 2, pieces of consecutive steps share data tags, as
+  # feed.c restarts seq at each step, and two threads can swap their data)
+  bg_start "$W/vizd.log" env -u DISPLAY PIO_SOCKET="$PIO_SOCK_B" timeout 120 "$VIZD" \
+    --threads 1 --status-file "$W/st.json" --archive "$W/arch" --steps 4
+  local vpid=$BG_PID
+  pio_wait_until 20 grep -q "receiving threads" "$W/vizd.log" || { cat "$W/vizd.log"; fail "pio-vizd did not start"; }
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "${MPIRUN[@]}" -np 2 "$PROG/pio-ffeed" feed vizd 4 </dev/null
+  echo "$output"
+  assert_success
+  assert_line "OK pio-ffeed feed: process 0 of 2 sent 4 steps of planes y 1 .. 2 (lossless)"
+  assert_line "OK pio-ffeed feed: process 1 of 2 sent 4 steps of planes y 3 .. 5 (lossless)"
+  bg_wait "$vpid"
+  cat "$W/vizd.log"
+  [ "$BG_RC" -eq 0 ] || fail "pio-vizd exited $BG_RC"
+  grep -q "4 steps complete, 0 dropped" "$W/vizd.log"
+  [ "$(ls "$W/arch"/step_*.vti | wc -l)" -eq 4 ]
+  # each .vti (raw appended binary) holds the whole grid; Fortran's f(i, j, k)
+  # is point (i-1) + 6 (j-1) + 30 (k-1): x fastest, as the program put it
+  run /usr/bin/python3 - "$W/arch" 4 2 <<'PY'
+import re, struct, sys
+arch, nsteps, nprocs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+nx, ny, nz = 6, 5, 4
+# the series: each step's file with its time (in any order: with several
+# receiving threads, pio-vizd may complete a step before the one before it)
+pvd = re.findall(r'timestep="([^"]*)"[^>]*file="([^"]*)"', open(arch + "/step.pvd").read())
+assert sorted((f, float(t)) for t, f in pvd) == \
+    [("step_%06d.vti" % s, 0.5 * s) for s in range(1, nsteps + 1)], pvd
+def rank_of(j):  # the process that put plane y = j
+    return [r for r in range(nprocs) if r * ny // nprocs < j <= (r + 1) * ny // nprocs][0]
+code = {"Float64": "d", "Float32": "f", "Int32": "i"}
+for s in range(1, nsteps + 1):
+    b = open("%s/step_%06d.vti" % (arch, s), "rb").read()
+    head, raw = b.split(b'<AppendedData encoding="raw">', 1)
+    head, raw = head.decode(), raw[raw.index(b"_") + 1:]
+    size = {"UInt32": "<I", "UInt64": "<Q"}[re.search(r'header_type="(\w+)"', head).group(1)]
+    for attr in ('WholeExtent="0 5 0 4 0 3"', 'Origin="0.5 -1 2"', 'Spacing="0.25 0.5 1"'):
+        assert attr in head, (s, attr)
+    arrays = {m.group(2): (m.group(1), int(m.group(3))) for m in re.finditer(
+        r'<DataArray type="(\w+)" Name="(\w+)" format="appended"[^>]*offset="(\d+)"', head)}
+    assert sorted(arrays) == ["density", "owner", "temperature"], arrays
+    def values(name, vtype):
+        t, off = arrays[name]
+        assert t == vtype, (s, name, t)
+        n = struct.unpack_from(size, raw, off)[0] // struct.calcsize(code[t])
+        assert n == nx * ny * nz, (s, name, n)
+        return struct.unpack_from("<%d%s" % (n, code[t]), raw, off + struct.calcsize(size))
+    T, O, D = values("temperature", "Float64"), values("owner", "Int32"), values("density", "Float32")
+    for k in range(1, nz + 1):
+        for j in range(1, ny + 1):
+            for i in range(1, nx + 1):
+                p = (i - 1) + nx * (j - 1) + nx * ny * (k - 1)
+                want = (100 * i + 10 * j + k + 0.5 * s,
+                        100000 * rank_of(j) + 1000 * s + 100 * i + 10 * j + k,
+                        i + 0.5 * j + 0.25 * k + s)
+                assert (T[p], O[p], D[p]) == want, (s, i, j, k, (T[p], O[p], D[p]), want)
+print("%d steps of %d x %d x %d: temperature, owner, density exact" % (nsteps, nx, ny, nz))
+PY
+  echo "$output"
+  assert_success
+  assert_output "4 steps of 6 x 5 x 4: temperature, owner, density exact"
+}
+
+@test "feed errors: the binding's and libpio's checks with ierr; without it, a stop that says why" {
+  pio_pair_loopback "$BATS_TEST_TMPDIR" 2
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-ffeed" errors
+  echo "$output"
+  assert_failure 1 # PIO_EINVAL, from the call without ierr
+  local line
+  while IFS= read -r line; do
+    assert_line "$line"
+  done <<'LINES'
+open with 0 fields: 1 PIO_EINVAL: invalid argument
+open with a blank name: 1 PIO_EINVAL: invalid argument
+open with a name twice: 1 PIO_EINVAL: invalid argument
+open with a COMPLEX field: 1 PIO_EINVAL: invalid argument
+open with 3 fields and 2 names: 1 PIO_EINVAL: invalid argument
+open with an empty grid: 1 PIO_EINVAL: invalid argument
+put on a feed never opened: 1 PIO_EINVAL: invalid argument
+open a (double), b (REAL): 0 PIO_OK: success
+put before begin_step: 1 PIO_EINVAL: invalid argument
+begin_step -1: 1 PIO_EINVAL: invalid argument
+begin_step 7: 0 PIO_OK: success
+begin_step 8 within step 7: 1 PIO_EINVAL: invalid argument
+put field 0: 1 PIO_EINVAL: invalid argument
+put field 3 of 2: 1 PIO_EINVAL: invalid argument
+put REAL into the double field: 1 PIO_EINVAL: invalid argument
+put REAL(8) into the REAL field: 1 PIO_EINVAL: invalid argument
+put a block of 2 planes from 4: 1 PIO_EINVAL: invalid argument
+put from x 0: 1 PIO_EINVAL: invalid argument
+put past the grid: 1 PIO_EINVAL: invalid argument
+put 0 points: 1 PIO_EINVAL: invalid argument
+put with 2 coordinates: 1 PIO_EINVAL: invalid argument
+put plane 2: 0 PIO_OK: success
+put the section d(2, :, :): 0 PIO_OK: success
+end_step: 0 PIO_OK: success
+end_step again: 1 PIO_EINVAL: invalid argument
+begin_step 7 again: 1 PIO_EINVAL: invalid argument
+info: 0 PIO_OK: success
+info: sent 0 skipped 1 present 0
+close: 0 PIO_OK: success
+close again: 1 PIO_EINVAL: invalid argument
+put after close: 1 PIO_EINVAL: invalid argument
+pio: PIO_Feed_put: invalid argument (PIO_EINVAL): field 1 is REAL(8) (PIO_DOUBLE): a buffer of REAL(4) elements does not fit it
+LINES
+  refute_output --partial "FAIL"
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-ffeed" errors block
+  assert_failure 1
+  assert_line "pio: PIO_Feed_put: invalid argument (PIO_EINVAL): the block's y, 4 .. 6, is not inside the grid's 1 .. 5"
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-ffeed" errors name
+  assert_failure 1
+  assert_line "pio: PIO_Feed_open(nobody): invalid argument (PIO_EINVAL): names(2) must have 1 .. 31 characters"
 }
 
 @test "coverage: every function pio.h declares is a public procedure of module pio" {

@@ -27,22 +27,6 @@ teardown() {
   pio_cleanup
 }
 
-# bg_start LOG CMD...: run CMD in the background (output to LOG, Bats' fd 3
-# closed so Bats never waits for it); sets BG_PID and records it for cleanup.
-bg_start() {
-  local log=$1; shift
-  "$@" >"$log" 2>&1 </dev/null 3>&- &
-  BG_PID=$!
-  echo "pid $BG_PID" >>"$(_pio_registry)"
-}
-
-# bg_wait PID: wait for a process started by bg_start; sets BG_RC to its
-# exit status (not in $(...): a subshell cannot wait for our children).
-bg_wait() {
-  BG_RC=0
-  wait "$1" || BG_RC=$?
-}
-
 @test "hello: one sender and one receiver exchange the greeting" {
   bg_start "$BATS_TEST_TMPDIR/recv.out" env PIO_SOCKET="$PIO_SOCK_B" timeout 60 "$EX/hello" recv
   local rpid=$BG_PID

@@ -3,10 +3,11 @@
 #
 # load "$BATS_TEST_DIRNAME/../lib/helpers"
 #
-# Every process started with pio_spawn and every bed made with pio_bed_up is
-# recorded in a file under $BATS_FILE_TMPDIR; pio_cleanup (call it from
-# teardown / teardown_file) stops them all, also after a failed or timed-out
-# test. Waiting is by polling a condition (pio_wait_until), never a bare sleep.
+# Every process started with pio_spawn or bg_start and every bed made with
+# pio_bed_up is recorded in a file under $BATS_FILE_TMPDIR; pio_cleanup (call
+# it from teardown / teardown_file) stops them all, also after a failed or
+# timed-out test. Waiting is by polling a condition (pio_wait_until), never
+# a bare sleep.
 
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
@@ -51,6 +52,24 @@ pio_spawn() {
   local pid=$!
   echo "pid $pid" >>"$(_pio_registry)"
   echo "$pid"
+}
+
+# bg_start LOG CMD...: run CMD in the background (output to LOG, Bats' fd 3
+# closed so Bats never waits for it); sets BG_PID and records it for
+# pio_cleanup. Unlike pio_spawn, not in $(...): the test's shell is the
+# parent, so bg_wait can collect the exit status.
+bg_start() {
+  local log=$1; shift
+  "$@" >"$log" 2>&1 </dev/null 3>&- &
+  BG_PID=$!
+  echo "pid $BG_PID" >>"$(_pio_registry)"
+}
+
+# bg_wait PID: wait for a process started by bg_start; sets BG_RC to its
+# exit status (not in $(...): a subshell cannot wait for our children).
+bg_wait() {
+  BG_RC=0
+  wait "$1" || BG_RC=$?
 }
 
 # pio_stop PID [SECONDS]: SIGTERM, wait up to SECONDS (default 5), then SIGKILL.
