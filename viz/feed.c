@@ -199,7 +199,7 @@ int PIO_Feed_begin_step(PIO_Feed x, uint64_t step, double time)
     x->step = step;
     x->d.step = step;
     x->d.time = time;
-    x->seq = x->npieces = 0;
+    x->npieces = 0; /* seq goes on counting: data tags differ from step to step */
     take_acks(x, 0);
     look(x, 0);
     double t0 = now_s();

@@ -338,8 +338,9 @@ Assembly *assembly(std::unique_lock<std::mutex> &l, const viz_desc &d)
     }
 }
 
-// Resolve what can be: complete steps go out, hopeless ones are dropped.
-// Acks to send (outside G) are added to acks.
+// Resolve what can be, oldest first: complete steps go out, hopeless ones
+// are dropped; a step that may still complete holds the later ones back, so
+// outputs get steps in order. Acks to send (outside G) are added to acks.
 void resolve(std::vector<Ack> &acks, uint32_t lossless)
 {
     uint64_t total = grid_points(F.d.grid);
@@ -375,8 +376,7 @@ void resolve(std::vector<Ack> &acks, uint32_t lossless)
             }
             acks.push_back({step, lossless | VIZ_CTL_DROPPED});
         } else {
-            ++it;
-            continue;
+            break; // steps go out in order: later ones wait for this one
         }
         F.resolved = std::max(F.resolved, (int64_t)step);
         it = F.steps.erase(it); // frees a dropped step's buffers (no lock of the deleter's)

@@ -88,7 +88,10 @@ class Hub
     void stop();
     // clear - after stop: destroy the outputs (a renderer must go before
     // its X display does)
-    void clear() { slots_.clear(); }
+    void clear()
+    {
+        slots_.clear();
+    }
     bool lossless() const; // some output is ARCHIVE
     size_t queue_depth() const;
     struct OutInfo {

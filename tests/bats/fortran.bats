@@ -251,11 +251,8 @@ print("ok")' "$EXP/e.h5"
   [ -x "$VIZD" ] || fail "pio-vizd not built: run make"
   pio_pair_loopback "$W" 2
   mkdir "$W/arch"
-  # one receiving thread: this tests the binding, not the receiver's
-  # assembly (with 2, pieces of consecutive steps share data tags, as
-  # feed.c restarts seq at each step, and two threads can swap their data)
   bg_start "$W/vizd.log" env -u DISPLAY PIO_SOCKET="$PIO_SOCK_B" timeout 120 "$VIZD" \
-    --threads 1 --status-file "$W/st.json" --archive "$W/arch" --steps 4
+    --threads 2 --status-file "$W/st.json" --archive "$W/arch" --steps 4
   local vpid=$BG_PID
   pio_wait_until 20 grep -q "receiving threads" "$W/vizd.log" || { cat "$W/vizd.log"; fail "pio-vizd did not start"; }
   run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "${MPIRUN[@]}" -np 2 "$PROG/pio-ffeed" feed vizd 4 </dev/null
