@@ -147,6 +147,8 @@ int main(int argc, char **argv)
     }
     const double alpha = 1.0 / 8.0; /* stable for the 7-point stencil (< 1/6) */
     double t_compute = 0, t_feed = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t_start = MPI_Wtime();
     for (int s = 1; s <= steps; s++) {
         double t0 = MPI_Wtime();
         /* halo exchange, one dimension at a time */
@@ -231,8 +233,12 @@ int main(int argc, char **argv)
         }
         t_feed += MPI_Wtime() - t1;
     }
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t_wall = MPI_Wtime() - t_start;
     PIO_Feedinfo fi;
     CHECK(PIO_Feed_info(feed, &fi));
+    if (stats && rank == 0)
+        printf("wall %.6f s/step over %d steps (%.3f s)\n", t_wall / steps, steps, t_wall);
     if (stats)
         printf("rank %d: %d steps, compute %.6f s/step, feed %.6f s/step; sent %llu, skipped "
                "%llu, acked %llu, waited %.3f s, %s\n",

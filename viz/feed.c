@@ -7,7 +7,9 @@
  *   begin  - read the receiver's ACKs that came (never waiting); look for the
  *            receiver when it was absent (at most every PRESENCE_MS); decide
  *            whether this step goes: the receiver is joined and fewer than
- *            `window` steps are unacknowledged. A receiver that just
+ *            `window` steps are unacknowledged; for a newest-only receiver,
+ *            also the first step >= the one its last ACK named (the ranks
+ *            cannot ask each other, so the receiver names the step). A receiver that just
  *            appeared gets one step, and the feed waits (once, up to
  *            MODE_WAIT_S) for its ACK, which says whether it wants every step. A lossless receiver
  * makes the feed wait for an ACK instead of skipping (checking every PRESENCE_MS that the receiver
@@ -48,6 +50,8 @@ struct pio_feed {
     int ninflight;
     int lossless, window;
     int mode_known; /* an ACK came from this receiver: lossless and window are its */
+    uint64_t grant; /* newest-only receiver: send the first step >= grant */
+    int have_grant;
     PIO_Feedinfo info;
 };
 
@@ -127,6 +131,7 @@ static void look(struct pio_feed *x, int force)
     if (x->present && !was) {
         x->ninflight = 0; /* a new receiver: nothing of ours is in flight there */
         x->mode_known = 0;
+        x->have_grant = 0;
     }
 }
 
@@ -179,7 +184,13 @@ static int take_acks_now(struct pio_feed *x, int timeout)
         got = 1;
         x->mode_known = 1;
         x->lossless = (c.flags & VIZ_CTL_LOSSLESS) != 0;
+        if (!x->lossless && c.next && (!x->have_grant || c.next > x->grant)) {
+            x->grant = c.next;
+            x->have_grant = 1;
+        }
         x->window = c.window > WINDOW_MAX ? WINDOW_MAX : (int)c.window;
+        if (c.flags & VIZ_CTL_GRANT)
+            continue; /* a step named early: nothing settled */
         x->info.steps_acked++;
         /* everything up to that step is settled */
         int k = 0;
@@ -217,7 +228,14 @@ int PIO_Feed_begin_step(PIO_Feed x, uint64_t step, double time)
             look(x, 0);
     }
     x->info.wait_seconds += now_s() - t0;
-    x->send = x->present && x->ninflight < (x->mode_known ? x->window : 1);
+    if (!x->mode_known) /* a probe: one step until the receiver says what it wants */
+        x->send = x->present && x->ninflight < 1;
+    else if (x->lossless)
+        x->send = x->present && x->ninflight < x->window;
+    else /* only the step the receiver named, so that every rank sends the same */
+        x->send = x->present && x->have_grant && step >= x->grant && x->ninflight < x->window;
+    if (x->send && !x->lossless)
+        x->have_grant = 0;
     x->info.receiver_present = x->present;
     x->info.lossless = x->lossless;
     x->info.window = x->window;

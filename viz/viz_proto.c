@@ -175,6 +175,7 @@ void viz_ctl_encode(const struct viz_ctl *c, uint8_t buf[VIZ_CTL_SIZE])
     p = put64(p + 4, c->step);
     p = put32(p, c->flags);
     p = put32(p, c->window);
+    p = put64(p, c->next);
     put32(p, 0);
 }
 
@@ -186,5 +187,6 @@ int viz_ctl_decode(const uint8_t *buf, size_t len, struct viz_ctl *c)
     c->step = get64(&p);
     c->flags = get32(&p);
     c->window = get32(&p);
+    c->next = get64(&p);
     return c->window == 0 ? -1 : 0;
 }

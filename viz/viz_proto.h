@@ -80,14 +80,18 @@ int viz_desc_decode(const uint8_t *buf, size_t len, struct viz_desc *d);
 
 #define VIZ_CTL_LOSSLESS 0x1u /* the receiver has an output that loses no step */
 #define VIZ_CTL_DROPPED  0x2u /* this step was not taken (incomplete, or no room) */
+#define VIZ_CTL_GRANT                                                                              \
+    0x4u /* only `next`: step `step` has begun arriving, send the                                  \
+            next one now (keeps the links busy); settles nothing */
 
 struct viz_ctl {
     uint64_t step;
     uint32_t flags;
     uint32_t window; /* steps the simulation may have unacknowledged */
+    uint64_t next;   /* newest-only receivers: send the first step >= next */
 };
 
-#define VIZ_CTL_SIZE 24
+#define VIZ_CTL_SIZE 32
 
 void viz_ctl_encode(const struct viz_ctl *c, uint8_t buf[VIZ_CTL_SIZE]);
 int viz_ctl_decode(const uint8_t *buf, size_t len, struct viz_ctl *c);

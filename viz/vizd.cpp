@@ -192,6 +192,13 @@ struct FeedState {
     int64_t resolved = -1;          // newest step completed or dropped
     std::deque<double> completions; // times of recent completions (rate)
     uint64_t last_complete = 0;
+    double t_first = 0, t_last = 0; // first and last completion (monotonic seconds)
+    // where the simulation is now, for newest-only receivers: rank 0's last
+    // END (step, time) and its steps per second; the lead (seconds) ahead of
+    // that estimate the next step is named, widened when ranks disagreed
+    uint64_t end_step = 0;
+    double end_time = 0, sim_rate = 0, lead = 0.005;
+    int streak = 0;
 };
 
 std::mutex G;
@@ -241,7 +248,18 @@ void handled(const viz_desc &d)
 struct Ack {
     uint64_t step;
     uint32_t flags;
+    uint64_t next;
 };
+
+// The step a newest-only receiver names next (G held): a little ahead of
+// where rank 0 is estimated to be now, so that every rank begins it after
+// the ACK arrives.
+uint64_t next_step(uint64_t resolved)
+{
+    double est = (double)F.end_step + F.sim_rate * (now() - F.end_time);
+    uint64_t n = (uint64_t)(est + F.sim_rate * F.lead) + 1;
+    return std::max(n, resolved + 1);
+}
 
 bool same_feed(const viz_desc &a, const viz_desc &b)
 {
@@ -312,8 +330,10 @@ std::shared_ptr<Step> new_step(const viz_desc &d)
 
 // The assembly of step d.step, created (with buffers, or dropped when there
 // is no room and nothing waits for every step). Returns null for a step
-// already resolved. May wait for memory (lock l released meanwhile).
-Assembly *assembly(std::unique_lock<std::mutex> &l, const viz_desc &d)
+// already resolved. May wait for memory (lock l released meanwhile). For a
+// newest-only receiver a new step also names the next one (added to grants):
+// its data queues behind this step's, so the links never idle between steps.
+Assembly *assembly(std::unique_lock<std::mutex> &l, const viz_desc &d, std::vector<Ack> *grants)
 {
     for (;;) {
         auto it = F.steps.find(d.step);
@@ -327,6 +347,8 @@ Assembly *assembly(std::unique_lock<std::mutex> &l, const viz_desc &d)
             mem_cv.wait_for(l, std::chrono::milliseconds(50)); // held back: the sim waits
             continue;
         }
+        if (!hub->lossless() && grants)
+            grants->push_back({d.step, VIZ_CTL_GRANT, next_step(d.step)});
         Assembly a;
         a.end.assign(d.nranks, -1);
         a.got.assign(d.nranks, 0);
@@ -363,10 +385,19 @@ void resolve(std::vector<Ack> &acks, uint32_t lossless)
             while (F.completions.size() > 1 && F.completions.front() < a.st->t_complete - 5)
                 F.completions.pop_front();
             F.last_complete = step;
+            if (F.t_first == 0)
+                F.t_first = a.st->t_complete;
+            F.t_last = a.st->t_complete;
             hub->publish(a.st);
-            acks.push_back({step, lossless});
+            if (++F.streak >= 8) { // the ranks agree: name steps a little sooner
+                F.lead = std::max(0.001, F.lead * 0.8);
+                F.streak = 0;
+            }
+            acks.push_back({step, lossless, lossless ? 0 : next_step(step)});
         } else if (hopeless) {
             stats.steps_dropped++;
+            F.lead = std::min(2.0, F.lead * 2); // some rank was past the named step
+            F.streak = 0;
             if (getenv("PIO_VIZD_DEBUG")) {
                 fprintf(stderr, "pio-vizd: step %llu dropped:", (unsigned long long)step);
                 for (uint32_t r = 0; r < F.d.nranks; r++)
@@ -374,7 +405,7 @@ void resolve(std::vector<Ack> &acks, uint32_t lossless)
                             a.got[r], (long long)F.done[r]);
                 fprintf(stderr, "\n");
             }
-            acks.push_back({step, lossless | VIZ_CTL_DROPPED});
+            acks.push_back({step, lossless | VIZ_CTL_DROPPED, lossless ? 0 : next_step(step)});
         } else {
             break; // steps go out in order: later ones wait for this one
         }
@@ -386,7 +417,7 @@ void resolve(std::vector<Ack> &acks, uint32_t lossless)
 void send_acks(const std::vector<Ack> &acks, int partner, uint32_t nranks)
 {
     for (const Ack &a : acks) {
-        viz_ctl c{a.step, a.flags, (uint32_t)opt.window};
+        viz_ctl c{a.step, a.flags, (uint32_t)opt.window, a.next};
         uint8_t buf[VIZ_CTL_SIZE];
         viz_ctl_encode(&c, buf);
         for (uint32_t r = 0; r < nranks; r++) {
@@ -485,7 +516,7 @@ void receiver(int id)
         F.newest[r] = std::max(F.newest[r], d.step);
         if (d.kind == VIZ_PIECE) {
             F.inprog[r]++;
-            Assembly *a = assembly(l, d);
+            Assembly *a = assembly(l, d, &acks);
             bool keep = a && a->st;
             handled(d);
             l.unlock();
@@ -513,7 +544,16 @@ void receiver(int id)
                     b.st.reset();
             }
         } else if (d.kind == VIZ_END) {
-            Assembly *a = assembly(l, d);
+            if (r == 0) { // the simulation's pace, from rank 0's steps
+                double t = now();
+                if (F.end_time > 0 && d.step > F.end_step && t > F.end_time) {
+                    double inst = (double)(d.step - F.end_step) / (t - F.end_time);
+                    F.sim_rate = F.sim_rate > 0 ? 0.7 * F.sim_rate + 0.3 * inst : inst;
+                }
+                F.end_step = d.step;
+                F.end_time = t;
+            }
+            Assembly *a = assembly(l, d, &acks);
             if (a) {
                 a->end[r] = d.npieces;
                 if (a->got[r] == d.npieces)
@@ -560,11 +600,11 @@ std::string status_json()
       << ",\"steps_received\":" << stats.steps_seen
       << ",\"steps_complete\":" << stats.steps_complete
       << ",\"steps_dropped\":" << stats.steps_dropped << ",\"last_step\":" << F.last_complete
-      << ",\"steps_per_second\":" << rate << ",\"assembling\":" << F.steps.size()
-      << ",\"queue_depth\":" << hub->queue_depth() << ",\"pieces\":" << stats.pieces
-      << ",\"bytes\":" << stats.bytes << ",\"memory_used\":" << stats.mem_used
-      << ",\"memory_peak\":" << stats.mem_peak << ",\"memory_limit\":" << stats.mem_limit
-      << ",\"lag\":[";
+      << ",\"steps_per_second\":" << rate << ",\"first_to_last_seconds\":" << F.t_last - F.t_first
+      << ",\"assembling\":" << F.steps.size() << ",\"queue_depth\":" << hub->queue_depth()
+      << ",\"pieces\":" << stats.pieces << ",\"bytes\":" << stats.bytes
+      << ",\"memory_used\":" << stats.mem_used << ",\"memory_peak\":" << stats.mem_peak
+      << ",\"memory_limit\":" << stats.mem_limit << ",\"lag\":[";
     uint64_t newest = 0;
     for (uint64_t s : F.newest)
         newest = std::max(newest, s);

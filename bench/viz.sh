@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# viz.sh - a live visualization feed: what it costs the simulation and what
+# it delivers, against writing the steps to a local HDF5 file.
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# A test bed of 2 hosts with 4 links at RATE (default 100mbit). h1 runs the
+# simulation, examples/heat3d with NP (8) MPI ranks on an N^3 grid (N in
+# SIZES, default "64 128 256"; each step feeds a double and an int32 field:
+# 12 N^3 bytes); h2 runs pio-vizd. In one run:
+#   ceiling    4 iperf3 at once, one per link, summed (bench/lib.bash);
+# and for each N:
+#   alone      heat3d with its feed open to a receiver that is not there
+#              (every step skipped): the simulation's own time per step;
+#   feed       pio-vizd in h2 (2 receiving threads, no output: the live
+#              policy, newest step only; rendering would run on the
+#              visualization host, not the simulation's) and heat3d offering
+#              every step: the feed sends a step whenever fewer than 2 are
+#              unacknowledged and skips the others, so the links stay full
+#              and the simulation never waits (pio-vizd names the next step
+#              as soon as one begins arriving, so two are in flight). Time per
+#              step with the feed, and the bytes delivered per second (the
+#              steps completed after the first x 12 N^3 / the time from the
+#              first completion to the last, pio-vizd's status) against the
+#              ceiling;
+#   hdf5       heat3d writing the same number of steps (--every K, K = the
+#              steps offered / the steps the feed delivered) to a local HDF5
+#              file with parallel HDF5 (collective, one dataset per step, on
+#              this machine's disk): its time per step.
+# The runs are sized to about RUN_S seconds (default 12) from a short
+# calibration run. Time per step is heat3d's own (rank 0, a barrier on each
+# side of the loop). Prints a table and PASS/MISS for the targets (the feed
+# adds <= 5% to the time per step at 128^3 x 8 ranks; delivered bytes/s >=
+# 0.9 x the ceiling), writes bench/results/viz.csv and viz.png. Root only.
+#
+# Note: both "hosts" share this machine's 2 cores, so the piods' and
+# pio-vizd's work to move and assemble the data competes with the ranks;
+# on real hosts the receiver's side would not.
+# Environment: BUILD (build/default), VIZ_SIZES ("64 128 256"), VIZ_NP (8),
+# VIZ_RATE (100mbit), VIZ_RUN_S (12), PIO_BENCH_RESULTS (bench/results).
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build/default}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+TB=$ROOT/tests/testbed/pio-testbed
+RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+SIZES=${VIZ_SIZES:-64 128 256}
+NP=${VIZ_NP:-8}
+RATE=${VIZ_RATE:-100mbit}
+RUN_S=${VIZ_RUN_S:-12}
+K=4
+SCRIPT=viz.sh
+HEAT=$BUILD/examples/heat3d
+VIZD=$BUILD/bin/pio-vizd
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: viz: needs root (network namespaces for the test bed)"
+  exit 0
+fi
+# shellcheck source=../tests/lib/piod.bash
+source "$ROOT/tests/lib/piod.bash"
+# shellcheck source=lib.bash
+source "$ROOT/bench/lib.bash"
+bench_need "$HEAT" "$VIZD" "$BUILD/sbin/piod" mpirun iperf3 || exit 1
+
+work=$(mktemp -d /tmp/pio-bench-viz.XXXXXX)
+chmod 755 "$work"
+trap bench_cleanup EXIT
+trap 'exit 130' INT TERM
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np "$NP")
+
+echo "== viz.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores, $K links at $RATE," \
+  "$NP ranks, sizes $SIZES"
+bench_bed_up viz 2 "$K" "$RATE" || exit 1
+echo "-- ceiling: $K x iperf3 at once, one per link"
+files=()
+for i in $(links "$K"); do files+=("$work/ceil.$i.json"); done
+# shellcheck disable=SC2046
+if iperf_servers $(links "$K") && iperf_clients "$work/ceil" 8 $(links "$K") &&
+  ceil=$(iperf_rate "${files[@]}"); then
+  echo "   ceiling: $ceil MB/s"
+else
+  echo "viz.sh: the iperf3 ceiling failed" >&2
+  exit 1
+fi
+mkdir -p "$work/exp"
+bench_piods "$work/pio" "$K" "$work/exp" || { echo "viz.sh: the piods did not come up" >&2; exit 1; }
+SA=$work/pio/A.sock SB=$work/pio/B.sock
+
+# heat LOG ARGS...: heat3d in h1; prints its seconds per step
+heat() {
+  local log=$1
+  shift
+  "$TB" exec "$bed" h1 env PIO_SOCKET="$SA" timeout 600 "${MPIRUN[@]}" "$HEAT" --stats "$@" \
+    >"$log" 2>&1 </dev/null || { echo "viz.sh: heat3d $* failed:" >&2; tail -20 "$log" >&2; return 1; }
+  awk '/^wall /{print $2}' "$log"
+}
+
+rows=()
+for n in $SIZES; do
+  echo "-- $n^3, $NP ranks ($((12 * n * n * n / 1000000)) MB a step)"
+  t=$(heat "$work/cal.$n" --n "$n" --steps 5 --viz nobody) || exit 1
+  steps=$("$PY" -c "print(max(20, int($RUN_S / $t)))")
+  t_alone=$(heat "$work/alone.$n" --n "$n" --steps "$steps" --viz nobody) || exit 1
+  rm -f "$work/st.json"
+  "$TB" exec "$bed" h2 env PIO_SOCKET="$SB" "$VIZD" --threads 2 --memory 4096 \
+    --status-file "$work/st.json" >"$work/vizd.$n.log" 2>&1 &
+  vp=$!
+  for _ in $(seq 100); do grep -q "receiving threads" "$work/vizd.$n.log" && break; sleep 0.1; done
+  t_feed=$(heat "$work/feed.$n" --n "$n" --steps "$steps") || exit 1
+  sleep 1
+  kill "$vp" 2>/dev/null
+  wait "$vp" 2>/dev/null
+  complete=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["steps_complete"])' "$work/st.json")
+  span=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["first_to_last_seconds"])' "$work/st.json")
+  [ "$complete" -ge 3 ] || { echo "viz.sh: fewer than 3 steps delivered at $n^3" >&2; cat "$work/vizd.$n.log" >&2; exit 1; }
+  every=$("$PY" -c "print(max(1, round($steps / $complete)))")
+  t_h5=$(heat "$work/h5.$n" --n "$n" --steps "$steps" --every "$every" --h5 "$work/steps.h5") || exit 1
+  rm -f "$work/steps.h5"
+  # delivered: the steps completed after the first, over the time from the
+  # first completion to the last (pio-vizd's clock)
+  mbs=$("$PY" -c "print('%.3f' % (($complete - 1) * 12 * $n ** 3 / $span / 1e6))")
+  printf '   %d steps: alone %.4f s/step, with feed %.4f, with HDF5 (every %d) %.4f; feed delivered %d steps, %s MB/s\n' \
+    "$steps" "$t_alone" "$t_feed" "$every" "$t_h5" "$complete" "$mbs"
+  rows+=("$n,$steps,$t_alone,$t_feed,$every,$t_h5,$complete,$mbs")
+done
+
+mkdir -p "$RESULTS"
+printf '%s\n' "${rows[@]}" >"$work/rows"
+"$PY" - "$RESULTS/viz.csv" "$RESULTS/viz.png" "$ceil" "$NP" "$RATE" "$work/rows" <<'EOF'
+import sys
+out_csv, out_png, ceil, np_, rate, rows = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+R = []
+for line in open(rows):
+    n, steps, ta, tf, every, th, comp, mbs = line.strip().split(",")
+    R.append(dict(n=int(n), steps=int(steps), ta=float(ta), tf=float(tf), every=int(every),
+                  th=float(th), comp=int(comp), mbs=float(mbs)))
+with open(out_csv, "w") as f:
+    f.write("n,ranks,steps,alone_s_per_step,feed_s_per_step,feed_overhead,hdf5_every,hdf5_s_per_step,"
+            "hdf5_overhead,steps_delivered,steps_per_s,delivered_MBps,x_ceiling\n")
+    for r in R:
+        f.write("%d,%s,%d,%.6f,%.6f,%.4f,%d,%.6f,%.4f,%d,%.3f,%.3f,%.3f\n" % (
+            r["n"], np_, r["steps"], r["ta"], r["tf"], r["tf"] / r["ta"] - 1, r["every"], r["th"],
+            r["th"] / r["ta"] - 1, r["comp"], r["mbs"] * 1e6 / (12 * r["n"] ** 3), r["mbs"], r["mbs"] / ceil))
+print()
+print("Live feed from %s ranks, h1 -> h2, 4 links at %s; ceiling %.2f MB/s (MB = 10^6 B)" % (np_, rate, ceil))
+print("%6s %6s %11s %11s %9s %11s %9s %9s %9s %9s" % ("grid", "steps", "alone s/st", "feed s/st", "feed +%",
+      "HDF5 s/st", "HDF5 +%", "steps/s", "MB/s", "x ceil"))
+for r in R:
+    print("%5d³ %6d %11.5f %11.5f %8.1f%% %11.5f %8.1f%% %9.2f %9.2f %9.3f" % (
+        r["n"], r["steps"], r["ta"], r["tf"], 100 * (r["tf"] / r["ta"] - 1), r["th"],
+        100 * (r["th"] / r["ta"] - 1), r["mbs"] * 1e6 / (12 * r["n"] ** 3), r["mbs"], r["mbs"] / ceil))
+print("(HDF5: the same number of steps as the feed delivered, written every K-th step to a local file)")
+print()
+for r in R:
+    if r["n"] == 128:
+        o = r["tf"] / r["ta"] - 1
+        print("%s: the feed adds %.1f%% to the step time at 128^3 x %s ranks, target <= 5%%" % ("PASS" if o <= 0.05 else "MISS", 100 * o, np_))
+best = max(R, key=lambda r: r["mbs"])
+print("%s: delivered %.2f MB/s = %.3f x ceiling (at %d^3), target >= 0.9" % (
+    "PASS" if best["mbs"] / ceil >= 0.9 else "MISS", best["mbs"], best["mbs"] / ceil, best["n"]))
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    print("note: no matplotlib: %s not drawn" % out_png)
+    sys.exit(0)
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+x = range(len(R))
+lab = ["%d³" % r["n"] for r in R]
+w = 0.27
+a1.bar([i - w for i in x], [r["ta"] * 1e3 for r in R], w, label="alone", color="C7")
+a1.bar([i for i in x], [r["tf"] * 1e3 for r in R], w, label="with the feed", color="C0")
+a1.bar([i + w for i in x], [r["th"] * 1e3 for r in R], w, label="with local HDF5", color="C1")
+a1.set_xticks(list(x)); a1.set_xticklabels(lab); a1.set_ylabel("ms per step"); a1.legend()
+a1.set_title("simulation's time per step (%s ranks)" % np_)
+a2.bar(list(x), [r["mbs"] for r in R], color="C0")
+a2.axhline(ceil, color="C3", ls="--", label="4-link ceiling")
+a2.set_xticks(list(x)); a2.set_xticklabels(lab); a2.set_ylabel("MB/s delivered"); a2.legend()
+a2.set_title("steps delivered to pio-vizd")
+fig.tight_layout()
+fig.savefig(out_png, dpi=100)
+print("wrote %s and %s" % (out_csv, out_png))
+EOF
