@@ -193,6 +193,7 @@ struct FeedState {
     std::deque<double> completions; // times of recent completions (rate)
     uint64_t last_complete = 0;
     double t_first = 0, t_last = 0; // first and last completion (monotonic seconds)
+    double t_start = 0;             // the first step's first piece
     // where the simulation is now, for newest-only receivers: rank 0's last
     // END (step, time) and its steps per second; the lead (seconds) ahead of
     // that estimate the next step is named, widened when ranks disagreed
@@ -304,6 +305,7 @@ void reset_feed(const viz_desc &d)
     F.first.assign(d.nranks, -1);
     F.session.assign(d.nranks, 0);
     F.resolved = -1;
+    F.t_start = F.t_first = F.t_last = 0;
 }
 
 std::shared_ptr<Step> new_step(const viz_desc &d)
@@ -347,6 +349,8 @@ Assembly *assembly(std::unique_lock<std::mutex> &l, const viz_desc &d, std::vect
             mem_cv.wait_for(l, std::chrono::milliseconds(50)); // held back: the sim waits
             continue;
         }
+        if (F.t_start == 0)
+            F.t_start = now();
         if (!hub->lossless() && grants)
             grants->push_back({d.step, VIZ_CTL_GRANT, next_step(d.step)});
         Assembly a;
@@ -601,6 +605,7 @@ std::string status_json()
       << ",\"steps_complete\":" << stats.steps_complete
       << ",\"steps_dropped\":" << stats.steps_dropped << ",\"last_step\":" << F.last_complete
       << ",\"steps_per_second\":" << rate << ",\"first_to_last_seconds\":" << F.t_last - F.t_first
+      << ",\"receiving_seconds\":" << (F.t_last > 0 ? F.t_last - F.t_start : 0)
       << ",\"assembling\":" << F.steps.size() << ",\"queue_depth\":" << hub->queue_depth()
       << ",\"pieces\":" << stats.pieces << ",\"bytes\":" << stats.bytes
       << ",\"memory_used\":" << stats.mem_used << ",\"memory_peak\":" << stats.mem_peak
