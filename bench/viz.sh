@@ -32,11 +32,14 @@
 # adds <= 5% to the time per step at 128^3 x 8 ranks; delivered bytes/s >=
 # 0.9 x the ceiling), writes bench/results/viz.csv and viz.png. Root only.
 #
-# Note: both "hosts" share this machine's 2 cores, so the piods' and
-# pio-vizd's work to move and assemble the data competes with the ranks;
-# on real hosts the receiver's side would not.
+# Each emulated host gets one of the machine's 2 cores (VIZ_PIN=1, the
+# default): h1's ranks and piod A on core 0, h2's piod B and pio-vizd on
+# core 1, so the receiving side does not take the simulation's CPU, as on
+# two machines; the sending piod still does. VIZ_PIN=0 lets everything share
+# both cores (the receiver's work then slows the ranks).
 # Environment: BUILD (build/default), VIZ_SIZES ("64 128 256"), VIZ_NP (8),
-# VIZ_RATE (100mbit), VIZ_RUN_S (12), PIO_BENCH_RESULTS (bench/results).
+# VIZ_RATE (100mbit), VIZ_RUN_S (12), VIZ_PIN (1), PIO_BENCH_RESULTS
+# (bench/results).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-build/default}
@@ -87,12 +90,23 @@ fi
 mkdir -p "$work/exp"
 bench_piods "$work/pio" "$K" "$work/exp" || { echo "viz.sh: the piods did not come up" >&2; exit 1; }
 SA=$work/pio/A.sock SB=$work/pio/B.sock
+# VIZ_PIN=1 (the default): each emulated host gets one of the two cores, h1
+# (the ranks and piod A) core 0, h2 (piod B and pio-vizd) core 1, as if they
+# were two machines; 0: everything shares both cores
+PIN=${VIZ_PIN:-1}
+CPU_A=() CPU_B=()
+if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ]; then
+  CPU_A=(taskset -c 0) CPU_B=(taskset -c 1)
+  taskset -a -p -c 0 "$(cat "$work/pio/A.pid")" >/dev/null
+  taskset -a -p -c 1 "$(cat "$work/pio/B.pid")" >/dev/null
+fi
 
 # heat LOG ARGS...: heat3d in h1; prints its seconds per step
 heat() {
   local log=$1
   shift
-  "$TB" exec "$bed" h1 env PIO_SOCKET="$SA" timeout 600 "${MPIRUN[@]}" "$HEAT" --stats "$@" \
+  "$TB" exec "$bed" h1 "${CPU_A[@]}" env PIO_SOCKET="$SA" timeout 600 "${MPIRUN[@]}" --bind-to none \
+    "$HEAT" --stats "$@" \
     >"$log" 2>&1 </dev/null || { echo "viz.sh: heat3d $* failed:" >&2; tail -20 "$log" >&2; return 1; }
   awk '/^wall /{print $2}' "$log"
 }
@@ -105,7 +119,7 @@ for n in $SIZES; do
   steps=$("$PY" -c "print(max(20, int(max($RUN_S, 8 * 12 * $n ** 3 / ($ceil * 1e6)) / $t)))")
   t_alone=$(heat "$work/alone.$n" --n "$n" --steps "$steps" --viz nobody) || exit 1
   rm -f "$work/st.json"
-  "$TB" exec "$bed" h2 env PIO_SOCKET="$SB" "$VIZD" --threads 2 --memory 4096 \
+  "$TB" exec "$bed" h2 "${CPU_B[@]}" env PIO_SOCKET="$SB" "$VIZD" --threads 2 --memory 4096 \
     --status-file "$work/st.json" >"$work/vizd.$n.log" 2>&1 &
   vp=$!
   for _ in $(seq 100); do grep -q "receiving threads" "$work/vizd.$n.log" && break; sleep 0.1; done
@@ -129,9 +143,10 @@ done
 
 mkdir -p "$RESULTS"
 printf '%s\n' "${rows[@]}" >"$work/rows"
-"$PY" - "$RESULTS/viz.csv" "$RESULTS/viz.png" "$ceil" "$NP" "$RATE" "$work/rows" <<'EOF'
+"$PY" - "$RESULTS/viz.csv" "$RESULTS/viz.png" "$ceil" "$NP" "$RATE" "$work/rows" "$PIN" <<'EOF'
 import sys
 out_csv, out_png, ceil, np_, rate, rows = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+pin = sys.argv[7]
 R = []
 for line in open(rows):
     n, steps, ta, tf, every, th, comp, mbs = line.strip().split(",")
@@ -145,7 +160,8 @@ with open(out_csv, "w") as f:
             r["n"], np_, r["steps"], r["ta"], r["tf"], r["tf"] / r["ta"] - 1, r["every"], r["th"],
             r["th"] / r["ta"] - 1, r["comp"], r["mbs"] * 1e6 / (12 * r["n"] ** 3), r["mbs"], r["mbs"] / ceil))
 print()
-print("Live feed from %s ranks, h1 -> h2, 4 links at %s; ceiling %.2f MB/s (MB = 10^6 B)" % (np_, rate, ceil))
+print("Live feed from %s ranks, h1 -> h2, 4 links at %s; ceiling %.2f MB/s (MB = 10^6 B); %s" % (np_, rate, ceil,
+      "h1 on core 0, h2 on core 1" if pin == "1" else "both hosts on both cores"))
 print("%6s %6s %11s %11s %9s %11s %9s %9s %9s %9s" % ("grid", "steps", "alone s/st", "feed s/st", "feed +%",
       "HDF5 s/st", "HDF5 +%", "steps/s", "MB/s", "x ceil"))
 for r in R:
