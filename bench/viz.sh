@@ -9,48 +9,57 @@
 # 12 N^3 bytes); h2 runs pio-vizd. In one run:
 #   ceiling    4 iperf3 at once, one per link, summed (bench/lib.bash);
 # and for each N:
-#   alone      heat3d with its feed open to a receiver that is not there
-#              (every step skipped): the simulation's own time per step;
+#   alone      heat3d --no-feed (no PIO at all): the simulation's own time
+#              per step;
 #   feed       pio-vizd in h2 (2 receiving threads, no output: the live
 #              policy, newest step only; rendering would run on the
 #              visualization host, not the simulation's) and heat3d offering
-#              every step: the feed sends a step whenever fewer than 2 are
-#              unacknowledged and skips the others, so the links stay full
-#              and the simulation never waits (pio-vizd names the next step
-#              as soon as one begins arriving, so two are in flight). Time per
-#              step with the feed, and the bytes delivered per second (the
-#              complete steps x 12 N^3 / the time from the first piece
-#              received to the last completion, pio-vizd's status) against
-#              the ceiling;
+#              every step: rank 0 plans a step a few steps ahead whenever
+#              fewer than 2 are unacknowledged and tells the other ranks
+#              through piod A, every rank sends the planned steps and skips
+#              the others without packing them (PIO_Feed_sending), so the
+#              links stay full and the simulation never waits. Time per
+#              step with the feed, and the bytes delivered per second
+#              against the ceiling: the piece bytes pio-vizd received from
+#              its first piece to its last completed step (its status), and,
+#              stricter, the complete steps' bytes only over the same time;
 #   hdf5       heat3d writing the same number of steps (--every K, K = the
 #              steps offered / the steps the feed delivered) to a local HDF5
 #              file with parallel HDF5 (collective, one dataset per step, on
 #              this machine's disk): its time per step.
-# The runs are sized to about RUN_S seconds (default 12), or the time 8 steps
-# take over the links if longer, from a short calibration run. Time per step is heat3d's own (rank 0, a barrier on each
+# The runs are sized to about RUN_S seconds (default 8), or the time 8 steps
+# take over the links if longer, from a short calibration run. The machine
+# is shared and identical runs differ by up to 10 %, so alone and feed run
+# ROUNDS times each, alternating (VIZ_ROUNDS, default 3; 7 at 128^3, the
+# size of the target), and the table shows the medians. Time per step is heat3d's own (rank 0, a barrier on each
 # side of the loop). Prints a table and PASS/MISS for the targets (the feed
 # adds <= 5% to the time per step at 128^3 x 8 ranks; delivered bytes/s >=
 # 0.9 x the ceiling), writes bench/results/viz.csv and viz.png. Root only.
 #
-# Each emulated host gets one of the machine's 2 cores (VIZ_PIN=1, the
-# default): h1's ranks and piod A on core 0, h2's piod B and pio-vizd on
-# core 1, so the receiving side does not take the simulation's CPU, as on
-# two machines; the sending piod still does. VIZ_PIN=0 lets everything share
-# both cores (the receiver's work then slows the ranks).
+# Where things run (VIZ_PIN): 1 (the default) gives the simulation's ranks
+# core 0 and the daemons (piod A, piod B, pio-vizd) core 1, as a cluster
+# node keeps a core for its daemons (Slurm's core specialization) and the
+# receiver is another machine; piod A's CPU time during the feed run is
+# reported (% of a core), since on a node without a spare core it would come
+# out of the simulation's. "host": h1 (ranks and piod A) core 0, h2 core 1,
+# so piod A's sending work slows the ranks. 0: everything on both cores.
 # Environment: BUILD (build/default), VIZ_SIZES ("64 128 256"), VIZ_NP (8),
-# VIZ_RATE (100mbit), VIZ_RUN_S (12), VIZ_PIN (1), PIO_BENCH_RESULTS
+# VIZ_RATE (100mbit), VIZ_RUN_S (8), VIZ_ROUNDS (3), VIZ_PIN (1), PIO_BENCH_RESULTS
 # (bench/results).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-build/default}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+# each rank's pool must hold two steps in flight (its send region is half of
+# --proc-pool: 2 x 24 MiB per rank at 256^3 on 8 ranks needs 128M)
+export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:---pool 2G --proc-pool 128M}
 TB=$ROOT/tests/testbed/pio-testbed
 RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 SIZES=${VIZ_SIZES:-64 128 256}
 NP=${VIZ_NP:-8}
 RATE=${VIZ_RATE:-100mbit}
-RUN_S=${VIZ_RUN_S:-12}
+RUN_S=${VIZ_RUN_S:-8}
+ROUNDS=${VIZ_ROUNDS:-3}
 K=4
 SCRIPT=viz.sh
 HEAT=$BUILD/examples/heat3d
@@ -95,11 +104,14 @@ SA=$work/pio/A.sock SB=$work/pio/B.sock
 # were two machines; 0: everything shares both cores
 PIN=${VIZ_PIN:-1}
 CPU_A=() CPU_B=()
-if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ]; then
+if [ "$PIN" != 0 ] && [ "$(nproc)" -ge 2 ]; then
   CPU_A=(taskset -c 0) CPU_B=(taskset -c 1)
-  taskset -a -p -c 0 "$(cat "$work/pio/A.pid")" >/dev/null
+  taskset -a -p -c "$([ "$PIN" = host ] && echo 0 || echo 1)" "$(cat "$work/pio/A.pid")" >/dev/null
   taskset -a -p -c 1 "$(cat "$work/pio/B.pid")" >/dev/null
 fi
+# cpu_s PID: user + system CPU seconds of a process so far
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+PIDA=$(cat "$work/pio/A.pid")
 
 # heat LOG ARGS...: heat3d in h1; prints its seconds per step
 heat() {
@@ -111,34 +123,58 @@ heat() {
   awk '/^wall /{print $2}' "$log"
 }
 
+# median of the arguments
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# json FILE KEY: a number from pio-vizd's status file
+json() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
 rows=()
 for n in $SIZES; do
   echo "-- $n^3, $NP ranks ($((12 * n * n * n / 1000000)) MB a step)"
-  t=$(heat "$work/cal.$n" --n "$n" --steps 5 --viz nobody) || exit 1
+  t=$(heat "$work/cal.$n" --n "$n" --steps 100 --no-feed) || exit 1
   # about RUN_S seconds, and long enough for 8 steps to cross the links
   steps=$("$PY" -c "print(max(20, int(max($RUN_S, 8 * 12 * $n ** 3 / ($ceil * 1e6)) / $t)))")
-  t_alone=$(heat "$work/alone.$n" --n "$n" --steps "$steps" --viz nobody) || exit 1
-  rm -f "$work/st.json"
-  "$TB" exec "$bed" h2 "${CPU_B[@]}" env PIO_SOCKET="$SB" "$VIZD" --threads 2 --memory 4096 \
-    --status-file "$work/st.json" >"$work/vizd.$n.log" 2>&1 &
-  vp=$!
-  for _ in $(seq 100); do grep -q "receiving threads" "$work/vizd.$n.log" && break; sleep 0.1; done
-  t_feed=$(heat "$work/feed.$n" --n "$n" --steps "$steps") || exit 1
-  sleep 1
-  kill "$vp" 2>/dev/null
-  wait "$vp" 2>/dev/null
-  complete=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["steps_complete"])' "$work/st.json")
-  span=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["receiving_seconds"])' "$work/st.json")
-  [ "$complete" -ge 3 ] || { echo "viz.sh: fewer than 3 steps delivered at $n^3" >&2; cat "$work/vizd.$n.log" >&2; exit 1; }
+  rounds=$ROUNDS
+  [ "$n" = 128 ] && [ -z "${VIZ_ROUNDS:-}" ] && rounds=7
+  T_ALONE=() T_FEED=() MBS=() MBS0=() CPUA=() COMPLETE=() OVH=()
+  for ((r = 1; r <= rounds; r++)); do
+    ta=$(heat "$work/alone.$n.$r" --n "$n" --steps "$steps" --no-feed) || exit 1
+    rm -f "$work/st.json"
+    "$TB" exec "$bed" h2 "${CPU_B[@]}" env PIO_SOCKET="$SB" "$VIZD" --threads 2 --memory 4096 \
+      --status-file "$work/st.json" >"$work/vizd.$n.$r.log" 2>&1 &
+    vp=$!
+    for _ in $(seq 100); do grep -q "receiving threads" "$work/vizd.$n.$r.log" && break; sleep 0.1; done
+    c0=$(cpu_s "$PIDA") w0=$(date +%s.%N)
+    tf=$(heat "$work/feed.$n.$r" --n "$n" --steps "$steps") || exit 1
+    cpua=$("$PY" -c "print('%.1f' % (100 * ($(cpu_s "$PIDA") - $c0) / ($(date +%s.%N) - $w0)))")
+    sleep 1
+    kill "$vp" 2>/dev/null
+    wait "$vp" 2>/dev/null
+    complete=$(json "$work/st.json" steps_complete)
+    dropped=$(json "$work/st.json" steps_dropped)
+    span=$(json "$work/st.json" receiving_seconds)
+    got=$(json "$work/st.json" bytes_by_last_complete)
+    [ "$complete" -ge 3 ] || { echo "viz.sh: fewer than 3 steps delivered at $n^3" >&2; cat "$work/vizd.$n.$r.log" >&2; exit 1; }
+    # from pio-vizd's first piece to its last completed step (its clock):
+    # delivered = the piece bytes received meanwhile (two steps are in
+    # flight, so the next step's pieces cross while one completes); mbs0 =
+    # only the bytes of the complete steps (less by the part of the step
+    # after the last one that had arrived: up to a step, in a short run)
+    mbs=$("$PY" -c "print('%.3f' % ($got / $span / 1e6))")
+    mbs0=$("$PY" -c "print('%.3f' % ($complete * 12 * $n ** 3 / $span / 1e6))")
+    printf '   round %d, %d steps: alone %.5f s/step, with feed %.5f (%+.1f%%); %d steps complete, %d dropped, %s MB/s (complete steps only %s); piod A %s%% of a core\n' \
+      "$r" "$steps" "$ta" "$tf" "$("$PY" -c "print(100 * ($tf / $ta - 1))")" "$complete" "$dropped" "$mbs" "$mbs0" "$cpua"
+    T_ALONE+=("$ta") T_FEED+=("$tf") MBS+=("$mbs") MBS0+=("$mbs0") CPUA+=("$cpua") COMPLETE+=("$complete")
+    OVH+=("$("$PY" -c "print($tf / $ta - 1)")")
+  done
+  t_alone=$(median "${T_ALONE[@]}") t_feed=$(median "${T_FEED[@]}") mbs=$(median "${MBS[@]}")
+  cpua=$(median "${CPUA[@]}") complete=$(median "${COMPLETE[@]}") ovh=$(median "${OVH[@]}") mbs0=$(median "${MBS0[@]}")
   every=$("$PY" -c "print(max(1, round($steps / $complete)))")
   t_h5=$(heat "$work/h5.$n" --n "$n" --steps "$steps" --every "$every" --h5 "$work/steps.h5") || exit 1
   rm -f "$work/steps.h5"
-  # delivered: the bytes of the complete steps over the time from the first
-  # piece pio-vizd received to the last completion (its clock)
-  mbs=$("$PY" -c "print('%.3f' % ($complete * 12 * $n ** 3 / $span / 1e6))")
-  printf '   %d steps: alone %.4f s/step, with feed %.4f, with HDF5 (every %d) %.4f; feed delivered %d steps, %s MB/s\n' \
-    "$steps" "$t_alone" "$t_feed" "$every" "$t_h5" "$complete" "$mbs"
-  rows+=("$n,$steps,$t_alone,$t_feed,$every,$t_h5,$complete,$mbs")
+  printf '   medians of %d rounds: alone %.5f s/step, with feed %.5f, feed/alone - 1 %+.1f%%; with HDF5 (every %d) %.5f; delivered %s MB/s\n' \
+    "$rounds" "$t_alone" "$t_feed" "$("$PY" -c "print(100 * $ovh)")" "$every" "$t_h5" "$mbs"
+  rows+=("$n,$steps,$t_alone,$t_feed,$every,$t_h5,$complete,$mbs,$cpua,$rounds,$ovh,$mbs0")
 done
 
 mkdir -p "$RESULTS"
@@ -149,30 +185,38 @@ out_csv, out_png, ceil, np_, rate, rows = sys.argv[1], sys.argv[2], float(sys.ar
 pin = sys.argv[7]
 R = []
 for line in open(rows):
-    n, steps, ta, tf, every, th, comp, mbs = line.strip().split(",")
+    n, steps, ta, tf, every, th, comp, mbs, cpua, rounds, ovh, mbs0 = line.strip().split(",")
     R.append(dict(n=int(n), steps=int(steps), ta=float(ta), tf=float(tf), every=int(every),
-                  th=float(th), comp=int(comp), mbs=float(mbs)))
+                  th=float(th), comp=float(comp), mbs=float(mbs), cpua=float(cpua), rounds=int(rounds),
+                  ovh=float(ovh), mbs0=float(mbs0)))
 with open(out_csv, "w") as f:
     f.write("n,ranks,steps,alone_s_per_step,feed_s_per_step,feed_overhead,hdf5_every,hdf5_s_per_step,"
-            "hdf5_overhead,steps_delivered,steps_per_s,delivered_MBps,x_ceiling\n")
+            "hdf5_overhead,steps_delivered,steps_per_s,delivered_MBps,x_ceiling,piod_a_cpu_pct,pin,rounds,complete_steps_MBps\n")
     for r in R:
-        f.write("%d,%s,%d,%.6f,%.6f,%.4f,%d,%.6f,%.4f,%d,%.3f,%.3f,%.3f\n" % (
-            r["n"], np_, r["steps"], r["ta"], r["tf"], r["tf"] / r["ta"] - 1, r["every"], r["th"],
-            r["th"] / r["ta"] - 1, r["comp"], r["mbs"] * 1e6 / (12 * r["n"] ** 3), r["mbs"], r["mbs"] / ceil))
+        f.write("%d,%s,%d,%.6f,%.6f,%.4f,%d,%.6f,%.4f,%g,%.3f,%.3f,%.3f,%.1f,%s,%d,%.3f\n" % (
+            r["n"], np_, r["steps"], r["ta"], r["tf"], r["ovh"], r["every"], r["th"],
+            r["th"] / r["ta"] - 1, r["comp"], r["mbs"] * 1e6 / (12 * r["n"] ** 3), r["mbs"], r["mbs"] / ceil,
+            r["cpua"], pin, r["rounds"], r["mbs0"]))
 print()
 print("Live feed from %s ranks, h1 -> h2, 4 links at %s; ceiling %.2f MB/s (MB = 10^6 B); %s" % (np_, rate, ceil,
-      "h1 on core 0, h2 on core 1" if pin == "1" else "both hosts on both cores"))
-print("%6s %6s %11s %11s %9s %11s %9s %9s %9s %9s" % ("grid", "steps", "alone s/st", "feed s/st", "feed +%",
-      "HDF5 s/st", "HDF5 +%", "steps/s", "MB/s", "x ceil"))
+      {"1": "ranks on core 0, the daemons on core 1", "host": "h1 (ranks, piod A) on core 0, h2 on core 1"}.get(
+          pin, "everything on both cores")))
+print("%6s %6s %11s %11s %9s %11s %9s %9s %9s %9s %11s %9s" % ("grid", "steps", "alone s/st", "feed s/st", "feed +%",
+      "HDF5 s/st", "HDF5 +%", "steps/s", "MB/s", "x ceil", "x ceil(0)", "piod A %"))
 for r in R:
-    print("%5d³ %6d %11.5f %11.5f %8.1f%% %11.5f %8.1f%% %9.2f %9.2f %9.3f" % (
-        r["n"], r["steps"], r["ta"], r["tf"], 100 * (r["tf"] / r["ta"] - 1), r["th"],
-        100 * (r["th"] / r["ta"] - 1), r["mbs"] * 1e6 / (12 * r["n"] ** 3), r["mbs"], r["mbs"] / ceil))
-print("(HDF5: the same number of steps as the feed delivered, written every K-th step to a local file)")
+    print("%5d³ %6d %11.5f %11.5f %8.1f%% %11.5f %8.1f%% %9.2f %9.2f %9.3f %11.3f %8.1f%%" % (
+        r["n"], r["steps"], r["ta"], r["tf"], 100 * (r["ovh"]), r["th"],
+        100 * (r["th"] / r["ta"] - 1), r["mbs"] * 1e6 / (12 * r["n"] ** 3), r["mbs"], r["mbs"] / ceil,
+        r["mbs0"] / ceil, r["cpua"]))
+print("(medians of alternating rounds (%s); feed +%%: the median of each round's feed / alone - 1;" % ", ".join(
+    "%d at %d³" % (r["rounds"], r["n"]) for r in R))
+print(" MB/s: piece bytes pio-vizd received from its first piece to its last completed step; x ceil(0):")
+print(" the complete steps' bytes only, over the same time; HDF5: the same number of steps as delivered, every")
+print(" K-th step to a local file; piod A %: the sending piod's CPU time in the feed run, % of one core)")
 print()
 for r in R:
     if r["n"] == 128:
-        o = r["tf"] / r["ta"] - 1
+        o = r["ovh"]
         print("%s: the feed adds %.1f%% to the step time at 128^3 x %s ranks, target <= 5%%" % ("PASS" if o <= 0.05 else "MISS", 100 * o, np_))
 best = max(R, key=lambda r: r["mbs"])
 print("%s: delivered %.2f MB/s = %.3f x ceiling (at %d^3), target >= 0.9" % (

@@ -1,15 +1,17 @@
 /* heat3d.c - an MPI heat-diffusion simulation that feeds pio-vizd.
  * SPDX-License-Identifier: BSD-3-Clause
  *
- *   mpirun -np 4 heat3d [--n N] [--steps S] [--viz APP] [--ref FILE] [--every K]
- *                       [--sleep MS] [--stats] [--h5 FILE]
+ *   mpirun -np 4 heat3d [--n N] [--steps S] [--viz APP | --no-feed] [--ref FILE]
+ *                       [--every K] [--sleep MS] [--stats] [--h5 FILE]
  *
  * An N^3 grid (default 64) on the unit cube, split over the ranks in a 3-D
  * block decomposition (MPI_Dims_create). Two hot spheres start at 1.0 in a
  * field at 0; each step is an explicit 7-point diffusion update with fixed
  * 0 boundaries and a halo exchange. Every K steps (default 1) each rank
  * puts its block of "temperature" (double) and "rank" (int32, the owner)
- * into the feed to application APP (default vizd; PIO_Feed_*). The update
+ * into the feed to application APP (default vizd; PIO_Feed_*): only when
+ * the feed sends that step (PIO_Feed_sending), and the temperature straight
+ * from its array with ghost layers (PIO_Feed_put_sub, no packing). The update
  * of a point depends only on its neighbours' old values, so the field is
  * bit for bit the same whatever the decomposition: --ref FILE (with -np 1)
  * writes every fed step's temperature (N^3 doubles, x fastest) to FILE, to
@@ -17,7 +19,8 @@
  * step; --stats prints each rank's time per step and the feed's counters.
  * --h5 FILE writes each fed step's temperature to a local HDF5 file instead
  * (dataset /step_NNNNNN, parallel HDF5, collective): the baseline the
- * visualization benchmark compares the feed with.
+ * visualization benchmark compares the feed with. --no-feed: no PIO at all
+ * (the simulation alone, the benchmark's reference).
  */
 #include <mpi.h>
 #include <hdf5.h>
@@ -40,6 +43,13 @@
 
 static int rank, nprocs;
 
+static double cpu_s(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* local block with one ghost layer: (nx+2) x (ny+2) x (nz+2), x fastest */
 #define IDX(i, j, k)                                                                               \
     ((size_t)(k) * (size_t)(ny + 2) * (size_t)(nx + 2) + (size_t)(j) * (size_t)(nx + 2) +          \
@@ -50,7 +60,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    int n = 64, steps = 20, every = 1, sleep_ms = 0, stats = 0;
+    int n = 64, steps = 20, every = 1, sleep_ms = 0, stats = 0, use_pio = 1;
     const char *viz = "vizd", *ref = NULL, *h5 = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--n") == 0)
@@ -67,12 +77,14 @@ int main(int argc, char **argv)
             sleep_ms = atoi(argv[++i]);
         else if (strcmp(argv[i], "--stats") == 0)
             stats = 1;
+        else if (strcmp(argv[i], "--no-feed") == 0)
+            use_pio = 0;
         else if (i + 1 < argc && strcmp(argv[i], "--h5") == 0)
             h5 = argv[++i];
         else {
             if (rank == 0)
-                fprintf(stderr, "usage: heat3d [--n N] [--steps S] [--viz APP] [--ref FILE] "
-                                "[--every K] [--sleep MS] [--stats] [--h5 FILE]\n");
+                fprintf(stderr, "usage: heat3d [--n N] [--steps S] [--viz APP | --no-feed] "
+                                "[--ref FILE] [--every K] [--sleep MS] [--stats] [--h5 FILE]\n");
             MPI_Finalize();
             return 2;
         }
@@ -123,12 +135,14 @@ int main(int argc, char **argv)
         MPI_Type_create_subarray(3, fsz, fsub, zero, MPI_ORDER_C, MPI_DOUBLE, &face[d]);
         MPI_Type_commit(&face[d]);
     }
-    CHECK(PIO_Init(getenv("PIO_APP") ? getenv("PIO_APP") : "heat3d", rank, nprocs));
-    PIO_Grid grid = {{(uint64_t)n, (uint64_t)n, (uint64_t)n}, {0, 0, 0}, {h, h, h}};
-    const char *names[2] = {"temperature", "rank"};
-    int types[2] = {PIO_DOUBLE, PIO_INT32};
-    PIO_Feed feed;
-    CHECK(PIO_Feed_open(viz, &grid, 2, names, types, &feed));
+    PIO_Feed feed = NULL;
+    if (use_pio && !h5) {
+        CHECK(PIO_Init(getenv("PIO_APP") ? getenv("PIO_APP") : "heat3d", rank, nprocs));
+        PIO_Grid grid = {{(uint64_t)n, (uint64_t)n, (uint64_t)n}, {0, 0, 0}, {h, h, h}};
+        const char *names[2] = {"temperature", "rank"};
+        int types[2] = {PIO_DOUBLE, PIO_INT32};
+        CHECK(PIO_Feed_open(viz, &grid, 2, names, types, &feed));
+    }
     hid_t hf = -1;
     if (h5) {
         hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -146,7 +160,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     const double alpha = 1.0 / 8.0; /* stable for the 7-point stencil (< 1/6) */
-    double t_compute = 0, t_feed = 0;
+    double t_compute = 0, t_feed = 0, c_feed = 0, c_proc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     MPI_Barrier(MPI_COMM_WORLD);
     double t_start = MPI_Wtime();
     for (int s = 1; s <= steps; s++) {
@@ -191,14 +205,20 @@ int main(int argc, char **argv)
             struct timespec ts = {sleep_ms / 1000, (long)(sleep_ms % 1000) * 1000000L};
             nanosleep(&ts, NULL);
         }
-        double t1 = MPI_Wtime();
+        double t1 = MPI_Wtime(), c1 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
         t_compute += t1 - t0;
         if (s % every == 0) {
+            int sending = 0;
+            if (feed) {
+                CHECK(PIO_Feed_begin_step(feed, (uint64_t)s, s * alpha * h * h));
+                sending = PIO_Feed_sending(feed);
+            }
             size_t p = 0;
-            for (int k = 1; k <= nz; k++)
-                for (int j = 1; j <= ny; j++)
-                    for (int i = 1; i <= nx; i++)
-                        out[p++] = u[IDX(i, j, k)];
+            if (hf >= 0 || rf)
+                for (int k = 1; k <= nz; k++)
+                    for (int j = 1; j <= ny; j++)
+                        for (int i = 1; i <= nx; i++)
+                            out[p++] = u[IDX(i, j, k)];
             if (hf >= 0) { /* the baseline: this step into the local HDF5 file */
                 char name[32];
                 snprintf(name, sizeof(name), "/step_%06d", s);
@@ -220,10 +240,13 @@ int main(int argc, char **argv)
                 H5Sclose(ms);
                 H5Sclose(fs);
                 H5Fflush(hf, H5F_SCOPE_LOCAL);
-            } else {
-                CHECK(PIO_Feed_begin_step(feed, (uint64_t)s, s * alpha * h * h));
-                CHECK(PIO_Feed_put(feed, 0, start, count, out));
-                CHECK(PIO_Feed_put(feed, 1, start, count, owner));
+            } else if (feed) {
+                if (sending) { /* the interior of u, straight from its ghosted array */
+                    uint64_t mdims[3] = {(uint64_t)nx + 2, (uint64_t)ny + 2, (uint64_t)nz + 2},
+                             moff[3] = {1, 1, 1};
+                    CHECK(PIO_Feed_put_sub(feed, 0, start, count, u, mdims, moff));
+                    CHECK(PIO_Feed_put(feed, 1, start, count, owner));
+                }
                 CHECK(PIO_Feed_end_step(feed));
             }
             if (rf && fwrite(out, sizeof(double), p, rf) != p) {
@@ -232,20 +255,30 @@ int main(int argc, char **argv)
             }
         }
         t_feed += MPI_Wtime() - t1;
+        c_feed += cpu_s(CLOCK_THREAD_CPUTIME_ID) - c1;
     }
     MPI_Barrier(MPI_COMM_WORLD);
     double t_wall = MPI_Wtime() - t_start;
-    PIO_Feedinfo fi;
-    CHECK(PIO_Feed_info(feed, &fi));
+    PIO_Feedinfo fi = {0};
+    if (feed)
+        CHECK(PIO_Feed_info(feed, &fi));
+    /* CPU time of all ranks: in the feed's calls (with the packing), and
+     * in all (every thread, the libraries' too) */
+    double c_all = cpu_s(CLOCK_PROCESS_CPUTIME_ID) - c_proc0, sum[2], mine[2] = {c_feed, c_all};
+    MPI_Reduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     if (stats && rank == 0)
-        printf("wall %.6f s/step over %d steps (%.3f s)\n", t_wall / steps, steps, t_wall);
-    if (stats)
+        printf("wall %.6f s/step over %d steps (%.3f s); cpu of all ranks %.6f s/step, in the "
+               "feed %.6f s/step\n",
+               t_wall / steps, steps, t_wall, sum[1] / steps, sum[0] / steps);
+    if (stats && feed)
         printf("rank %d: %d steps, compute %.6f s/step, feed %.6f s/step; sent %llu, skipped "
-               "%llu, acked %llu, waited %.3f s, %s\n",
+               "%llu, acked %llu, plans missed %llu, waited %.3f s, %s\n",
                rank, steps, t_compute / steps, t_feed / steps, (unsigned long long)fi.steps_sent,
                (unsigned long long)fi.steps_skipped, (unsigned long long)fi.steps_acked,
-               fi.wait_seconds, fi.lossless ? "lossless" : "newest-only");
-    CHECK(PIO_Feed_close(feed));
+               (unsigned long long)fi.plans_missed, fi.wait_seconds,
+               fi.lossless ? "lossless" : "newest-only");
+    if (feed)
+        CHECK(PIO_Feed_close(feed));
     if (rf)
         fclose(rf);
     if (hf >= 0)
@@ -253,14 +286,21 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
         printf("OK heat3d: %d processes (%dx%dx%d), %d^3, %d steps, %s %s\n", nprocs, dims[0],
-               dims[1], dims[2], n, steps, h5 ? "written to" : "fed to", h5 ? h5 : viz);
+               dims[1], dims[2], n, steps,
+               h5     ? "written to"
+               : feed ? "fed to"
+                      : "no feed",
+               h5     ? h5
+               : feed ? viz
+                      : "");
     for (int d = 0; d < 3; d++)
         MPI_Type_free(&face[d]);
     free(u);
     free(v);
     free(out);
     free(owner);
-    PIO_Exit();
+    if (use_pio && !h5)
+        PIO_Exit();
     MPI_Finalize();
     return 0;
 }

@@ -87,6 +87,10 @@ struct pio_request {
     /* send */
     uint64_t sid, size, next_off;
     const uint8_t *sbuf;
+    /* sbuf is the first byte of a block inside a larger array (sub_row > 0):
+     * rows of sub_row bytes, sub_ny rows a plane, sub_py bytes from row to
+     * row and sub_pz from plane to plane in memory (pio_send_sub) */
+    uint64_t sub_row, sub_ny, sub_py, sub_pz;
     int sync, copied_all, done_recv, pumping;
     int verdict; /* a large PIO_USER send waits for the piod to accept its channel */
     /* recv */
@@ -413,6 +417,24 @@ static void try_match_recv(struct pio_request *r)
 
 /* ---- sends ---- */
 
+/* Copy len bytes of r's message from msg_off into the pool at dst. */
+static void copy_out(const struct pio_request *r, uint8_t *dst, uint64_t msg_off, uint64_t len)
+{
+    if (!r->sub_row) {
+        memcpy(dst, r->sbuf + msg_off, len);
+        return;
+    }
+    while (len > 0) {
+        uint64_t row = msg_off / r->sub_row, in = msg_off % r->sub_row;
+        uint64_t n = r->sub_row - in < len ? r->sub_row - in : len;
+        memcpy(dst, r->sbuf + (row / r->sub_ny) * r->sub_pz + (row % r->sub_ny) * r->sub_py + in,
+               n);
+        dst += n;
+        msg_off += n;
+        len -= n;
+    }
+}
+
 /* Copy as much of r as the send region allows (g.mtx held on entry and exit;
  * dropped around each copy). */
 static void pump(struct pio_request *r)
@@ -430,7 +452,7 @@ static void pump(struct pio_request *r)
         uint64_t msg_off = r->next_off;
         r->next_off += len;
         pthread_mutex_unlock(&g.mtx);
-        memcpy(g.base + off, r->sbuf + msg_off, len);
+        copy_out(r, g.base + off, msg_off, len);
         pthread_mutex_lock(&g.mtx);
         out_ranges(PIO_F_P_SEND_DATA, r->sid, msg_off, off, len);
     }
@@ -1123,8 +1145,11 @@ int pio_partner_find(const char *name, int timeout_ms, int *partner)
     return add_partner(name, partner, 0, timeout_ms);
 }
 
-static int isend(int partner, int process_ID, int tag, int connection, const void *addr,
-                 int datatype, size_t count, int mode, struct pio_request **out)
+/* A send's request (g.mtx held): sub, when not NULL, is the layout of a
+ * block inside a larger array (pio_send_sub; never eager). */
+static int isend_sub(int partner, int process_ID, int tag, int connection, const void *addr,
+                     int datatype, size_t count, int mode, const struct pio_request *sub,
+                     struct pio_request **out)
 {
     size_t es = pio_type_size(datatype);
     if (!es || tag < 0 || (mode != PIO_BLOCKING && mode != PIO_SYNC) || (!addr && count > 0) ||
@@ -1151,6 +1176,12 @@ static int isend(int partner, int process_ID, int tag, int connection, const voi
     r->sid = ++g.next_sid;
     r->size = size;
     r->sbuf = addr;
+    if (sub) {
+        r->sub_row = sub->sub_row;
+        r->sub_ny = sub->sub_ny;
+        r->sub_py = sub->sub_py;
+        r->sub_pz = sub->sub_pz;
+    }
     r->sync = mode == PIO_SYNC;
     r->st.partner = partner;
     r->st.source = g.proc;
@@ -1176,7 +1207,7 @@ static int isend(int partner, int process_ID, int tag, int connection, const voi
     s->conn_arg = (uint16_t)(connection >= 0 ? connection : 0);
     s->flags = (r->sync ? PIO_WF_SYNC : 0) | (pio_host_bigendian() ? PIO_WF_BIGEND : 0);
     snprintf(s->partner, sizeof(s->partner), "%s", p->name);
-    int eager = size <= g.w.eager_limit;
+    int eager = size <= g.w.eager_limit && !sub;
     /* a large message on a named channel: the piod says whether that channel
      * is up before the send may complete (PIO_ECHANNEL otherwise) */
     r->verdict = !eager && connection >= 0;
@@ -1282,6 +1313,57 @@ static int recv_timed_out(struct pio_request *r, PIO_Status *status)
     return PIO_ETIMEDOUT;
 }
 
+static int isend(int partner, int process_ID, int tag, int connection, const void *addr,
+                 int datatype, size_t count, int mode, struct pio_request **out)
+{
+    return isend_sub(partner, process_ID, tag, connection, addr, datatype, count, mode, NULL, out);
+}
+
+int pio_send_sub(int partner, int process_ID, int tag, int connection, const void *base,
+                 int datatype, const uint64_t dims[3], const uint64_t off[3],
+                 const uint64_t count[3])
+{
+    size_t es = pio_type_size(datatype);
+    if (!es || !base || !dims || !off || !count)
+        return PIO_EINVAL;
+    uint64_t n = 1;
+    for (int i = 0; i < 3; i++) {
+        if (count[i] == 0 || off[i] > dims[i] || count[i] > dims[i] - off[i] ||
+            dims[i] > (UINT64_C(1) << 32))
+            return PIO_EINVAL;
+        n *= count[i];
+    }
+    struct pio_request sub = {0};
+    sub.sub_row = count[0] * es;
+    sub.sub_ny = count[1];
+    sub.sub_py = dims[0] * es;
+    sub.sub_pz = dims[0] * dims[1] * es;
+    const uint8_t *first =
+        (const uint8_t *)base + off[2] * sub.sub_pz + off[1] * sub.sub_py + off[0] * es;
+    pthread_mutex_lock(&g.mtx);
+    uint64_t eager_limit = g.w.eager_limit;
+    pthread_mutex_unlock(&g.mtx);
+    if (n * es <= eager_limit) { /* small: packed, and sent inline */
+        uint8_t *tmp = malloc(n * es);
+        if (!tmp)
+            return PIO_ENOMEM;
+        sub.sbuf = first;
+        copy_out(&sub, tmp, 0, n * es);
+        int rc =
+            PIO_Send(partner, process_ID, tag, connection, tmp, datatype, (size_t)n, PIO_BLOCKING);
+        free(tmp);
+        return rc;
+    }
+    struct pio_request *r;
+    pthread_mutex_lock(&g.mtx);
+    int rc = isend_sub(partner, process_ID, tag, connection, first, datatype, (size_t)n,
+                       PIO_BLOCKING, &sub, &r);
+    if (rc == PIO_OK)
+        rc = wait_req(r, PIO_WAIT_FOREVER, NULL, NULL);
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
 int PIO_Send(int partner, int process_ID, int tag, int connection, const void *addr, int datatype,
              size_t count, int mode)
 {
@@ -1355,6 +1437,18 @@ int PIO_Test(PIO_Request *req, int *done, PIO_Status *status)
         *req = NULL;
     else
         rc = PIO_OK;
+    pthread_mutex_unlock(&g.mtx);
+    return rc;
+}
+
+int pio_send_room(uint64_t *free, uint64_t *total)
+{
+    pthread_mutex_lock(&g.mtx);
+    int rc = g.inited ? PIO_OK : PIO_ENOTINIT;
+    if (rc == PIO_OK) {
+        *total = g.send.len;
+        *free = g.send.len - g.send.used;
+    }
     pthread_mutex_unlock(&g.mtx);
     return rc;
 }

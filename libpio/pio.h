@@ -55,7 +55,9 @@ extern "C" {
     X(PIO_EADDR, "address problem: cannot bind, resolve or reach an address")                      \
     X(PIO_EINTERNAL, "internal error (a bug in PIO: please report it)")                            \
     X(PIO_ECHANNEL, "the channel named with PIO_USER(i) does not exist or is down: name another "  \
-                    "one, or use PIO_DYNAMIC")
+                    "one, or use PIO_DYNAMIC")                                                     \
+    X(PIO_EWINFREED, "the window was freed while the operation was in flight, or before it")       \
+    X(PIO_ENOWIN, "no such window: that process has not created it (PIO_Win_create)")
 
 #define PIO_ERROR_ENUM_(code, words) code,
 typedef enum pio_status { PIO_ERRORS(PIO_ERROR_ENUM_) PIO_ERROR_COUNT_ } pio_status;
@@ -341,10 +343,11 @@ typedef struct PIO_Feedinfo {
     uint64_t steps_skipped; /* steps not sent: receiver absent, or behind */
     uint64_t steps_acked;   /* steps the receiver took or dropped */
     uint64_t bytes_sent;
-    int receiver_present; /* at the last step */
-    int lossless;         /* the receiver wants every step (archive) */
-    int window;           /* steps in flight before the feed waits or skips */
-    double wait_seconds;  /* time end_step spent held back (lossless) */
+    int receiver_present;  /* at the last step */
+    int lossless;          /* the receiver wants every step (archive) */
+    int window;            /* steps in flight before the feed waits or skips */
+    double wait_seconds;   /* time begin_step spent held back (lossless) */
+    uint64_t plans_missed; /* newest-only: planned steps this process had passed */
 } PIO_Feedinfo;
 
 /* PIO_Feed_open - this process's side of a feed to application receiver.
@@ -357,11 +360,19 @@ int PIO_Feed_open(const char *receiver, const PIO_Grid *grid, int nfields, const
                   const int *types, PIO_Feed *feed);
 
 /* PIO_Feed_begin_step - start step (numbers increase) at simulation time.
- * Decides whether this step is sent: the receiver must be joined, and
- * fewer than `window` steps unacknowledged (else: skipped, or with a
- * lossless receiver, waited for). Returns PIO_OK or PIO_EINVAL (a step
- * already begun, a number not above the last). */
+ * Decides whether this step is sent: the receiver must be joined; a
+ * lossless receiver gets every step (begin_step waits while `window` steps
+ * are unacknowledged); a newest-only receiver gets the steps process 0
+ * plans, a few steps ahead, whenever fewer than `window` are in flight, so
+ * that every process sends the same steps without waiting for the others.
+ * Returns PIO_OK or PIO_EINVAL (a step already begun, a number not above
+ * the last). */
 int PIO_Feed_begin_step(PIO_Feed feed, uint64_t step, double time);
+
+/* PIO_Feed_sending - 1 when the step just begun is being sent, 0 when it
+ * is skipped (or no step is begun): a simulation may then skip preparing
+ * its blocks (packing, converting) and go straight to end_step. */
+int PIO_Feed_sending(PIO_Feed feed);
 
 /* PIO_Feed_put - this process's block of field fidx: start[3], count[3] in
  * points (x, y, z); data [in] holds count[0] * count[1] * count[2]
@@ -371,6 +382,15 @@ int PIO_Feed_begin_step(PIO_Feed feed, uint64_t step, double time);
  * outside the grid). */
 int PIO_Feed_put(PIO_Feed feed, int fidx, const uint64_t start[3], const uint64_t count[3],
                  const void *data);
+
+/* PIO_Feed_put_sub - as PIO_Feed_put, for a block that lies inside a larger
+ * local array (one with ghost layers, say) without packing it first:
+ * data [in] holds mem_dims[0] x mem_dims[1] x mem_dims[2] elements (x
+ * fastest) and the block of count[] elements starts at mem_off[] in it.
+ * The elements are copied once, straight into the piod's pool. Returns as
+ * PIO_Feed_put; PIO_EINVAL also for a block outside mem_dims. */
+int PIO_Feed_put_sub(PIO_Feed feed, int fidx, const uint64_t start[3], const uint64_t count[3],
+                     const void *data, const uint64_t mem_dims[3], const uint64_t mem_off[3]);
 
 /* PIO_Feed_end_step - this process's part of the step is done. Returns
  * PIO_OK or PIO_EINVAL (no step begun). */

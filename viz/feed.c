@@ -4,20 +4,28 @@
  * A client of the receiver (pio-vizd) in the protocol of viz_proto.h, built
  * into libpio and using only the public API (plus pio_partner_find, to look
  * for the receiver without waiting). Per step:
- *   begin  - read the receiver's ACKs that came (never waiting); look for the
- *            receiver when it was absent (at most every PRESENCE_MS); decide
- *            whether this step goes: the receiver is joined and fewer than
- *            `window` steps are unacknowledged; for a newest-only receiver,
- *            also the first step >= the one its last ACK named (the ranks
- *            cannot ask each other, so the receiver names the step). A receiver that just
- *            appeared gets one step, and the feed waits (once, up to
- *            MODE_WAIT_S) for its ACK, which says whether it wants every step. A lossless receiver
- * makes the feed wait for an ACK instead of skipping (checking every PRESENCE_MS that the receiver
- * is still there). put    - a PIECE desc, then the block as one typed message (DYNAMIC). end    -
- * an END desc with the number of pieces. A send that fails (the receiver left) skips the rest of
- * the step; the receiver throws away steps it did not get whole, so ranks that decide differently
- * (an ACK seen by one and not yet by another) cost a step, never a wrong picture. Nothing here
- * holds a libpio lock.
+ *   begin  - read the ACKs and plans that came (never waiting); look for the
+ *            receiver when it was absent (at most every PRESENCE_MS). A
+ *            receiver that just appeared is asked what it wants (HELLO; its
+ *            INFO answer comes within milliseconds, waited for once, up to
+ *            MODE_WAIT_S). A lossless receiver gets every step: begin waits
+ *            while `window` steps are unacknowledged (checking every
+ *            PRESENCE_MS that the receiver is still there). A newest-only
+ *            receiver gets the steps process 0 plans: when fewer than
+ *            `window` planned steps are unacknowledged, process 0 names step
+ *            + lead and tells the other processes through their own piod
+ *            (the application is its own partner, VIZ_TAG_PLAN). Every
+ *            process sends exactly the planned steps, so they agree without
+ *            waiting for each other; a process that got a plan only after
+ *            passing its step says SKIP, the receiver drops that step at
+ *            once, and process 0 plans further ahead (lead doubles, up to
+ *            LEAD_MAX).
+ *   put    - a PIECE desc, then the block as one typed message (DYNAMIC).
+ *   end    - an END desc with the number of pieces.
+ * A send that fails (the receiver left) skips the rest of the step; the
+ * receiver throws away steps it did not get whole, so a step some process
+ * did not send costs that step, never a wrong picture. Nothing here holds a
+ * libpio lock.
  */
 #include "pio.h"
 #include "err.h"
@@ -34,10 +42,14 @@
 #define WINDOW_DEFAULT 2
 #define WINDOW_MAX     64
 #define MODE_WAIT_S    5.0
+#define LEAD_START     2  /* steps ahead process 0 plans */
+#define LEAD_MAX       32 /* ... at most, after plans came too late */
+#define PLANS_MAX      WINDOW_MAX
 
 struct pio_feed {
     char receiver[PIO_NAME_MAX];
     int partner;       /* -1 until found */
+    int self;          /* this application as a partner (plans); -1: one process */
     int present;       /* joined at the last look */
     double last_look;  /* when we last asked for the receiver */
     struct viz_desc d; /* the feed's description; per message fields set */
@@ -45,13 +57,18 @@ struct pio_feed {
     uint64_t step, last_step;
     int any_step;
     uint32_t seq, npieces, msgno;
-    /* steps sent and not acknowledged, oldest first */
+    /* lossless: steps sent and not acknowledged; newest-only (process 0):
+     * steps planned and not acknowledged; oldest first */
     uint64_t inflight[WINDOW_MAX];
     int ninflight;
     int lossless, window;
-    int mode_known; /* an ACK came from this receiver: lossless and window are its */
-    uint64_t grant; /* newest-only receiver: send the first step >= grant */
-    int have_grant;
+    int mode_known; /* an INFO or ACK came from this receiver */
+    int asked;      /* HELLO sent to this receiver */
+    /* newest-only: the planned steps this process has not reached yet */
+    uint64_t plan[PLANS_MAX];
+    int nplans;
+    int lead;                       /* process 0: steps ahead it plans */
+    uint64_t step_bytes, cur_bytes; /* this process's bytes in its last sent step, this one */
     PIO_Feedinfo info;
 };
 
@@ -83,13 +100,18 @@ int PIO_Feed_open(const char *receiver, const PIO_Grid *grid, int nfields, const
     int rc = PIO_Getappinfo(PIO_SELF, &me);
     if (rc != PIO_OK)
         return rc;
+    int self = -1;
+    if (me.nprocs > 1 && (rc = pio_partner_find(me.name, 2000, &self)) != PIO_OK)
+        return rc; /* our own application: known to our piod since PIO_Init */
     struct pio_feed *x = calloc(1, sizeof(*x));
     if (!x)
         return PIO_ENOMEM;
     snprintf(x->receiver, sizeof(x->receiver), "%s", receiver);
     x->partner = -1;
+    x->self = self;
     x->last_look = -1e9;
     x->window = WINDOW_DEFAULT;
+    x->lead = me.nprocs > 1 ? LEAD_START : 0;
     snprintf(x->d.app, sizeof(x->d.app), "%s", me.name);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -131,7 +153,7 @@ static void look(struct pio_feed *x, int force)
     if (x->present && !was) {
         x->ninflight = 0; /* a new receiver: nothing of ours is in flight there */
         x->mode_known = 0;
-        x->have_grant = 0;
+        x->asked = 0;
     }
 }
 
@@ -142,6 +164,30 @@ static void sleep_ms(double ms)
     struct timespec ts = {(time_t)(ms / 1000),
                           (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
     nanosleep(&ts, NULL);
+}
+
+/* Receive one small control message (viz_ctl) from partner/process with tag,
+ * waiting up to timeout ms. Returns 1 with *c filled, 0 when none. A message
+ * of another size is taken out of the way. */
+static int take_ctl(int partner, int process, int tag, int timeout, struct viz_ctl *c)
+{
+    for (;;) {
+        uint8_t buf[VIZ_CTL_SIZE];
+        PIO_Status st;
+        int rc =
+            PIO_Recv(partner, process, tag, buf, PIO_BYTE, sizeof(buf), timeout, PIO_BLOCKING, &st);
+        if (rc == PIO_ETRUNC) { /* not ours to understand */
+            uint8_t junk[256];
+            if (st.bytes > sizeof(junk) || PIO_Recv(partner, process, tag, junk, PIO_BYTE,
+                                                    sizeof(junk), 0, PIO_BLOCKING, NULL) != PIO_OK)
+                return 0;
+            continue;
+        }
+        if (rc != PIO_OK)
+            return 0;
+        if (viz_ctl_decode(buf, st.bytes, c) == 0)
+            return 1;
+    }
 }
 
 static int take_acks_now(struct pio_feed *x, int timeout);
@@ -161,94 +207,36 @@ static int take_acks(struct pio_feed *x, int timeout)
 static int take_acks_now(struct pio_feed *x, int timeout)
 {
     int got = 0;
-    if (x->partner < 0)
-        return 0;
-    for (;;) {
-        uint8_t buf[VIZ_CTL_SIZE];
-        PIO_Status st;
-        int rc = PIO_Recv(x->partner, PIO_ANY_PROCESS, VIZ_TAG_CTL, buf, PIO_BYTE, sizeof(buf),
-                          got ? 0 : timeout, PIO_BLOCKING, &st);
-        if (rc == PIO_ETRUNC) { /* not ours to understand: take it out of the way */
-            uint8_t junk[256];
-            if (st.bytes > sizeof(junk) ||
-                PIO_Recv(x->partner, PIO_ANY_PROCESS, VIZ_TAG_CTL, junk, PIO_BYTE, sizeof(junk), 0,
-                         PIO_BLOCKING, NULL) != PIO_OK)
-                return got;
-            continue;
-        }
-        if (rc != PIO_OK)
-            return got;
-        struct viz_ctl c;
-        if (viz_ctl_decode(buf, st.bytes, &c) != 0)
-            continue;
+    struct viz_ctl c;
+    while (x->partner >= 0 && take_ctl(x->partner, PIO_ANY_PROCESS, VIZ_TAG_CTL, timeout, &c)) {
         got = 1;
+        timeout = 0;
         x->mode_known = 1;
         x->lossless = (c.flags & VIZ_CTL_LOSSLESS) != 0;
-        if (!x->lossless && c.next && (!x->have_grant || c.next > x->grant)) {
-            x->grant = c.next;
-            x->have_grant = 1;
-        }
         x->window = c.window > WINDOW_MAX ? WINDOW_MAX : (int)c.window;
-        if (c.flags & VIZ_CTL_GRANT)
-            continue; /* a step named early: nothing settled */
+        if (c.flags & VIZ_CTL_INFO)
+            continue; /* the answer to our HELLO: nothing settled */
         x->info.steps_acked++;
+        if ((c.flags & VIZ_CTL_DROPPED) && !x->lossless && x->d.rank == 0 && x->lead < LEAD_MAX)
+            x->lead *= 2; /* maybe a plan came too late somewhere: plan further ahead */
         /* everything up to that step is settled */
         int k = 0;
         while (k < x->ninflight && x->inflight[k] <= c.step)
             k++;
         memmove(x->inflight, x->inflight + k, sizeof(uint64_t) * (size_t)(x->ninflight - k));
         x->ninflight -= k;
-        timeout = 0;
     }
+    return got;
 }
 
-int PIO_Feed_begin_step(PIO_Feed x, uint64_t step, double time)
+/* Take the plans process 0 sent (never waiting). */
+static void take_plans(struct pio_feed *x)
 {
-    if (!x || x->in_step || (x->any_step && step <= x->last_step))
-        return PIO_EINVAL;
-    x->in_step = 1;
-    x->step = step;
-    x->d.step = step;
-    x->d.time = time;
-    x->npieces = 0; /* seq goes on counting: data tags differ from step to step */
-    take_acks(x, 0);
-    look(x, 0);
-    double t0 = now_s();
-    /* a receiver that just appeared: its first ACK says whether it wants
-     * every step; until then only one step is sent (waiting up to
-     * MODE_WAIT_S for that ACK, once per appearance) */
-    while (x->present && !x->mode_known && x->ninflight >= 1 && now_s() - t0 < MODE_WAIT_S) {
-        if (!take_acks(x, 200))
-            look(x, 0);
-    }
-    while (x->present && x->lossless && x->ninflight >= x->window) {
-        /* a receiver that loses no step holds us back; still make sure it
-         * is there (a receiver that left must not stop the simulation) */
-        if (!take_acks(x, 200))
-            look(x, 0);
-    }
-    x->info.wait_seconds += now_s() - t0;
-    if (!x->mode_known) /* a probe: one step until the receiver says what it wants */
-        x->send = x->present && x->ninflight < 1;
-    else if (x->lossless)
-        x->send = x->present && x->ninflight < x->window;
-    else /* only the step the receiver named, so that every rank sends the same */
-        x->send = x->present && x->have_grant && step >= x->grant && x->ninflight < x->window;
-    if (x->send && !x->lossless)
-        x->have_grant = 0;
-    x->info.receiver_present = x->present;
-    x->info.lossless = x->lossless;
-    x->info.window = x->window;
-    return PIO_OK;
-}
-
-/* a send failed: the receiver is gone (or going); skip the rest of the step */
-static void lost(struct pio_feed *x)
-{
-    x->send = 0;
-    x->present = 0;
-    x->ninflight = 0;
-    x->last_look = now_s();
+    struct viz_ctl c;
+    while (x->self >= 0 && x->d.rank != 0 && take_ctl(x->self, 0, VIZ_TAG_PLAN, 0, &c))
+        if ((c.flags & VIZ_CTL_PLAN) && x->nplans < PLANS_MAX &&
+            (x->nplans == 0 || c.step > x->plan[x->nplans - 1]))
+            x->plan[x->nplans++] = c.step;
 }
 
 static int send_desc(struct pio_feed *x, uint32_t kind)
@@ -263,8 +251,117 @@ static int send_desc(struct pio_feed *x, uint32_t kind)
     return rc;
 }
 
-int PIO_Feed_put(PIO_Feed x, int fidx, const uint64_t start[3], const uint64_t count[3],
-                 const void *data)
+/* a send failed: the receiver is gone (or going); skip the rest of the step */
+static void lost(struct pio_feed *x)
+{
+    x->send = 0;
+    x->present = 0;
+    x->ninflight = 0;
+    x->last_look = now_s();
+}
+
+/* Process 0, newest-only: plan a step when fewer than `window` are in
+ * flight, and tell the other processes. */
+static void make_plan(struct pio_feed *x, uint64_t step)
+{
+    if (x->ninflight >= x->window || x->nplans >= PLANS_MAX)
+        return;
+    /* one more step in flight must fit in the pool's send region, or the
+     * sends would wait for the piod (a step larger than that goes alone) */
+    uint64_t room, total;
+    if (x->ninflight > 0 && x->step_bytes && pio_send_room(&room, &total) == PIO_OK &&
+        (uint64_t)(x->ninflight + 1) * x->step_bytes > total)
+        return;
+    uint64_t p = step + (uint64_t)x->lead;
+    if (x->nplans > 0 && p <= x->plan[x->nplans - 1])
+        p = x->plan[x->nplans - 1] + 1;
+    struct viz_ctl c = {p, VIZ_CTL_PLAN, (uint32_t)x->window};
+    uint8_t buf[VIZ_CTL_SIZE];
+    viz_ctl_encode(&c, buf);
+    for (uint32_t r = 1; r < x->d.nranks; r++) /* a process that left: nothing to tell */
+        PIO_Send(x->self, (int)r, VIZ_TAG_PLAN, PIO_DYNAMIC, buf, PIO_BYTE, sizeof(buf),
+                 PIO_BLOCKING);
+    x->plan[x->nplans++] = p;
+    x->inflight[x->ninflight++] = p;
+}
+
+/* Is step planned (and is there room in the pool for it)? Drops the plans
+ * it passed, telling the receiver (SKIP). */
+static int planned(struct pio_feed *x, uint64_t step)
+{
+    int k = 0, hit = 0;
+    while (k < x->nplans && x->plan[k] <= step) {
+        uint64_t room, total;
+        if (x->plan[k] == step &&
+            (!x->step_bytes || pio_send_room(&room, &total) != PIO_OK || room >= x->step_bytes)) {
+            hit = 1;
+        } else if (x->present) {
+            uint64_t keep = x->d.step;
+            x->d.step = x->plan[k];
+            if (send_desc(x, VIZ_SKIP) != PIO_OK)
+                lost(x);
+            x->d.step = keep;
+            x->info.plans_missed++;
+        }
+        k++;
+    }
+    memmove(x->plan, x->plan + k, sizeof(uint64_t) * (size_t)(x->nplans - k));
+    x->nplans -= k;
+    return hit;
+}
+
+int PIO_Feed_begin_step(PIO_Feed x, uint64_t step, double time)
+{
+    if (!x || x->in_step || (x->any_step && step <= x->last_step))
+        return PIO_EINVAL;
+    x->in_step = 1;
+    x->step = step;
+    x->d.step = step;
+    x->d.time = time;
+    x->npieces = 0; /* seq goes on counting: data tags differ from step to step */
+    x->cur_bytes = 0;
+    take_acks(x, 0);
+    take_plans(x);
+    /* a plan says process 0 sees the receiver: look now if we do not */
+    look(x, x->nplans > 0 && !x->present);
+    double t0 = now_s();
+    if (x->present && !x->mode_known && !x->asked) { /* a receiver that just appeared */
+        x->asked = 1;
+        if (send_desc(x, VIZ_HELLO) != PIO_OK)
+            lost(x);
+        while (x->present && !x->mode_known && now_s() - t0 < MODE_WAIT_S)
+            if (!take_acks(x, 200))
+                look(x, 0);
+    }
+    while (x->present && x->mode_known && x->lossless && x->ninflight >= x->window) {
+        /* a receiver that loses no step holds us back; still make sure it
+         * is there (a receiver that left must not stop the simulation) */
+        if (!take_acks(x, 200))
+            look(x, 0);
+    }
+    x->info.wait_seconds += now_s() - t0;
+    if (!x->present || (!x->mode_known && x->nplans == 0)) {
+        x->send = 0;
+    } else if (x->mode_known && x->lossless) {
+        x->send = x->ninflight < x->window;
+    } else { /* newest-only: only the steps process 0 planned */
+        if (x->d.rank == 0 && x->mode_known)
+            make_plan(x, step);
+        x->send = planned(x, step) && x->present;
+    }
+    x->info.receiver_present = x->present;
+    x->info.lossless = x->lossless;
+    x->info.window = x->window;
+    return PIO_OK;
+}
+
+int PIO_Feed_sending(PIO_Feed x)
+{
+    return x && x->in_step && x->send;
+}
+/* The puts: mem_dims / mem_off NULL for a packed block. */
+static int put(PIO_Feed x, int fidx, const uint64_t start[3], const uint64_t count[3],
+               const void *data, const uint64_t mem_dims[3], const uint64_t mem_off[3])
 {
     if (!x || !x->in_step || fidx < 0 || (uint32_t)fidx >= x->d.nfields || !start || !count)
         return PIO_EINVAL;
@@ -272,6 +369,8 @@ int PIO_Feed_put(PIO_Feed x, int fidx, const uint64_t start[3], const uint64_t c
     for (int i = 0; i < 3; i++) {
         if (start[i] >= x->d.grid.dims[i] || count[i] == 0 ||
             count[i] > x->d.grid.dims[i] - start[i])
+            return PIO_EINVAL;
+        if (mem_dims && (mem_off[i] > mem_dims[i] || count[i] > mem_dims[i] - mem_off[i]))
             return PIO_EINVAL;
         n *= count[i];
     }
@@ -283,18 +382,36 @@ int PIO_Feed_put(PIO_Feed x, int fidx, const uint64_t start[3], const uint64_t c
     memcpy(x->d.start, start, sizeof(x->d.start));
     memcpy(x->d.count, count, sizeof(x->d.count));
     x->d.seq = x->seq;
+    int type = x->d.field[fidx].type, tag = VIZ_TAG_DATA + (int)x->seq;
     int rc = send_desc(x, VIZ_PIECE);
     if (rc == PIO_OK)
-        rc = PIO_Send(x->partner, 0, VIZ_TAG_DATA + (int)x->seq, PIO_DYNAMIC, data,
-                      x->d.field[fidx].type, (size_t)n, PIO_BLOCKING);
+        rc = mem_dims
+                 ? pio_send_sub(x->partner, 0, tag, PIO_DYNAMIC, data, type, mem_dims, mem_off,
+                                count)
+                 : PIO_Send(x->partner, 0, tag, PIO_DYNAMIC, data, type, (size_t)n, PIO_BLOCKING);
     if (rc != PIO_OK) {
         lost(x);
         return PIO_OK;
     }
     x->seq = (x->seq + 1) % VIZ_SEQ_MOD;
     x->npieces++;
-    x->info.bytes_sent += n * viz_elem_size(x->d.field[fidx].type);
+    x->info.bytes_sent += n * viz_elem_size(type);
+    x->cur_bytes += n * viz_elem_size(type);
     return PIO_OK;
+}
+
+int PIO_Feed_put(PIO_Feed x, int fidx, const uint64_t start[3], const uint64_t count[3],
+                 const void *data)
+{
+    return put(x, fidx, start, count, data, NULL, NULL);
+}
+
+int PIO_Feed_put_sub(PIO_Feed x, int fidx, const uint64_t start[3], const uint64_t count[3],
+                     const void *data, const uint64_t mem_dims[3], const uint64_t mem_off[3])
+{
+    if (!mem_dims || !mem_off)
+        return PIO_EINVAL;
+    return put(x, fidx, start, count, data, mem_dims, mem_off);
 }
 
 int PIO_Feed_end_step(PIO_Feed x)
@@ -309,11 +426,14 @@ int PIO_Feed_end_step(PIO_Feed x)
         if (send_desc(x, VIZ_END) != PIO_OK) {
             lost(x);
         } else {
-            if (x->ninflight == WINDOW_MAX) { /* cannot happen: window <= WINDOW_MAX */
-                memmove(x->inflight, x->inflight + 1, sizeof(uint64_t) * (WINDOW_MAX - 1));
-                x->ninflight--;
+            x->step_bytes = x->cur_bytes;
+            if (x->lossless || !x->mode_known) {  /* newest-only: counted when planned */
+                if (x->ninflight == WINDOW_MAX) { /* cannot happen: window <= WINDOW_MAX */
+                    memmove(x->inflight, x->inflight + 1, sizeof(uint64_t) * (WINDOW_MAX - 1));
+                    x->ninflight--;
+                }
+                x->inflight[x->ninflight++] = x->step;
             }
-            x->inflight[x->ninflight++] = x->step;
             x->info.steps_sent++;
             return PIO_OK;
         }

@@ -128,7 +128,7 @@ int viz_desc_decode(const uint8_t *buf, size_t len, struct viz_desc *d)
     for (int i = 0; i < 3; i++)
         d->grid.spacing[i] = getd(&p);
     d->nfields = get32(&p);
-    if (d->kind < VIZ_PIECE || d->kind > VIZ_BYE || d->nranks == 0 || d->rank >= d->nranks ||
+    if (d->kind < VIZ_PIECE || d->kind > VIZ_SKIP || d->nranks == 0 || d->rank >= d->nranks ||
         d->nfields == 0 || d->nfields > VIZ_FIELDS_MAX)
         return -1;
     for (uint32_t f = 0; f < d->nfields; f++) {
@@ -175,8 +175,7 @@ void viz_ctl_encode(const struct viz_ctl *c, uint8_t buf[VIZ_CTL_SIZE])
     p = put64(p + 4, c->step);
     p = put32(p, c->flags);
     p = put32(p, c->window);
-    p = put64(p, c->next);
-    put32(p, 0);
+    put32(p, 0); /* reserved */
 }
 
 int viz_ctl_decode(const uint8_t *buf, size_t len, struct viz_ctl *c)
@@ -187,6 +186,5 @@ int viz_ctl_decode(const uint8_t *buf, size_t len, struct viz_ctl *c)
     c->step = get64(&p);
     c->flags = get32(&p);
     c->window = get32(&p);
-    c->next = get64(&p);
     return c->window == 0 ? -1 : 0;
 }

@@ -7,10 +7,17 @@
  *   VIZ_TAG_DESC       sim -> vizd: a struct viz_desc (PIECE or END)
  *   VIZ_TAG_DATA + s   sim -> vizd: the elements of the PIECE whose seq is s
  *                      (s < VIZ_SEQ_MOD), typed, so libpio converts byte order
- *   VIZ_TAG_CTL        vizd -> sim: a struct viz_ctl (ACK)
+ *   VIZ_TAG_CTL        vizd -> sim: a struct viz_ctl (ACK, or INFO: the
+ *                      answer to a HELLO)
+ *   VIZ_TAG_PLAN       sim process 0 -> the other sim processes (through
+ *                      their own piod, the application as its own partner):
+ *                      a struct viz_ctl with VIZ_CTL_PLAN, "send step `step`"
  * A step of rank r is its PIECE descs (each followed by its data) and an END
- * {npieces}. A rank numbers its descs (msgno) so that a receiver with
- * several threads handles them in the order they were sent. Every desc carries the whole
+ * {npieces}. HELLO asks the receiver what it wants (its INFO answer says
+ * lossless or newest-only); SKIP says this rank will not send step `step`
+ * (it was planned, and the plan came too late), so the receiver drops it at
+ * once; BYE says the rank sends nothing more. A rank numbers its descs (msgno) so that a receiver
+ * with several threads handles them in the order they were sent. Every desc carries the whole
  * description of the feed (grid, fields, process count), so a receiver that joins late learns it
  * from the first message it sees. A step is complete when every rank's END and all its pieces have
  * arrived and every field's pieces add up to the grid. ACK {step, flags}: the step was taken
@@ -27,13 +34,14 @@
 
 #define VIZ_TAG_DESC 3000000
 #define VIZ_TAG_CTL  3000001
+#define VIZ_TAG_PLAN 3000002
 #define VIZ_TAG_DATA 4000000
 #define VIZ_SEQ_MOD  1000000
 
 #define VIZ_FIELDS_MAX 16
 #define VIZ_NAME_MAX   32
 
-enum viz_kind { VIZ_PIECE = 1, VIZ_END = 2, VIZ_BYE = 3 };
+enum viz_kind { VIZ_PIECE = 1, VIZ_END = 2, VIZ_BYE = 3, VIZ_HELLO = 4, VIZ_SKIP = 5 };
 
 struct viz_field {
     char name[VIZ_NAME_MAX];
@@ -80,18 +88,16 @@ int viz_desc_decode(const uint8_t *buf, size_t len, struct viz_desc *d);
 
 #define VIZ_CTL_LOSSLESS 0x1u /* the receiver has an output that loses no step */
 #define VIZ_CTL_DROPPED  0x2u /* this step was not taken (incomplete, or no room) */
-#define VIZ_CTL_GRANT                                                                              \
-    0x4u /* only `next`: step `step` has begun arriving, send the                                  \
-            next one now (keeps the links busy); settles nothing */
+#define VIZ_CTL_INFO     0x4u /* the answer to a HELLO: says the mode, settles nothing */
+#define VIZ_CTL_PLAN     0x8u /* VIZ_TAG_PLAN: every process sends step `step` */
 
 struct viz_ctl {
     uint64_t step;
     uint32_t flags;
     uint32_t window; /* steps the simulation may have unacknowledged */
-    uint64_t next;   /* newest-only receivers: send the first step >= next */
 };
 
-#define VIZ_CTL_SIZE 32
+#define VIZ_CTL_SIZE 24
 
 void viz_ctl_encode(const struct viz_ctl *c, uint8_t buf[VIZ_CTL_SIZE]);
 int viz_ctl_decode(const uint8_t *buf, size_t len, struct viz_ctl *c);

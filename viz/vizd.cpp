@@ -12,7 +12,9 @@
 // arrived and every field's pieces add up to the whole grid. A step is
 // dropped when it can no longer complete: every rank that has not finished
 // it has finished a later step (ranks send steps in order) and has no piece
-// of it still being received. Each outcome is acknowledged to every rank
+// of it still being received, or a rank said SKIP (the plan of a newest-only
+// feed reached it too late). A HELLO is answered (INFO, to that rank) with
+// what we want: every step or the newest. Each outcome is acknowledged to every rank
 // (the ACK also says whether some output wants every step, and the window).
 //
 // Memory: a step's buffers are counted from the first piece until the last
@@ -176,6 +178,7 @@ struct Assembly {
     std::vector<int64_t> end; // per rank: pieces named by its END, -1 before
     std::vector<uint32_t> got;
     std::vector<uint64_t> points; // per field
+    bool skipped = false;         // a rank said it will not send this step
 };
 
 struct FeedState {
@@ -192,14 +195,9 @@ struct FeedState {
     int64_t resolved = -1;          // newest step completed or dropped
     std::deque<double> completions; // times of recent completions (rate)
     uint64_t last_complete = 0;
-    double t_first = 0, t_last = 0; // first and last completion (monotonic seconds)
-    double t_start = 0;             // the first step's first piece
-    // where the simulation is now, for newest-only receivers: rank 0's last
-    // END (step, time) and its steps per second; the lead (seconds) ahead of
-    // that estimate the next step is named, widened when ranks disagreed
-    uint64_t end_step = 0;
-    double end_time = 0, sim_rate = 0, lead = 0.005;
-    int streak = 0;
+    double t_first = 0, t_last = 0;          // first and last completion (monotonic seconds)
+    double t_start = 0;                      // the first step's first piece
+    uint64_t bytes_base = 0, bytes_last = 0; // stats.bytes at the feed's start, last completion
 };
 
 std::mutex G;
@@ -249,18 +247,8 @@ void handled(const viz_desc &d)
 struct Ack {
     uint64_t step;
     uint32_t flags;
-    uint64_t next;
+    int rank; // -1: every rank of the simulation
 };
-
-// The step a newest-only receiver names next (G held): a little ahead of
-// where rank 0 is estimated to be now, so that every rank begins it after
-// the ACK arrives.
-uint64_t next_step(uint64_t resolved)
-{
-    double est = (double)F.end_step + F.sim_rate * (now() - F.end_time);
-    uint64_t n = (uint64_t)(est + F.sim_rate * F.lead) + 1;
-    return std::max(n, resolved + 1);
-}
 
 bool same_feed(const viz_desc &a, const viz_desc &b)
 {
@@ -306,6 +294,7 @@ void reset_feed(const viz_desc &d)
     F.session.assign(d.nranks, 0);
     F.resolved = -1;
     F.t_start = F.t_first = F.t_last = 0;
+    F.bytes_base = F.bytes_last = stats.bytes;
 }
 
 std::shared_ptr<Step> new_step(const viz_desc &d)
@@ -333,9 +322,7 @@ std::shared_ptr<Step> new_step(const viz_desc &d)
 // The assembly of step d.step, created (with buffers, or dropped when there
 // is no room and nothing waits for every step). Returns null for a step
 // already resolved. May wait for memory (lock l released meanwhile). For a
-// newest-only receiver a new step also names the next one (added to grants):
-// its data queues behind this step's, so the links never idle between steps.
-Assembly *assembly(std::unique_lock<std::mutex> &l, const viz_desc &d, std::vector<Ack> *grants)
+Assembly *assembly(std::unique_lock<std::mutex> &l, const viz_desc &d)
 {
     for (;;) {
         auto it = F.steps.find(d.step);
@@ -351,8 +338,6 @@ Assembly *assembly(std::unique_lock<std::mutex> &l, const viz_desc &d, std::vect
         }
         if (F.t_start == 0)
             F.t_start = now();
-        if (!hub->lossless() && grants)
-            grants->push_back({d.step, VIZ_CTL_GRANT, next_step(d.step)});
         Assembly a;
         a.end.assign(d.nranks, -1);
         a.got.assign(d.nranks, 0);
@@ -373,11 +358,11 @@ void resolve(std::vector<Ack> &acks, uint32_t lossless)
     for (auto it = F.steps.begin(); it != F.steps.end();) {
         Assembly &a = it->second;
         uint64_t step = it->first;
-        bool complete = a.st != nullptr, hopeless = true;
+        bool complete = a.st != nullptr && !a.skipped, hopeless = true;
         for (uint32_t r = 0; r < F.d.nranks; r++) {
             bool rdone = a.end[r] >= 0 && a.got[r] == (uint64_t)a.end[r];
             complete &= rdone;
-            if (!rdone && !(F.done[r] > (int64_t)step && F.inprog[r] == 0))
+            if (!rdone && !a.skipped && !(F.done[r] > (int64_t)step && F.inprog[r] == 0))
                 hopeless = false;
         }
         for (uint32_t f = 0; complete && f < F.d.nfields; f++)
@@ -392,16 +377,11 @@ void resolve(std::vector<Ack> &acks, uint32_t lossless)
             if (F.t_first == 0)
                 F.t_first = a.st->t_complete;
             F.t_last = a.st->t_complete;
+            F.bytes_last = stats.bytes;
             hub->publish(a.st);
-            if (++F.streak >= 8) { // the ranks agree: name steps a little sooner
-                F.lead = std::max(0.001, F.lead * 0.8);
-                F.streak = 0;
-            }
-            acks.push_back({step, lossless, lossless ? 0 : next_step(step)});
+            acks.push_back({step, lossless, -1});
         } else if (hopeless) {
             stats.steps_dropped++;
-            F.lead = std::min(2.0, F.lead * 2); // some rank was past the named step
-            F.streak = 0;
             if (getenv("PIO_VIZD_DEBUG")) {
                 fprintf(stderr, "pio-vizd: step %llu dropped:", (unsigned long long)step);
                 for (uint32_t r = 0; r < F.d.nranks; r++)
@@ -409,7 +389,7 @@ void resolve(std::vector<Ack> &acks, uint32_t lossless)
                             a.got[r], (long long)F.done[r]);
                 fprintf(stderr, "\n");
             }
-            acks.push_back({step, lossless | VIZ_CTL_DROPPED, lossless ? 0 : next_step(step)});
+            acks.push_back({step, lossless | VIZ_CTL_DROPPED, -1});
         } else {
             break; // steps go out in order: later ones wait for this one
         }
@@ -421,10 +401,11 @@ void resolve(std::vector<Ack> &acks, uint32_t lossless)
 void send_acks(const std::vector<Ack> &acks, int partner, uint32_t nranks)
 {
     for (const Ack &a : acks) {
-        viz_ctl c{a.step, a.flags, (uint32_t)opt.window, a.next};
+        viz_ctl c{a.step, a.flags, (uint32_t)opt.window};
         uint8_t buf[VIZ_CTL_SIZE];
         viz_ctl_encode(&c, buf);
-        for (uint32_t r = 0; r < nranks; r++) {
+        for (uint32_t r = a.rank < 0 ? 0 : (uint32_t)a.rank;
+             r < (a.rank < 0 ? nranks : (uint32_t)a.rank + 1); r++) {
             int rc = PIO_Send(partner, (int)r, VIZ_TAG_CTL, PIO_DYNAMIC, buf, PIO_BYTE, sizeof(buf),
                               PIO_BLOCKING); // a rank that left: nothing to tell
             if (rc != PIO_OK && getenv("PIO_VIZD_DEBUG"))
@@ -520,7 +501,7 @@ void receiver(int id)
         F.newest[r] = std::max(F.newest[r], d.step);
         if (d.kind == VIZ_PIECE) {
             F.inprog[r]++;
-            Assembly *a = assembly(l, d, &acks);
+            Assembly *a = assembly(l, d);
             bool keep = a && a->st;
             handled(d);
             l.unlock();
@@ -548,20 +529,23 @@ void receiver(int id)
                     b.st.reset();
             }
         } else if (d.kind == VIZ_END) {
-            if (r == 0) { // the simulation's pace, from rank 0's steps
-                double t = now();
-                if (F.end_time > 0 && d.step > F.end_step && t > F.end_time) {
-                    double inst = (double)(d.step - F.end_step) / (t - F.end_time);
-                    F.sim_rate = F.sim_rate > 0 ? 0.7 * F.sim_rate + 0.3 * inst : inst;
-                }
-                F.end_step = d.step;
-                F.end_time = t;
-            }
-            Assembly *a = assembly(l, d, &acks);
+            Assembly *a = assembly(l, d);
             if (a) {
                 a->end[r] = d.npieces;
                 if (a->got[r] == d.npieces)
                     F.done[r] = std::max(F.done[r], (int64_t)d.step);
+            }
+            handled(d);
+        } else if (d.kind == VIZ_HELLO) { // what do we want: answer this rank
+            acks.push_back({0, lossless | VIZ_CTL_INFO, (int)r});
+            handled(d);
+        } else if (d.kind == VIZ_SKIP) { // a planned step this rank will not send
+            if ((int64_t)d.step > F.resolved) {
+                Assembly *a = assembly(l, d);
+                if (a) {
+                    a->skipped = true;
+                    a->st.reset(); // its buffers are not needed
+                }
             }
             handled(d);
         } else { // BYE: this rank sends nothing more
@@ -606,6 +590,7 @@ std::string status_json()
       << ",\"steps_dropped\":" << stats.steps_dropped << ",\"last_step\":" << F.last_complete
       << ",\"steps_per_second\":" << rate << ",\"first_to_last_seconds\":" << F.t_last - F.t_first
       << ",\"receiving_seconds\":" << (F.t_last > 0 ? F.t_last - F.t_start : 0)
+      << ",\"bytes_by_last_complete\":" << F.bytes_last - F.bytes_base
       << ",\"assembling\":" << F.steps.size() << ",\"queue_depth\":" << hub->queue_depth()
       << ",\"pieces\":" << stats.pieces << ",\"bytes\":" << stats.bytes
       << ",\"memory_used\":" << stats.mem_used << ",\"memory_peak\":" << stats.mem_peak

@@ -129,6 +129,7 @@ module pio
     integer(c_int) :: lossless = 0               ! 1: the receiver wants every step
     integer(c_int) :: window = 0                 ! steps in flight before the feed waits or skips
     real(c_double) :: wait_seconds = 0           ! time end_step spent held back (lossless)
+    integer(c_int64_t) :: plans_missed = 0       ! planned steps passed before the plan came
   end type PIO_Feedinfo
 
   ! A feed; null until PIO_Feed_open, null again after PIO_Feed_close. The
@@ -192,7 +193,8 @@ module pio
   public :: PIO_Strerror, PIO_Errname, PIO_USER
   public :: PIO_File_open, PIO_File_open_dataset, PIO_File_write_at, PIO_File_write_slab
   public :: PIO_File_close, PIO_File_error_text
-  public :: PIO_Feed_open, PIO_Feed_begin_step, PIO_Feed_put, PIO_Feed_end_step, PIO_Feed_info
+  public :: PIO_Feed_open, PIO_Feed_begin_step, PIO_Feed_put, PIO_Feed_end_step, PIO_Feed_info, &
+    PIO_Feed_sending, PIO_Feed_put_sub
   public :: PIO_Feed_close
 
   ! Generics: one specific per kind of the count (default INTEGER or
@@ -340,6 +342,33 @@ module pio
     end subroutine pio_feed_put_c8
   end interface PIO_Feed_put
 
+  ! PIO_Feed_put_sub - as PIO_Feed_put for a block inside a larger local
+  ! array: data is that whole array (contiguous, rank 3), the block of
+  ! count(:) points starts at mem_off(:) in it (from 1: [2, 2, 2] inside one
+  ! ghost layer); libpio copies its rows straight into the pool.
+  interface PIO_Feed_put_sub
+    subroutine pio_feed_put_sub_c4(feed, fidx, start, count, data, mem_off, ierr) &
+        bind(C, name='pio_f_feed_put_sub_c4')
+      import :: c_int, PIO_Feed
+      type(PIO_Feed), intent(in) :: feed
+      integer(c_int), value :: fidx
+      integer(c_int), intent(in) :: start(:), count(:)
+      type(*), dimension(..), intent(in) :: data
+      integer(c_int), intent(in) :: mem_off(:)
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_feed_put_sub_c4
+    subroutine pio_feed_put_sub_c8(feed, fidx, start, count, data, mem_off, ierr) &
+        bind(C, name='pio_f_feed_put_sub_c8')
+      import :: c_int, c_int64_t, PIO_Feed
+      type(PIO_Feed), intent(in) :: feed
+      integer(c_int), value :: fidx
+      integer(c_int64_t), intent(in) :: start(:), count(:)
+      type(*), dimension(..), intent(in) :: data
+      integer(c_int64_t), intent(in) :: mem_off(:)
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_feed_put_sub_c8
+  end interface PIO_Feed_put_sub
+
   ! PIO_Feed_begin_step - the step number of either integer kind.
   interface PIO_Feed_begin_step
     module procedure pio_feed_begin_step_c4, pio_feed_begin_step_c8
@@ -464,6 +493,11 @@ module pio
       import :: c_int, c_ptr
       type(c_ptr), value :: feed
     end function c_feed_end_step
+
+    integer(c_int) function c_feed_sending(feed) bind(C, name='PIO_Feed_sending')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: feed
+    end function c_feed_sending
 
     integer(c_int) function c_feed_info(feed, info) bind(C, name='PIO_Feed_info')
       import :: c_int, c_ptr, PIO_Feedinfo
@@ -937,6 +971,13 @@ contains
     integer(c_int), intent(out), optional :: ierr
     call finish(c_feed_end_step(feed%ptr), 'PIO_Feed_end_step', ierr)
   end subroutine PIO_Feed_end_step
+
+  ! PIO_Feed_sending - .true. when the step just begun is being sent (the
+  ! blocks need preparing), .false. when it is skipped.
+  logical function PIO_Feed_sending(feed)
+    type(PIO_Feed), intent(in) :: feed
+    PIO_Feed_sending = c_feed_sending(feed%ptr) /= 0
+  end function PIO_Feed_sending
 
   subroutine PIO_Feed_info(feed, info, ierr)
     type(PIO_Feed), intent(in) :: feed

@@ -430,6 +430,42 @@ void pio_f_file_write_slab_c4(const struct pio_f_file *fh, const CFI_cdesc_t *st
     f_write_slab(fh, start, count, buf, ierr);
 }
 
+/* f_feed_field - is the feed open and fidx (from 1) one of its fields?
+ * Else says why and returns 0. */
+static int f_feed_field(const struct pio_f_feed *fd, int fidx, char *why, size_t whylen)
+{
+    if (!fd->feed)
+        snprintf(why, whylen, "the feed is not open (PIO_Feed_open)");
+    else if (fidx < 1 || fidx > fd->nfields)
+        snprintf(why, whylen, "fidx %d is not a field of the feed: fields are 1 .. %d", fidx,
+                 fd->nfields);
+    else
+        return 1;
+    return 0;
+}
+
+/* f_section3 - is buf a rank-3 section that is a block of a larger array
+ * (unit stride along x, whole rows and planes apart), with the extents of
+ * the block count[]? Then mdims [out] is that array's shape as seen from
+ * the section's first element, and 1 is returned; else 0 (contiguous
+ * arrays too: they need no help). */
+static int f_section3(const CFI_cdesc_t *buf, const uint64_t count[3], uint64_t mdims[3])
+{
+    if (buf->rank != 3 || f_contiguous(buf) || buf->elem_len == 0)
+        return 0;
+    const CFI_dim_t *d = buf->dim;
+    size_t e = buf->elem_len;
+    for (int i = 0; i < 3; i++)
+        if (d[i].extent < 1 || (uint64_t)d[i].extent != count[i] || d[i].sm <= 0)
+            return 0;
+    if ((size_t)d[0].sm != e || d[1].sm % (CFI_index_t)e != 0 || d[2].sm % d[1].sm != 0)
+        return 0;
+    mdims[0] = (uint64_t)(d[1].sm / (CFI_index_t)e);
+    mdims[1] = (uint64_t)(d[2].sm / d[1].sm);
+    mdims[2] = count[2];
+    return mdims[0] >= count[0] && mdims[1] >= count[1];
+}
+
 /* PIO_Feed_put: field fidx from 1; the block start(i) .. start(i) + count(i)
  * - 1 along x, y, z (i = 1, 2, 3: Fortran's own index order, so no
  * reversal), starts from 1; data holds exactly the block, of the field's
@@ -443,12 +479,7 @@ static void f_feed_put(const struct pio_f_feed *fd, int fidx, const CFI_cdesc_t 
     int64_t bytes, elems;
     uint64_t cstart[3], ccount[3];
     int rc = PIO_EINVAL;
-    if (!fd->feed)
-        snprintf(why, sizeof why, "the feed is not open (PIO_Feed_open)");
-    else if (fidx < 1 || fidx > fd->nfields)
-        snprintf(why, sizeof why, "fidx %d is not a field of the feed: fields are 1 .. %d", fidx,
-                 fd->nfields);
-    else
+    if (f_feed_field(fd, fidx, why, sizeof why))
         rc = f_coords(start, count, 3, 0, "along x, y, z", cstart, ccount, &elems, why, sizeof why);
     for (int i = 0; i < 3 && rc == PIO_OK; i++) {
         rc = PIO_EINVAL;
@@ -473,6 +504,15 @@ static void f_feed_put(const struct pio_f_feed *fd, int fidx, const CFI_cdesc_t 
                  t == PIO_INT32 ? "INTEGER" : "REAL", f_datatypes[t].bytes, f_datatypes[t].name,
                  what);
     }
+    uint64_t mdims[3];
+    if (rc == PIO_OK && f_section3(data, ccount, mdims)) {
+        /* t(1:nx, 1:ny, 1:nz) of an array with ghost layers: no copy-in,
+         * libpio copies the rows straight into the pool */
+        const uint64_t zero[3] = {0, 0, 0};
+        rc = PIO_Feed_put_sub(fd->feed, fidx - 1, cstart, ccount, data->base_addr, mdims, zero);
+        f_done(rc, ierr, "PIO_Feed_put", why, 0);
+        return;
+    }
     if (rc == PIO_OK)
         rc =
             f_buffer(data, fd->types[fidx - 1], elems, PIO_F_EXACT, &addr, &bytes, why, sizeof why);
@@ -480,6 +520,53 @@ static void f_feed_put(const struct pio_f_feed *fd, int fidx, const CFI_cdesc_t 
         rc = PIO_Feed_put(fd->feed, fidx - 1, cstart, ccount, addr);
     f_release(data, addr, 0);
     f_done(rc, ierr, "PIO_Feed_put", why, 0);
+}
+
+/* PIO_Feed_put_sub: data is the whole local array (rank 3, contiguous, any
+ * bounds); the block of count() points starts at mem_off() in it (from 1,
+ * e.g. [2, 2, 2] inside one ghost layer). */
+static void f_feed_put_sub(const struct pio_f_feed *fd, int fidx, const CFI_cdesc_t *start,
+                           const CFI_cdesc_t *count, const CFI_cdesc_t *data,
+                           const CFI_cdesc_t *mem_off, int *ierr)
+{
+    char why[WHY_LEN] = "";
+    uint64_t cstart[3], ccount[3], moff[3], mdims[3];
+    int64_t elems;
+    int rc = PIO_EINVAL;
+    if (!f_feed_field(fd, fidx, why, sizeof why))
+        rc = PIO_EINVAL;
+    else if (data->rank != 3 || !f_contiguous(data))
+        snprintf(why, sizeof why,
+                 "data must be the whole local array (rank 3, contiguous) the block lies in");
+    else if (!f_fits(data, fd->types[fidx - 1]))
+        snprintf(why, sizeof why, "field %d's type does not fit data's elements", fidx);
+    else if ((rc = f_coords(start, count, 3, 0, "along x, y, z", cstart, ccount, &elems, why,
+                            sizeof why)) == PIO_OK &&
+             (rc = f_coords(mem_off, count, 3, 0, "along x, y, z (mem_off)", moff, ccount, &elems,
+                            why, sizeof why)) == PIO_OK) {
+        for (int i = 0; i < 3; i++)
+            mdims[i] = (uint64_t)data->dim[i].extent;
+        rc = PIO_Feed_put_sub(fd->feed, fidx - 1, cstart, ccount, data->base_addr, mdims, moff);
+        if (rc == PIO_EINVAL)
+            snprintf(why, sizeof why,
+                     "the block (start, count) is not inside the grid, or (mem_off, count) not "
+                     "inside data");
+    }
+    f_done(rc, ierr, "PIO_Feed_put_sub", why, 0);
+}
+
+void pio_f_feed_put_sub_c4(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,
+                           const CFI_cdesc_t *count, const CFI_cdesc_t *data,
+                           const CFI_cdesc_t *mem_off, int *ierr)
+{
+    f_feed_put_sub(feed, fidx, start, count, data, mem_off, ierr);
+}
+
+void pio_f_feed_put_sub_c8(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,
+                           const CFI_cdesc_t *count, const CFI_cdesc_t *data,
+                           const CFI_cdesc_t *mem_off, int *ierr)
+{
+    f_feed_put_sub(feed, fidx, start, count, data, mem_off, ierr);
 }
 
 void pio_f_feed_put_c8(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,

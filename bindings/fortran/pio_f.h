@@ -72,5 +72,13 @@ void pio_f_feed_put_c4(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_
                        const CFI_cdesc_t *count, const CFI_cdesc_t *data, int *ierr);
 void pio_f_feed_put_c8(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,
                        const CFI_cdesc_t *count, const CFI_cdesc_t *data, int *ierr);
+/* PIO_Feed_put_sub: as above; data is the whole local array (rank 3,
+ * contiguous) and the block starts at mem_off (from 1) in it. */
+void pio_f_feed_put_sub_c4(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,
+                           const CFI_cdesc_t *count, const CFI_cdesc_t *data,
+                           const CFI_cdesc_t *mem_off, int *ierr);
+void pio_f_feed_put_sub_c8(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_t *start,
+                           const CFI_cdesc_t *count, const CFI_cdesc_t *data,
+                           const CFI_cdesc_t *mem_off, int *ierr);
 
 #endif
