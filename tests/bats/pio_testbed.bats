@@ -145,14 +145,30 @@ PY
   [ "$output" -ge 1 ]
 }
 
+# bytes piod A has sent on all its channels
+tx_total() {
+  PIO_SOCKET=$PIO_SOCK_A "$PIO_BUILD/bin/pio-info" --json | python3 -c '
+import json, sys
+print(sum(c["tx_bytes"] for c in json.load(sys.stdin)["channels"]))'
+}
+
+tx_above() {
+  [ "$(tx_total)" -gt "$1" ]
+}
+
 @test "with every link cut the send fails with PIO_ELINK after the link timeout; restored, the bundle carries again" {
+  local tx0
+  tx0=$(tx_total)
   PIO_SOCKET=$PIO_SOCK_B timeout 120 "$CHECK" recv sizes -a all-r -p all-s -S 256M \
     >"$BATS_TEST_TMPDIR/r" 2>&1 &
   rp=$!
   PIO_SOCKET=$PIO_SOCK_A timeout 120 "$CHECK" send sizes -a all-s -p all-r -S 256M -c DYNAMIC \
     >"$BATS_TEST_TMPDIR/s" 2>&1 &
   sp=$!
-  sleep 1.5
+  # cut while the message is crossing (a fixed sleep raced a slow start on a
+  # loaded machine: cut before the sender found its partner, it waited for
+  # it instead of failing): piod A has sent 16 MiB more than before
+  pio_wait_until 60 tx_above $((tx0 + (16 << 20)))
   for l in 0 1 2 3; do "$PIO_TESTBED" link "$BED" h1 "$l" down; done
   # every channel stalls (watchdog), none comes back, 4 s later the send fails
   local st=0
