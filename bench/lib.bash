@@ -95,12 +95,13 @@ bench_bytes() {
   "$PY" -c 'import re,sys; m=re.fullmatch(r"([0-9]+)([kKmMgG]?)", sys.argv[1]); print(int(m.group(1)) << {"":0,"k":10,"m":20,"g":30}[m.group(2).lower()])' "$1" 2>/dev/null
 }
 
-# bench_bed_up PREFIX HOSTS LINKS RATE: bring up a bed named PREFIX and this
+# bench_bed_up PREFIX HOSTS LINKS [RATE]: bring up a bed (links unshaped without RATE) named PREFIX and this
 # shell's pid (8 characters in all: unique while the script runs) and set bed.
 bench_bed_up() {
-  local w=$((8 - ${#1}))
+  local w=$((8 - ${#1})) rate=()
   bed=$(printf '%s%0*d' "$1" "$w" $(($$ % 10 ** w)))
-  "$TB" up "$bed" --hosts "$2" --links "$3" --rate "$4" >"$work/up.log" 2>&1 ||
+  [ -n "${4:-}" ] && rate=(--rate "$4")
+  "$TB" up "$bed" --hosts "$2" --links "$3" "${rate[@]}" >"$work/up.log" 2>&1 ||
     { cat "$work/up.log" >&2; return 1; }
 }
 

@@ -8,7 +8,9 @@
  * the server answers with the same header and then plays its part:
  *   pingpong: read `size` bytes, write them back; reported: half round trip;
  *   stream:   read N messages, write a 1-byte ack; reported: N x size over
- *             the time from the first write to the ack.
+ *             the time from the first write to the ack;
+ *   reqrep:   read an 8-byte request, write `size` bytes; reported: the
+ *             whole round trip (the "IP" baseline of a one-sided get).
  * The server serves one client and exits when it closes the connection.
  * Single-threaded; blocking sockets with SO_RCVTIMEO/SO_SNDTIMEO (--timeout).
  */
@@ -34,10 +36,10 @@
 #define TP_MAX_SIZES 256
 #define TP_TARGET_S  0.5
 
-enum { T_PINGPONG = 0, T_STREAM = 1 };
+enum { T_PINGPONG = 0, T_STREAM = 1, T_REQREP = 2 };
 enum { H_MAGIC, H_TEST, H_SIZE, H_WARMUP, H_ITERS, H_ROUND, H_N };
 
-static const char *const test_names[] = {"pingpong", "stream"};
+static const char *const test_names[] = {"pingpong", "stream", "reqrep"};
 
 static struct {
     int server, test, timeout_s;
@@ -214,7 +216,7 @@ static int run_server(void)
         uint64_t h[H_N];
         if (read_full(h, sizeof(h), 1))
             break;
-        if (h[H_MAGIC] != TP_MAGIC || h[H_TEST] > T_STREAM || h[H_SIZE] > (uint64_t)SIZE_MAX / 2)
+        if (h[H_MAGIC] != TP_MAGIC || h[H_TEST] > T_REQREP || h[H_SIZE] > (uint64_t)SIZE_MAX / 2)
             die("bad round header from the client (not tcp_pingpong of this version?)");
         size_t size = (size_t)h[H_SIZE];
         buffers_need(size);
@@ -226,6 +228,13 @@ static int run_server(void)
                 read_full(rbuf, size, 0);
                 verify(rbuf, size, st, "server, ping");
                 write_full(rbuf, size);
+            }
+        } else if (h[H_TEST] == T_REQREP) {
+            for (uint64_t i = 0; i < h[H_WARMUP] + h[H_ITERS]; i++) {
+                uint64_t req;
+                read_full(&req, sizeof(req), 0);
+                stamp(sbuf, size, req);
+                write_full(sbuf, size);
             }
         } else {
             uint64_t phases[2] = {h[H_WARMUP], h[H_ITERS]};
@@ -269,6 +278,17 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
             write_full(sbuf, size);
             read_full(rbuf, size, 0);
             verify(rbuf, size, st, "client, pong");
+        }
+        t1 = now_ns();
+    } else if (opt.test == T_REQREP) {
+        for (uint64_t i = 0; i < warmup + iters; i++) {
+            if (i == warmup)
+                t0 = now_ns();
+            uint64_t st = ++msg_counter;
+            poison(rbuf, size, st);
+            write_full(&st, sizeof(st));
+            read_full(rbuf, size, 0);
+            verify(rbuf, size, st, "client, reply");
         }
         t1 = now_ns();
     } else {
@@ -348,6 +368,7 @@ static int run_client(void)
            opt.host, opt.port);
     printf("# usec/op: %s; MB/s: 1 MB = 10^6 bytes\n",
            opt.test == T_PINGPONG ? "half the round trip; MB/s = size / (usec/op)"
+           : opt.test == T_REQREP ? "the round trip (8-byte request, size-byte reply)"
                                   : "stream time (first send to ack) / messages");
     printf("%-9s %12s %9s %-8s %-9s %12s %12s\n", "#test", "size", "iters", "balance", "mode",
            "usec/op", "MB/s");
@@ -387,14 +408,15 @@ static int run_client(void)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tcp_pingpong --server [-B ADDR] [-p PORT] [--timeout S]\n"
-                 "       tcp_pingpong [-t pingpong|stream] [-s SIZES] [-n ITERS] [-w WARMUP]\n"
-                 "                    [-B ADDR] [-p PORT] [--csv FILE] [--timeout S] HOST\n"
-                 "Plain TCP (TCP_NODELAY) ping-pong and stream, the baseline for pio-perf:\n"
-                 "same sizes syntax (8,64K+1,1M or 8:64M), same checks, same columns.\n"
-                 "  -p, --port P      TCP port (default 7799)\n"
-                 "  -B, --bind ADDR   server: listen address; client: source address\n"
-                 "  --timeout S       give up after S seconds without progress (default 60)\n");
+    fprintf(out,
+            "usage: tcp_pingpong --server [-B ADDR] [-p PORT] [--timeout S]\n"
+            "       tcp_pingpong [-t pingpong|stream|reqrep] [-s SIZES] [-n ITERS] [-w WARMUP]\n"
+            "                    [-B ADDR] [-p PORT] [--csv FILE] [--timeout S] HOST\n"
+            "Plain TCP (TCP_NODELAY) ping-pong and stream, the baseline for pio-perf:\n"
+            "same sizes syntax (8,64K+1,1M or 8:64M), same checks, same columns.\n"
+            "  -p, --port P      TCP port (default 7799)\n"
+            "  -B, --bind ADDR   server: listen address; client: source address\n"
+            "  --timeout S       give up after S seconds without progress (default 60)\n");
 }
 
 static long count_arg(const char *o, const char *v, long min, long max)
@@ -432,8 +454,10 @@ int main(int argc, char **argv)
                 opt.test = T_PINGPONG;
             else if (strcasecmp(optarg, "stream") == 0)
                 opt.test = T_STREAM;
+            else if (strcasecmp(optarg, "reqrep") == 0)
+                opt.test = T_REQREP;
             else {
-                fprintf(stderr, "tcp_pingpong: -t: '%s': use pingpong or stream\n", optarg);
+                fprintf(stderr, "tcp_pingpong: -t: '%s': use pingpong, stream or reqrep\n", optarg);
                 return 2;
             }
             break;

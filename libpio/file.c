@@ -1,4 +1,4 @@
-/* file.c - remote merged output: PIO_File_open / write_at / close.
+/* file.c - remote merged output (PIO_File_*) and remote file access (PIO_Rfile_*).
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * A client of the host's file service (tools/pcp/pio-files.c), in the same
@@ -15,13 +15,21 @@
  * with libhdf5. A slab bigger than one data message is cut into pieces that
  * are contiguous in the caller's buffer: single indices on the leading
  * dimensions, a run on one, the trailing ones whole (slab_pieces).
+ *
+ * Remote file access (PIO_Rfile_*): a session of its own (ROPEN) per open
+ * file; the client exposes a staging window (RFILE_STAGE bytes) and the
+ * service puts each READ's bytes into it one-sidedly (PIO_Put), then says
+ * how many; the client copies them out. A PIO_Rfile is used by one thread
+ * at a time (a mutex makes concurrent preads take turns).
  */
 #include "pio.h"
 #include "err.h"
 #include "types.h"
+#include "win.h"
 #include "tools/pcp/pcp_proto.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,9 +111,11 @@ static int file_open(const char *host, const char *path, struct pcp_msg *m, stru
     if ((rc = PIO_Addpartner(svc, &f->partner)) != PIO_OK)
         return rc;
     f->sid = sid_new();
-    m->op = PCP_FOPEN;
-    m->size = (uint64_t)me.nprocs;
-    m->mode = 0644;
+    if (m->op != PCP_ROPEN) {
+        m->op = PCP_FOPEN;
+        m->size = (uint64_t)me.nprocs;
+        m->mode = 0644;
+    }
     snprintf(m->client, sizeof(m->client), "%s", me.name);
     snprintf(m->path, sizeof(m->path), "%s", path);
     if ((rc = ctl_send(f, PCP_TAG_REQ, m)) != PIO_OK)
@@ -302,4 +312,102 @@ int PIO_File_close(PIO_File f)
         rc = ctl_recv(f, &m, PIO_WAIT_FOREVER);
     free(f);
     return rc;
+}
+
+/* ---- remote file access ---- */
+
+#define RFILE_STAGE (4u << 20) /* the staging window: the largest READ */
+
+struct pio_rfile {
+    struct pio_file f; /* the session */
+    pthread_mutex_t mtx;
+    PIO_Win win;
+    uint8_t *stage;
+    uint64_t size;
+};
+
+int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *size)
+{
+    err_text[0] = '\0';
+    if (!rf)
+        return PIO_EINVAL;
+    *rf = NULL;
+    struct pio_rfile *r = calloc(1, sizeof(*r));
+    if (!r)
+        return PIO_ENOMEM;
+    int rc = posix_memalign((void **)&r->stage, 4096, RFILE_STAGE) == 0 ? PIO_OK : PIO_ENOMEM;
+    if (rc == PIO_OK)
+        rc = PIO_Win_create(r->stage, RFILE_STAGE, &r->win);
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_ROPEN;
+    m.block = (uint64_t)pio_win_id(r->win);
+    m.size = RFILE_STAGE;
+    if (rc == PIO_OK)
+        rc = file_open(host, path, &m, &r->f);
+    if (rc != PIO_OK) {
+        if (r->win)
+            PIO_Win_free(&r->win);
+        free(r->stage);
+        free(r);
+        return rc;
+    }
+    pthread_mutex_init(&r->mtx, NULL);
+    r->size = m.size;
+    if (size)
+        *size = m.size;
+    *rf = r;
+    return PIO_OK;
+}
+
+int PIO_Rfile_pread(PIO_Rfile r, void *buf, size_t count, uint64_t offset, size_t *got)
+{
+    err_text[0] = '\0';
+    if (got)
+        *got = 0;
+    if (!r || (!buf && count > 0))
+        return PIO_EINVAL;
+    int rc = PIO_OK;
+    size_t done = 0;
+    pthread_mutex_lock(&r->mtx);
+    while (done < count && rc == PIO_OK) {
+        struct pcp_msg m;
+        memset(&m, 0, sizeof(m));
+        m.op = PCP_READ;
+        m.off = offset + done;
+        m.size = count - done < RFILE_STAGE ? count - done : RFILE_STAGE;
+        uint64_t asked = m.size;
+        rc = ctl_send(&r->f, PCP_TAG_CTL + (int)r->f.sid, &m);
+        if (rc == PIO_OK)
+            rc = ctl_recv(&r->f, &m, 120000);
+        if (rc != PIO_OK)
+            break;
+        if (m.op != PCP_OK || m.size > asked) {
+            rc = PIO_EPROTO;
+            break;
+        }
+        memcpy((uint8_t *)buf + done, r->stage, (size_t)m.size);
+        done += (size_t)m.size;
+        if (m.size < asked)
+            break; /* the end of the file */
+    }
+    pthread_mutex_unlock(&r->mtx);
+    if (got)
+        *got = done;
+    return rc;
+}
+
+int PIO_Rfile_close(PIO_Rfile r)
+{
+    if (!r)
+        return PIO_EINVAL;
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_RCLOSE;
+    ctl_send(&r->f, PCP_TAG_CTL + (int)r->f.sid, &m); /* no answer */
+    PIO_Win_free(&r->win);
+    pthread_mutex_destroy(&r->mtx);
+    free(r->stage);
+    free(r);
+    return PIO_OK;
 }

@@ -104,6 +104,10 @@ enum pio_datatype { PIO_DATATYPES(PIO_DATATYPE_ENUM_) };
 #define PIO_ANY_TAG     (-1) /* PIO_Recv: any tag */
 #define PIO_ANY_PARTNER (-1) /* PIO_Recv: from any partner application */
 #define PIO_SELF        (-2) /* PIO_Getappinfo: this application */
+/* Tags from PIO_TAG_RESERVED up carry libpio's own messages (windows,
+ * remote files): applications must not send them, and PIO_ANY_TAG never
+ * matches them. */
+#define PIO_TAG_RESERVED 0x70000000
 
 /* connection argument of PIO_Send (load balancing over the bundle). */
 #define PIO_USER(i) (i)  /* the caller names channel i (0 <= i < channels) */
@@ -244,6 +248,101 @@ int PIO_Gethostinfo(PIO_Hostinfo *info);
  * info [out]: up to max records; *n [out]: records written. Partner on the
  * same host: *n = 0. */
 int PIO_Getconinfo(int partner, PIO_Coninfo *info, int max, int *n);
+
+/* ---- One-sided access (windows) ----
+ * A process registers memory as a window; the processes of its own
+ * application (partner PIO_SELF) and of its partners then read and write it
+ * (PIO_Get, PIO_Put), and update 64-bit words in it atomically, without the
+ * owner handling any message: libpio's progress thread serves what the
+ * transport cannot do in hardware (over TCP, UCX emulates get and atomics;
+ * see pio_rma(7)). Windows are numbered in each process in the order it
+ * creates them (0, 1, ...), as MPI matches windows by creation order: an
+ * operation names the remote window by the local window of the same number,
+ * so a process that only reads creates an empty window (base NULL, size 0).
+ * The window's address and memory key reach the other processes through the
+ * piods, on demand: the first operation of a process on a window asks its
+ * owner (this application's processes and its partners' may ask), so the
+ * owner knows who may touch it when it frees it. The application never sees
+ * them.
+ * Thread-safety: every function is thread-safe; a window is freed by one
+ * thread while no other uses it. */
+typedef struct pio_win *PIO_Win;
+
+/* PIO_Win_create - register base[0 .. size) as this process's next window.
+ * base [in]: the caller's memory (NULL with size 0: an empty window), which
+ *   must stay valid until PIO_Win_free returns. win [out].
+ * Returns PIO_OK, PIO_EINVAL, PIO_ENOTINIT, PIO_ENOMEM, PIO_ENOSYS (no
+ * one-sided transport here), PIO_EIO (the transport refused the memory). */
+int PIO_Win_create(void *base, size_t size, PIO_Win *win);
+
+/* PIO_Win_free - withdraw the window: every process that knew it is told,
+ * and its operations on it in flight end with PIO_EWINFREED (none reads or
+ * writes the memory after this returns). Waits for their answers, at most
+ * 10 s each (a process that left or does not answer is not waited for).
+ * *win is NULL afterwards. Returns PIO_OK or PIO_EINVAL. */
+int PIO_Win_free(PIO_Win *win);
+
+/* PIO_Get / PIO_Put - copy len bytes between buf and offset disp of window
+ * win's counterpart in process process_ID of partner (PIO_SELF: this
+ * application). They return when done: a get's data is in buf; a put's is
+ * in the remote memory. Returns PIO_OK; PIO_EINVAL (disp + len beyond the
+ * remote window, bad arguments); PIO_EPARTNER; PIO_ENOWIN (that process has
+ * no such window, within 10 s); PIO_EWINFREED (it was freed before or
+ * during the operation: buf then holds nothing certain); PIO_EGONE (the
+ * process left); PIO_EIO. */
+int PIO_Get(PIO_Win win, int partner, int process_ID, uint64_t disp, void *buf, size_t len);
+int PIO_Put(PIO_Win win, int partner, int process_ID, uint64_t disp, const void *buf, size_t len);
+
+/* PIO_Iget / PIO_Iput - non-blocking forms; req [out] is completed by
+ * PIO_Wait or PIO_Test (PIO_Status: bytes = len). buf must stay untouched
+ * until then. */
+int PIO_Iget(PIO_Win win, int partner, int process_ID, uint64_t disp, void *buf, size_t len,
+             PIO_Request *req);
+int PIO_Iput(PIO_Win win, int partner, int process_ID, uint64_t disp, const void *buf, size_t len,
+             PIO_Request *req);
+
+/* PIO_Compare_and_swap - atomically: the 64-bit word at disp (8-byte
+ * aligned, in the owner's byte order) becomes swap if it equals compare;
+ * *old [out] is its value before. PIO_Fetch_and_add - atomically adds add;
+ * *old [out] the value before. Atomic against each other and against every
+ * other process's atomics on that word (not against plain puts). Returns as
+ * PIO_Get; PIO_EINVAL also for a disp not 8-byte aligned. */
+int PIO_Compare_and_swap(PIO_Win win, int partner, int process_ID, uint64_t disp, uint64_t compare,
+                         uint64_t swap, uint64_t *old);
+int PIO_Fetch_and_add(PIO_Win win, int partner, int process_ID, uint64_t disp, uint64_t add,
+                      uint64_t *old);
+
+/* PIO_Win_flush - wait until every operation this process started on win
+ * to process_ID of partner (PIO_ANY_PROCESS: to every process of it;
+ * PIO_ANY_PARTNER: to all) is complete at the target. Returns PIO_OK or
+ * the first failure among them. */
+int PIO_Win_flush(PIO_Win win, int partner, int process_ID);
+
+/* ---- Remote file access ----
+ * Reading a file on another host's file service (piod --export, the one
+ * pcp(1) uses) through one-sided transfers: the service reads from its
+ * storage and puts the bytes into this process's memory (PIO_Put) while
+ * this process waits for nothing but the count; the next piece's storage
+ * read overlaps the current piece's transfer. For the parallel file system
+ * and for applications that read remote data by offset.
+ * Thread-safety: thread-safe; one PIO_Rfile's preads take turns. */
+typedef struct pio_rfile *PIO_Rfile;
+
+/* PIO_Rfile_open - open path (relative to the export root of host's file
+ * service, or absolute under it) for reading. rf [out]; size [out, may be
+ * NULL]: the file's size. Returns PIO_OK; PIO_EINVAL; PIO_EPARTNER (no
+ * file service of that host); PIO_ENOENT, PIO_EPERM (outside the export),
+ * ...: the service's errno, its words in PIO_File_error_text(); PIO_ENOSYS
+ * (no one-sided transport). */
+int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *size);
+
+/* PIO_Rfile_pread - read up to count bytes at offset into buf. got [out,
+ * may be NULL]: bytes read, fewer than count only at the end of the file.
+ * Returns PIO_OK; PIO_EINVAL; PIO_EIO and others from the service. */
+int PIO_Rfile_pread(PIO_Rfile rf, void *buf, size_t count, uint64_t offset, size_t *got);
+
+/* PIO_Rfile_close - end the session; frees rf. PIO_OK or PIO_EINVAL. */
+int PIO_Rfile_close(PIO_Rfile rf);
 
 /* ---- Remote merged output ----
  * Many processes write blocks; one file appears on another host. The host's

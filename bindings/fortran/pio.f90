@@ -20,7 +20,14 @@
 !   a copy and, for a receive, scatters it back (not CONTIGUOUS dummies: then
 !   gfortran 12 crashes compiling a caller that passes an assumed-rank array
 !   on). Non-blocking calls use the memory until PIO_Wait / PIO_Test, so they
-!   take contiguous memory only (PIO_EINVAL).
+!   take contiguous memory only (PIO_EINVAL); so does PIO_Win_create, whose
+!   memory other processes use until PIO_Win_free.
+! * One-sided access: a window's size, and the length of PIO_Get / PIO_Put,
+!   are their buffer's size in bytes; disp is a byte offset from 0 (either
+!   integer kind), the 64-bit words of the atomics INTEGER(C_INT64_T).
+! * Remote file access: PIO_Rfile_pread reads up to all of buf (its size in
+!   bytes) at a byte offset from 0 (either integer kind); size and got are
+!   INTEGER(C_INT64_T).
 ! * Names passed in lose their trailing blanks; names handed back are
 !   blank-padded fixed-length fields, or allocatable strings of exact length.
 ! * HDF5 shapes, slab starts and counts are in Fortran order and starts count
@@ -143,6 +150,23 @@ module pio
     integer(c_int64_t) :: dims(3) = 0
   end type PIO_Feed
 
+  ! ---- one-sided access ----
+
+  ! A window: null until PIO_Win_create, null again after PIO_Win_free.
+  type, bind(C), public :: PIO_Win
+    private
+    type(c_ptr) :: ptr = c_null_ptr
+  end type PIO_Win
+
+  ! ---- remote file access ----
+
+  ! A file of another host's file service open for reading: null until
+  ! PIO_Rfile_open, null again after PIO_Rfile_close.
+  type, bind(C), public :: PIO_Rfile
+    private
+    type(c_ptr) :: ptr = c_null_ptr
+  end type PIO_Rfile
+
   ! C layouts of the records pio.h fills in; converted to the types above.
   type, bind(C) :: c_appinfo
     character(kind=c_char) :: name(PIO_NAME_MAX), system(PIO_NAME_MAX)
@@ -183,7 +207,9 @@ module pio
     .and. storage_size(PIO_File()) / 8 == pio_c_sizeof_f_file &
     .and. storage_size(PIO_Grid()) / 8 == pio_c_sizeof_grid &
     .and. storage_size(PIO_Feedinfo()) / 8 == pio_c_sizeof_feedinfo &
-    .and. storage_size(PIO_Feed()) / 8 == pio_c_sizeof_f_feed)
+    .and. storage_size(PIO_Feed()) / 8 == pio_c_sizeof_f_feed &
+    .and. storage_size(PIO_Win()) / 8 == pio_c_sizeof_win &
+    .and. storage_size(PIO_Rfile()) / 8 == pio_c_sizeof_rfile)
 
   ! ---- public procedures --------------------------------------------------
 
@@ -196,10 +222,14 @@ module pio
   public :: PIO_Feed_open, PIO_Feed_begin_step, PIO_Feed_put, PIO_Feed_end_step, PIO_Feed_info, &
     PIO_Feed_sending, PIO_Feed_put_sub
   public :: PIO_Feed_close
+  public :: PIO_Win_create, PIO_Win_free, PIO_Get, PIO_Put, PIO_Iget, PIO_Iput, &
+    PIO_Compare_and_swap, PIO_Fetch_and_add, PIO_Win_flush
+  public :: PIO_Rfile_open, PIO_Rfile_pread, PIO_Rfile_close
 
   ! Generics: one specific per kind of the count (default INTEGER or
-  ! INTEGER(8)), and of the offset, start and count of the file calls. The
-  ! specifics are the C functions of pio_f.c (pio_f.h), bound directly.
+  ! INTEGER(8)), of the offset, start and count of the file calls, and of
+  ! the disp of the window calls and the offset of PIO_Rfile_pread. The specifics that take a buffer are the
+  ! C functions of pio_f.c (pio_f.h), bound directly.
   interface PIO_Send
     subroutine pio_send_c4(partner, process_ID, tag, connection, buf, datatype, count, mode, &
         ierr) bind(C, name='pio_f_send_c4')
@@ -369,6 +399,139 @@ module pio
     end subroutine pio_feed_put_sub_c8
   end interface PIO_Feed_put_sub
 
+  ! PIO_Win_create - register base (any type and rank, contiguous) as this
+  ! process's next window; its size in bytes is the window's (a zero-size
+  ! array: an empty window). base must not be deallocated or go out of
+  ! scope before PIO_Win_free; give it the ASYNCHRONOUS (or VOLATILE)
+  ! attribute: other processes write it.
+  interface PIO_Win_create
+    subroutine pio_win_create_c(base, win, ierr) bind(C, name='pio_f_win_create')
+      import :: c_int, PIO_Win
+      type(*), dimension(..), asynchronous :: base
+      type(PIO_Win), intent(out) :: win
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_win_create_c
+  end interface PIO_Win_create
+
+  ! PIO_Get / PIO_Put - all of buf (its size in bytes) from / to byte disp
+  ! (from 0) of win's counterpart in process process_ID of partner
+  ! (PIO_SELF: this application). Any section (a strided one is packed).
+  interface PIO_Get
+    subroutine pio_get_c4(win, partner, process_ID, disp, buf, ierr) bind(C, name='pio_f_get_c4')
+      import :: c_int, PIO_Win
+      type(PIO_Win), intent(in) :: win
+      integer(c_int), value :: partner, process_ID, disp
+      type(*), dimension(..) :: buf
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_get_c4
+    subroutine pio_get_c8(win, partner, process_ID, disp, buf, ierr) bind(C, name='pio_f_get_c8')
+      import :: c_int, c_int64_t, PIO_Win
+      type(PIO_Win), intent(in) :: win
+      integer(c_int), value :: partner, process_ID
+      integer(c_int64_t), value :: disp
+      type(*), dimension(..) :: buf
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_get_c8
+  end interface PIO_Get
+
+  interface PIO_Put
+    subroutine pio_put_c4(win, partner, process_ID, disp, buf, ierr) bind(C, name='pio_f_put_c4')
+      import :: c_int, PIO_Win
+      type(PIO_Win), intent(in) :: win
+      integer(c_int), value :: partner, process_ID, disp
+      type(*), dimension(..), intent(in) :: buf
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_put_c4
+    subroutine pio_put_c8(win, partner, process_ID, disp, buf, ierr) bind(C, name='pio_f_put_c8')
+      import :: c_int, c_int64_t, PIO_Win
+      type(PIO_Win), intent(in) :: win
+      integer(c_int), value :: partner, process_ID
+      integer(c_int64_t), value :: disp
+      type(*), dimension(..), intent(in) :: buf
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_put_c8
+  end interface PIO_Put
+
+  ! PIO_Iget / PIO_Iput - non-blocking forms: buf (contiguous) is used
+  ! until PIO_Wait or PIO_Test completes req (status%bytes: its size).
+  interface PIO_Iget
+    subroutine pio_iget_c4(win, partner, process_ID, disp, buf, req, ierr) &
+        bind(C, name='pio_f_iget_c4')
+      import :: c_int, PIO_Win, PIO_Request
+      type(PIO_Win), intent(in) :: win
+      integer(c_int), value :: partner, process_ID, disp
+      type(*), dimension(..), asynchronous :: buf
+      type(PIO_Request), intent(out) :: req
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_iget_c4
+    subroutine pio_iget_c8(win, partner, process_ID, disp, buf, req, ierr) &
+        bind(C, name='pio_f_iget_c8')
+      import :: c_int, c_int64_t, PIO_Win, PIO_Request
+      type(PIO_Win), intent(in) :: win
+      integer(c_int), value :: partner, process_ID
+      integer(c_int64_t), value :: disp
+      type(*), dimension(..), asynchronous :: buf
+      type(PIO_Request), intent(out) :: req
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_iget_c8
+  end interface PIO_Iget
+
+  interface PIO_Iput
+    subroutine pio_iput_c4(win, partner, process_ID, disp, buf, req, ierr) &
+        bind(C, name='pio_f_iput_c4')
+      import :: c_int, PIO_Win, PIO_Request
+      type(PIO_Win), intent(in) :: win
+      integer(c_int), value :: partner, process_ID, disp
+      type(*), dimension(..), intent(in), asynchronous :: buf
+      type(PIO_Request), intent(out) :: req
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_iput_c4
+    subroutine pio_iput_c8(win, partner, process_ID, disp, buf, req, ierr) &
+        bind(C, name='pio_f_iput_c8')
+      import :: c_int, c_int64_t, PIO_Win, PIO_Request
+      type(PIO_Win), intent(in) :: win
+      integer(c_int), value :: partner, process_ID
+      integer(c_int64_t), value :: disp
+      type(*), dimension(..), intent(in), asynchronous :: buf
+      type(PIO_Request), intent(out) :: req
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_iput_c8
+  end interface PIO_Iput
+
+  ! PIO_Rfile_pread - up to all of buf (its size in bytes) from byte offset
+  ! (from 0) of the remote file; got: the bytes read, fewer than buf's only
+  ! at the end of the file. Any section (a strided one is read into a packed
+  ! copy and scattered back).
+  interface PIO_Rfile_pread
+    subroutine pio_rfile_pread_c4(rf, buf, offset, got, ierr) &
+        bind(C, name='pio_f_rfile_pread_c4')
+      import :: c_int, c_int64_t, PIO_Rfile
+      type(PIO_Rfile), intent(in) :: rf
+      type(*), dimension(..) :: buf
+      integer(c_int), value :: offset
+      integer(c_int64_t), intent(out) :: got
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_rfile_pread_c4
+    subroutine pio_rfile_pread_c8(rf, buf, offset, got, ierr) &
+        bind(C, name='pio_f_rfile_pread_c8')
+      import :: c_int, c_int64_t, PIO_Rfile
+      type(PIO_Rfile), intent(in) :: rf
+      type(*), dimension(..) :: buf
+      integer(c_int64_t), value :: offset
+      integer(c_int64_t), intent(out) :: got
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine pio_rfile_pread_c8
+  end interface PIO_Rfile_pread
+
+  ! PIO_Compare_and_swap, PIO_Fetch_and_add - disp of either integer kind.
+  interface PIO_Compare_and_swap
+    module procedure pio_compare_and_swap_c4, pio_compare_and_swap_c8
+  end interface PIO_Compare_and_swap
+
+  interface PIO_Fetch_and_add
+    module procedure pio_fetch_and_add_c4, pio_fetch_and_add_c8
+  end interface PIO_Fetch_and_add
+
   ! PIO_Feed_begin_step - the step number of either integer kind.
   interface PIO_Feed_begin_step
     module procedure pio_feed_begin_step_c4, pio_feed_begin_step_c8
@@ -509,6 +672,47 @@ module pio
       import :: c_int, c_ptr
       type(c_ptr), value :: feed
     end function c_feed_close
+
+    integer(c_int) function c_win_free(win) bind(C, name='PIO_Win_free')
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: win
+    end function c_win_free
+
+    integer(c_int) function c_compare_and_swap(win, partner, process_ID, disp, compare, swap, &
+        old) bind(C, name='PIO_Compare_and_swap')
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: win
+      integer(c_int), value :: partner, process_ID
+      integer(c_int64_t), value :: disp, compare, swap ! uint64_t in C
+      integer(c_int64_t), intent(out) :: old
+    end function c_compare_and_swap
+
+    integer(c_int) function c_fetch_and_add(win, partner, process_ID, disp, add, old) &
+        bind(C, name='PIO_Fetch_and_add')
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: win
+      integer(c_int), value :: partner, process_ID
+      integer(c_int64_t), value :: disp, add ! uint64_t in C
+      integer(c_int64_t), intent(out) :: old
+    end function c_fetch_and_add
+
+    integer(c_int) function c_win_flush(win, partner, process_ID) bind(C, name='PIO_Win_flush')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: win
+      integer(c_int), value :: partner, process_ID
+    end function c_win_flush
+
+    integer(c_int) function c_rfile_open(host, path, rf, size) bind(C, name='PIO_Rfile_open')
+      import :: c_int, c_int64_t, c_char, c_ptr
+      character(kind=c_char), intent(in) :: host(*), path(*)
+      type(c_ptr), intent(out) :: rf
+      integer(c_int64_t), intent(out), optional :: size ! uint64_t in C
+    end function c_rfile_open
+
+    integer(c_int) function c_rfile_close(rf) bind(C, name='PIO_Rfile_close')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: rf
+    end function c_rfile_close
   end interface
 
 contains
@@ -517,8 +721,8 @@ contains
 
   ! finish - hand rc to ierr, or, without ierr, stop the program on failure.
   ! why: the binding's own reason, if it refused the call before C saw it.
-  ! file: present for PIO_File_* calls: append what the remote host said
-  ! (PIO_File_error_text).
+  ! file: present for PIO_File_* and PIO_Rfile_* calls: append what the
+  ! remote host said (PIO_File_error_text).
   subroutine finish(rc, call, ierr, why, file)
     integer(c_int), intent(in) :: rc
     character(len=*), intent(in) :: call
@@ -995,5 +1199,140 @@ contains
     feed = PIO_Feed()
     call finish(rc, 'PIO_Feed_close', ierr)
   end subroutine PIO_Feed_close
+
+  ! ---- one-sided access (PIO_Win_create, PIO_Get, PIO_Put, PIO_Iget, PIO_Iput: pio_f.c)
+
+  ! PIO_Win_free - withdraw the window (every process that knew it is told);
+  ! win is null afterwards.
+  subroutine PIO_Win_free(win, ierr)
+    type(PIO_Win), intent(inout) :: win
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    rc = win_check(win, 0_c_int64_t, .false., why)
+    if (rc == PIO_OK) rc = c_win_free(win%ptr)
+    call finish(rc, 'PIO_Win_free', ierr, why)
+  end subroutine PIO_Win_free
+
+  ! PIO_Compare_and_swap - atomically: the 64-bit word at byte disp (a
+  ! multiple of 8) becomes swap if it equals compare; old is its value before.
+  subroutine pio_compare_and_swap_c8(win, partner, process_ID, disp, compare, swap, old, ierr)
+    type(PIO_Win), intent(in) :: win
+    integer(c_int), intent(in) :: partner, process_ID
+    integer(c_int64_t), intent(in) :: disp, compare, swap
+    integer(c_int64_t), intent(out) :: old
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    old = 0
+    rc = win_check(win, disp, .true., why)
+    if (rc == PIO_OK) &
+      rc = c_compare_and_swap(win%ptr, partner, process_ID, disp, compare, swap, old)
+    call finish(rc, 'PIO_Compare_and_swap', ierr, why)
+  end subroutine pio_compare_and_swap_c8
+
+  subroutine pio_compare_and_swap_c4(win, partner, process_ID, disp, compare, swap, old, ierr)
+    type(PIO_Win), intent(in) :: win
+    integer(c_int), intent(in) :: partner, process_ID, disp
+    integer(c_int64_t), intent(in) :: compare, swap
+    integer(c_int64_t), intent(out) :: old
+    integer(c_int), intent(out), optional :: ierr
+    call pio_compare_and_swap_c8(win, partner, process_ID, int(disp, c_int64_t), compare, swap, &
+                                 old, ierr)
+  end subroutine pio_compare_and_swap_c4
+
+  ! PIO_Fetch_and_add - atomically adds add to the 64-bit word at byte disp
+  ! (a multiple of 8); old is its value before.
+  subroutine pio_fetch_and_add_c8(win, partner, process_ID, disp, add, old, ierr)
+    type(PIO_Win), intent(in) :: win
+    integer(c_int), intent(in) :: partner, process_ID
+    integer(c_int64_t), intent(in) :: disp, add
+    integer(c_int64_t), intent(out) :: old
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    old = 0
+    rc = win_check(win, disp, .true., why)
+    if (rc == PIO_OK) rc = c_fetch_and_add(win%ptr, partner, process_ID, disp, add, old)
+    call finish(rc, 'PIO_Fetch_and_add', ierr, why)
+  end subroutine pio_fetch_and_add_c8
+
+  subroutine pio_fetch_and_add_c4(win, partner, process_ID, disp, add, old, ierr)
+    type(PIO_Win), intent(in) :: win
+    integer(c_int), intent(in) :: partner, process_ID, disp
+    integer(c_int64_t), intent(in) :: add
+    integer(c_int64_t), intent(out) :: old
+    integer(c_int), intent(out), optional :: ierr
+    call pio_fetch_and_add_c8(win, partner, process_ID, int(disp, c_int64_t), add, old, ierr)
+  end subroutine pio_fetch_and_add_c4
+
+  ! PIO_Win_flush - wait until every operation this process started on win
+  ! to process_ID of partner (PIO_ANY_PROCESS, PIO_ANY_PARTNER: all) is
+  ! complete at the target.
+  subroutine PIO_Win_flush(win, partner, process_ID, ierr)
+    type(PIO_Win), intent(in) :: win
+    integer(c_int), intent(in) :: partner, process_ID
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    rc = win_check(win, 0_c_int64_t, .false., why)
+    if (rc == PIO_OK) rc = c_win_flush(win%ptr, partner, process_ID)
+    call finish(rc, 'PIO_Win_flush', ierr, why)
+  end subroutine PIO_Win_flush
+
+  ! win_check - the binding's checks before C: a null window, a negative
+  ! disp, and for the atomics (word) a disp not a multiple of 8. Returns
+  ! PIO_OK (why empty) or PIO_EINVAL with why.
+  integer(c_int) function win_check(win, disp, word, why) result(rc)
+    type(PIO_Win), intent(in) :: win
+    integer(c_int64_t), intent(in) :: disp
+    logical, intent(in) :: word
+    character(kind=c_char), intent(out) :: why(:)
+    character(len=why_len) :: text
+    text = ''
+    if (.not. c_associated(win%ptr)) then
+      text = 'the window is null: not created (PIO_Win_create), or freed'
+    else if (disp < 0) then
+      write (text, '(a,i0,a)') 'disp ', disp, ' is negative: it counts bytes from 0'
+    else if (word .and. mod(disp, 8_c_int64_t) /= 0) then
+      write (text, '(a,i0,a)') 'disp ', disp, ' is not a multiple of 8: the atomics work on ' // &
+        'aligned 64-bit words'
+    end if
+    rc = PIO_OK
+    if (len_trim(text) > 0) rc = PIO_EINVAL
+    call set_why(why, trim(text))
+  end function win_check
+
+  ! ---- remote file access (PIO_Rfile_pread: pio_f.c) --------------------------
+
+  ! PIO_Rfile_open - open path (relative to the export root of host's file
+  ! service) for reading; size: the file's size in bytes.
+  subroutine PIO_Rfile_open(host, path, rf, size, ierr)
+    character(len=*), intent(in) :: host, path
+    type(PIO_Rfile), intent(out) :: rf
+    integer(c_int64_t), intent(out), optional :: size
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: rc
+    if (present(size)) size = 0
+    rc = c_rfile_open(c_string(host), c_string(path), rf%ptr, size)
+    call finish(rc, 'PIO_Rfile_open(' // trim(host) // ', ' // trim(path) // ')', ierr, file=.true.)
+  end subroutine PIO_Rfile_open
+
+  ! PIO_Rfile_close - end the session; rf is null afterwards.
+  subroutine PIO_Rfile_close(rf, ierr)
+    type(PIO_Rfile), intent(inout) :: rf
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    why = c_null_char
+    rc = PIO_EINVAL
+    if (c_associated(rf%ptr)) then
+      rc = c_rfile_close(rf%ptr)
+    else
+      call set_why(why, 'the file is null: not opened (PIO_Rfile_open), or closed')
+    end if
+    rf = PIO_Rfile()
+    call finish(rc, 'PIO_Rfile_close', ierr, why)
+  end subroutine PIO_Rfile_close
 
 end module pio

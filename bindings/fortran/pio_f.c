@@ -5,19 +5,20 @@
  * gfortran hands to C as a descriptor (ISO_Fortran_binding.h, CFI_cdesc_t).
  * The specifics of the generics that take a buffer (PIO_Send, PIO_Recv,
  * PIO_Isend, PIO_Irecv, PIO_File_write_at, PIO_File_write_slab,
- * PIO_Feed_put) are the C functions here, bound directly: a Fortran
- * procedure in between would have to receive the descriptor itself, and
- * gfortran 12 mishandles that (a non-BIND(C) one loses a CHARACTER
- * argument's length; a BIND(C) one reads past a scalar's descriptor, which
- * AddressSanitizer reports).
+ * PIO_Feed_put, PIO_Win_create, PIO_Get, PIO_Put, PIO_Iget, PIO_Iput,
+ * PIO_Rfile_pread) are
+ * the C functions here, bound directly: a Fortran procedure in between
+ * would have to receive the descriptor itself, and gfortran 12 mishandles
+ * that (a non-BIND(C) one loses a CHARACTER argument's length; a BIND(C)
+ * one reads past a scalar's descriptor, which AddressSanitizer reports).
  *
  * f_buffer is the one place that reads a descriptor: the address, the
  * number of elements, the element size and the Fortran type. It checks that
  * count items of a PIO datatype fit in the buffer and that the buffer's
  * Fortran type can hold that datatype, so a wrong count or kind is a clear
  * PIO_EINVAL instead of a read past the end of an array. A strided section
- * (a(2, :)) is packed into a copy for a blocking call and, for a receive,
- * scattered back afterwards, as a compiler's copy-in/copy-out would do (a
+ * (a(2, :)) is packed into a copy for a blocking call and, for a receive
+ * a get or a remote read, scattered back afterwards, as a compiler's copy-in/copy-out would do (a
  * CONTIGUOUS dummy would ask the compiler for that, but gfortran 12 crashes
  * when an assumed-rank argument is passed on to one). Then the pio.h call;
  * then ierr, or without it pio_f_stop (Fortran) ends the program: this file
@@ -36,6 +37,7 @@
 /* flags of f_buffer */
 #define PIO_F_CONTIGUOUS 1 /* refuse a strided buffer (non-blocking calls use it later) */
 #define PIO_F_EXACT      2 /* the buffer must hold exactly count items (slabs) */
+#define PIO_F_WINDOW     4 /* refuse a strided buffer: it becomes a window's memory */
 
 struct f_datatype {
     const char *name;
@@ -144,7 +146,8 @@ static void f_copy(const CFI_cdesc_t *d, unsigned char *packed, int to_packed)
 /* f_buffer - check a Fortran buffer for count items of datatype, and give
  * C memory for it.
  * buf [in]: the descriptor gfortran passes for TYPE(*), DIMENSION(..).
- * flags [in]: PIO_F_CONTIGUOUS (refuse a strided buffer), PIO_F_EXACT.
+ * flags [in]: PIO_F_CONTIGUOUS or PIO_F_WINDOW (refuse a strided buffer,
+ *   saying why for a non-blocking call or a window), PIO_F_EXACT.
  * addr [out]: the buffer itself when it is contiguous; else a packed copy of
  *   its elements, owned by the caller, who must hand it to f_release.
  * bytes [out]: the buffer's size in bytes.
@@ -197,6 +200,13 @@ static int f_buffer(const CFI_cdesc_t *buf, int datatype, int64_t count, int fla
         *addr = buf->base_addr;
         return PIO_OK;
     }
+    if (flags & PIO_F_WINDOW) {
+        snprintf(why, whylen,
+                 "the window's memory is not contiguous: a window needs contiguous "
+                 "memory (an array, or a section without strides), which other processes "
+                 "read and write until PIO_Win_free");
+        return PIO_EINVAL;
+    }
     if (flags & PIO_F_CONTIGUOUS) {
         snprintf(why, whylen,
                  "the buffer is not contiguous: a non-blocking call needs contiguous "
@@ -229,7 +239,7 @@ static void f_release(const CFI_cdesc_t *buf, void *addr, int copy_out)
 
 /* f_done - hand rc to ierr, or stop the program on failure without ierr.
  * why: the binding's own reason when it refused the call ("" when libpio
- * answered). file: a PIO_File_* call: one refused here clears
+ * answered). file: a PIO_File_* or PIO_Rfile_* call: one refused here clears
  * PIO_File_error_text (an earlier call's remote text would be wrong), by a
  * PIO_File_* call that fails locally. */
 static void f_done(int rc, int *ierr, const char *call, const char *why, int file)
@@ -579,4 +589,142 @@ void pio_f_feed_put_c4(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_
                        const CFI_cdesc_t *count, const CFI_cdesc_t *data, int *ierr)
 {
     f_feed_put(feed, fidx, start, count, data, ierr);
+}
+
+/* ---- one-sided access ---- */
+
+/* PIO_Win_create: all of base (contiguous: libpio and the other processes
+ * use it until PIO_Win_free); a zero-size array makes an empty window. */
+void pio_f_win_create(const CFI_cdesc_t *base, PIO_Win *win, int *ierr)
+{
+    char why[WHY_LEN] = "";
+    void *addr;
+    int64_t bytes;
+    *win = NULL;
+    int rc = f_buffer(base, PIO_BYTE, 0, PIO_F_WINDOW, &addr, &bytes, why, sizeof why);
+    if (rc == PIO_OK)
+        rc = PIO_Win_create(bytes > 0 ? addr : NULL, (size_t)bytes, win);
+    f_done(rc, ierr, "PIO_Win_create", why, 0);
+}
+
+/* f_rma - PIO_Get (put 0) and PIO_Put (put 1) of all of buf at byte disp
+ * of win's counterpart in process_ID of partner; with req, their
+ * non-blocking forms (contiguous buf only). A get into a strided section
+ * lands in a packed copy, scattered back when it succeeded. */
+static void f_rma(const PIO_Win *win, int partner, int process_ID, int64_t disp,
+                  const CFI_cdesc_t *buf, int put, PIO_Request *req, int *ierr)
+{
+    static const char *const names[2][2] = {{"PIO_Get", "PIO_Put"}, {"PIO_Iget", "PIO_Iput"}};
+    char why[WHY_LEN] = "";
+    void *addr = NULL;
+    int64_t bytes;
+    int rc = PIO_EINVAL;
+    if (req)
+        *req = NULL;
+    if (!*win)
+        snprintf(why, sizeof why, "the window is null: not created (PIO_Win_create), or freed");
+    else if (disp < 0)
+        snprintf(why, sizeof why, "disp %" PRId64 " is negative: it counts bytes from 0", disp);
+    else
+        rc = f_buffer(buf, PIO_BYTE, 0, req ? PIO_F_CONTIGUOUS : 0, &addr, &bytes, why, sizeof why);
+    if (rc == PIO_OK) {
+        if (req && put)
+            rc = PIO_Iput(*win, partner, process_ID, (uint64_t)disp, addr, (size_t)bytes, req);
+        else if (req)
+            rc = PIO_Iget(*win, partner, process_ID, (uint64_t)disp, addr, (size_t)bytes, req);
+        else if (put)
+            rc = PIO_Put(*win, partner, process_ID, (uint64_t)disp, addr, (size_t)bytes);
+        else
+            rc = PIO_Get(*win, partner, process_ID, (uint64_t)disp, addr, (size_t)bytes);
+    }
+    f_release(buf, addr, !put && rc == PIO_OK);
+    f_done(rc, ierr, names[req != NULL][put], why, 0);
+}
+
+void pio_f_get_c8(const PIO_Win *win, int partner, int process_ID, int64_t disp, CFI_cdesc_t *buf,
+                  int *ierr)
+{
+    f_rma(win, partner, process_ID, disp, buf, 0, NULL, ierr);
+}
+
+void pio_f_get_c4(const PIO_Win *win, int partner, int process_ID, int disp, CFI_cdesc_t *buf,
+                  int *ierr)
+{
+    f_rma(win, partner, process_ID, disp, buf, 0, NULL, ierr);
+}
+
+void pio_f_put_c8(const PIO_Win *win, int partner, int process_ID, int64_t disp,
+                  const CFI_cdesc_t *buf, int *ierr)
+{
+    f_rma(win, partner, process_ID, disp, buf, 1, NULL, ierr);
+}
+
+void pio_f_put_c4(const PIO_Win *win, int partner, int process_ID, int disp, const CFI_cdesc_t *buf,
+                  int *ierr)
+{
+    f_rma(win, partner, process_ID, disp, buf, 1, NULL, ierr);
+}
+
+void pio_f_iget_c8(const PIO_Win *win, int partner, int process_ID, int64_t disp, CFI_cdesc_t *buf,
+                   PIO_Request *req, int *ierr)
+{
+    f_rma(win, partner, process_ID, disp, buf, 0, req, ierr);
+}
+
+void pio_f_iget_c4(const PIO_Win *win, int partner, int process_ID, int disp, CFI_cdesc_t *buf,
+                   PIO_Request *req, int *ierr)
+{
+    f_rma(win, partner, process_ID, disp, buf, 0, req, ierr);
+}
+
+void pio_f_iput_c8(const PIO_Win *win, int partner, int process_ID, int64_t disp,
+                   const CFI_cdesc_t *buf, PIO_Request *req, int *ierr)
+{
+    f_rma(win, partner, process_ID, disp, buf, 1, req, ierr);
+}
+
+void pio_f_iput_c4(const PIO_Win *win, int partner, int process_ID, int disp,
+                   const CFI_cdesc_t *buf, PIO_Request *req, int *ierr)
+{
+    f_rma(win, partner, process_ID, disp, buf, 1, req, ierr);
+}
+
+/* ---- remote file access ---- */
+
+/* PIO_Rfile_pread: up to all of buf (its size in bytes) at byte offset of
+ * the remote file; *got [out]: the bytes read (fewer only at the end of the
+ * file; on a failure, those that arrived before it). A strided section is
+ * read into a packed copy, scattered back when bytes arrived (the copy
+ * holds buf's own values past them). */
+static void f_rfile_pread(const PIO_Rfile *rf, CFI_cdesc_t *buf, int64_t offset, int64_t *got,
+                          int *ierr)
+{
+    char why[WHY_LEN] = "";
+    void *addr = NULL;
+    int64_t bytes;
+    size_t n = 0;
+    int rc = PIO_EINVAL;
+    if (!*rf)
+        snprintf(why, sizeof why, "the file is null: not opened (PIO_Rfile_open), or closed");
+    else if (offset < 0)
+        snprintf(why, sizeof why, "offset %" PRId64 " is negative: it counts bytes from 0", offset);
+    else
+        rc = f_buffer(buf, PIO_BYTE, 0, 0, &addr, &bytes, why, sizeof why);
+    if (rc == PIO_OK)
+        rc = PIO_Rfile_pread(*rf, addr, (size_t)bytes, (uint64_t)offset, &n);
+    f_release(buf, addr, n > 0);
+    *got = (int64_t)n;
+    f_done(rc, ierr, "PIO_Rfile_pread", why, 1);
+}
+
+void pio_f_rfile_pread_c8(const PIO_Rfile *rf, CFI_cdesc_t *buf, int64_t offset, int64_t *got,
+                          int *ierr)
+{
+    f_rfile_pread(rf, buf, offset, got, ierr);
+}
+
+void pio_f_rfile_pread_c4(const PIO_Rfile *rf, CFI_cdesc_t *buf, int offset, int64_t *got,
+                          int *ierr)
+{
+    f_rfile_pread(rf, buf, offset, got, ierr);
 }

@@ -81,4 +81,38 @@ void pio_f_feed_put_sub_c8(const struct pio_f_feed *feed, int fidx, const CFI_cd
                            const CFI_cdesc_t *count, const CFI_cdesc_t *data,
                            const CFI_cdesc_t *mem_off, int *ierr);
 
+/* One-sided access. win: Fortran's TYPE(PIO_Win), BIND(C), which is the
+ * handle itself. disp: a byte offset from 0 (c4: default INTEGER, c8:
+ * INTEGER(8); negative is PIO_EINVAL). The length is buf's size in bytes.
+ * The window's memory (PIO_Win_create) and the buffer of PIO_Iget /
+ * PIO_Iput must be contiguous: libpio uses them after the call returns.
+ * The blocking PIO_Get / PIO_Put take any section (packed into a copy). */
+void pio_f_win_create(const CFI_cdesc_t *base, PIO_Win *win, int *ierr);
+void pio_f_get_c4(const PIO_Win *win, int partner, int process_ID, int disp, CFI_cdesc_t *buf,
+                  int *ierr);
+void pio_f_get_c8(const PIO_Win *win, int partner, int process_ID, int64_t disp, CFI_cdesc_t *buf,
+                  int *ierr);
+void pio_f_put_c4(const PIO_Win *win, int partner, int process_ID, int disp, const CFI_cdesc_t *buf,
+                  int *ierr);
+void pio_f_put_c8(const PIO_Win *win, int partner, int process_ID, int64_t disp,
+                  const CFI_cdesc_t *buf, int *ierr);
+void pio_f_iget_c4(const PIO_Win *win, int partner, int process_ID, int disp, CFI_cdesc_t *buf,
+                   PIO_Request *req, int *ierr);
+void pio_f_iget_c8(const PIO_Win *win, int partner, int process_ID, int64_t disp, CFI_cdesc_t *buf,
+                   PIO_Request *req, int *ierr);
+void pio_f_iput_c4(const PIO_Win *win, int partner, int process_ID, int disp,
+                   const CFI_cdesc_t *buf, PIO_Request *req, int *ierr);
+void pio_f_iput_c8(const PIO_Win *win, int partner, int process_ID, int64_t disp,
+                   const CFI_cdesc_t *buf, PIO_Request *req, int *ierr);
+
+/* Remote file access. rf: Fortran's TYPE(PIO_Rfile), BIND(C), which is the
+ * handle itself. PIO_Rfile_pread reads up to buf's size in bytes at byte
+ * offset (c4: default INTEGER, c8: INTEGER(8); negative is PIO_EINVAL);
+ * *got [out]: the bytes read. Any section (a strided one is read into a
+ * packed copy, scattered back). */
+void pio_f_rfile_pread_c4(const PIO_Rfile *rf, CFI_cdesc_t *buf, int offset, int64_t *got,
+                          int *ierr);
+void pio_f_rfile_pread_c8(const PIO_Rfile *rf, CFI_cdesc_t *buf, int64_t offset, int64_t *got,
+                          int *ierr);
+
 #endif

@@ -50,5 +50,7 @@ int main(void)
     gen_size("pio_c_sizeof_grid", sizeof(PIO_Grid));
     gen_size("pio_c_sizeof_feedinfo", sizeof(PIO_Feedinfo));
     gen_size("pio_c_sizeof_f_feed", sizeof(struct pio_f_feed));
+    gen_size("pio_c_sizeof_win", sizeof(PIO_Win));
+    gen_size("pio_c_sizeof_rfile", sizeof(PIO_Rfile));
     return ferror(stdout) ? 1 : 0;
 }

@@ -1,15 +1,25 @@
-/* registry.c - the one list of transport backends.
+/* registry.c - the one list of transport backends, stream and one-sided.
  * SPDX-License-Identifier: BSD-3-Clause
  * Optional backends are added here (and only here) under their HAVE_ flag;
- * registration checks that every mandatory op is present. */
+ * registration checks that every mandatory op is present. The one-sided
+ * "rdma" (UCX) is always built: ucx is in the Makefile's PKG_DEPS. (Its
+ * stream transport over UCX streams is not registered yet: it does not pass
+ * the conformance suite's pinned-address checks; see the design notes.) */
+#include "transport/rma.h"
 #include "transport/transport.h"
 
 #include <string.h>
 
 extern const struct pio_transport_ops pio_tcp_ops;
+extern const struct pio_rma_ops pio_rma_rdma_ops;
 
 static const struct pio_transport_ops *const tp_list[] = {
     &pio_tcp_ops,
+    NULL,
+};
+
+static const struct pio_rma_ops *const rma_list[] = {
+    &pio_rma_rdma_ops,
     NULL,
 };
 
@@ -17,6 +27,13 @@ static int tp_complete(const struct pio_transport_ops *t)
 {
     return t->name && t->listen && t->accept && t->listener_shutdown && t->listener_close &&
            t->connect && t->sendv && t->recv && t->shutdown && t->close && t->addrs;
+}
+
+static int rma_complete(const struct pio_rma_ops *r)
+{
+    return r->name && r->init && r->fini && r->address && r->connect && r->disconnect &&
+           r->mem_register && r->mem_deregister && r->rkey_unpack && r->rkey_release && r->get &&
+           r->put && r->cas64 && r->fadd64 && r->flush && r->describe;
 }
 
 const struct pio_transport_ops *pio_transport_find(const char *name)
@@ -30,4 +47,12 @@ const struct pio_transport_ops *pio_transport_find(const char *name)
 const struct pio_transport_ops *const *pio_transport_list(void)
 {
     return tp_list;
+}
+
+const struct pio_rma_ops *pio_rma_find(const char *name)
+{
+    for (int i = 0; rma_list[i]; i++)
+        if (strcmp(rma_list[i]->name, name) == 0)
+            return rma_complete(rma_list[i]) ? rma_list[i] : NULL;
+    return NULL;
 }

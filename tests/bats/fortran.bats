@@ -75,8 +75,12 @@ int main(void)
     return 0;
 }
 C
+  # libpio.a needs the libraries of the Makefile's PKG_DEPS (libzmq, ucx, ...)
+  local deps
+  deps=$(sed -nE 's/^PKG_DEPS[[:space:]]*:=[[:space:]]*//p' "$PIO_SRC/Makefile")
+  [ -n "$deps" ] || fail "no PKG_DEPS in the Makefile"
   cc -I"$PIO_SRC/libpio" -o "$BATS_TEST_TMPDIR/liar" "$BATS_TEST_TMPDIR/liar.c" \
-    "$PIO_BUILD/lib/libpio.a" $(pkg-config --libs libzmq libsodium libxxhash) -lrt -pthread \
+    "$PIO_BUILD/lib/libpio.a" $(pkg-config --libs $deps) -lrt -pthread \
     $(grep -o -- '-fsanitize=[a-z]*' "$PIO_BUILD/.make-settings" | head -n 1)
   bg_start "$BATS_TEST_TMPDIR/c.out" env PIO_SOCKET="$PIO_SOCK_B" timeout 60 "$BATS_TEST_TMPDIR/liar"
   # the Fortran side then waits for answers that never come: the receive of
@@ -360,6 +364,98 @@ LINES
   run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-ffeed" errors name
   assert_failure 1
   assert_line "pio: PIO_Feed_open(nobody): invalid argument (PIO_EINVAL): names(2) must have 1 .. 31 characters"
+}
+
+# ---- one-sided access ---------------------------------------------------------
+
+@test "windows from Fortran: 2 processes get, put, add and swap in each other's windows (PIO_SELF), exact" {
+  pio_pair_loopback "$BATS_TEST_TMPDIR" 1
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "${MPIRUN[@]}" -np 2 "$PROG/pio-fwin" rw </dev/null
+  echo "$output"
+  assert_success
+  refute_output --partial "FAIL"
+  local line
+  while IFS= read -r line; do
+    assert_line "$line"
+  done <<'LINES'
+process 0 got 1001 1002 1003 1004 1005 1006 1007 1008 from process 1
+process 1 got 1 2 3 4 5 6 7 8 from process 0
+process 0: process 1 put 101 103 105 107 120 121
+process 1: process 0 put 1 3 5 7 20 21
+process 0: fetch-and-add word of process 0 is 2000
+process 1: fetch-and-add word of process 0 is 2000
+process 0: compare-and-swap 0 -> 42 then refused (old 42); own word 43
+process 1: compare-and-swap 0 -> 43 then refused (old 43); own word 42
+process 1 got v(2:4) of process 0: 8 9 10
+get from an empty window: 1 PIO_EINVAL: invalid argument
+get of 16 bytes at 120 of a 128-byte window: 1 PIO_EINVAL: invalid argument
+put at disp -8: 1 PIO_EINVAL: invalid argument
+fetch-and-add at disp 4: 1 PIO_EINVAL: invalid argument
+iget into a strided section: 1 PIO_EINVAL: invalid argument
+window of a strided section: 1 PIO_EINVAL: invalid argument
+get of 8 bytes at 0: 0 PIO_OK: success
+get on a freed window: 1 PIO_EINVAL: invalid argument
+free again: 1 PIO_EINVAL: invalid argument
+OK pio-fwin rw: process 0 of 2
+OK pio-fwin rw: process 1 of 2
+LINES
+}
+
+@test "windows from Fortran: without ierr, a strided window or non-blocking buffer stops the program, saying why" {
+  pio_pair_loopback "$BATS_TEST_TMPDIR" 1
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-fwin" stop create
+  echo "$output"
+  assert_failure 1 # PIO_EINVAL
+  assert_line "pio: PIO_Win_create: invalid argument (PIO_EINVAL): the window's memory is not contiguous: a window needs contiguous memory (an array, or a section without strides), which other processes read and write until PIO_Win_free"
+  refute_output --partial "FAIL"
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-fwin" stop iget
+  echo "$output"
+  assert_failure 1
+  assert_line "pio: PIO_Iget: invalid argument (PIO_EINVAL): the buffer is not contiguous: a non-blocking call needs contiguous memory (an array, or a section without strides), which it uses until PIO_Wait or PIO_Test completes it"
+  refute_output --partial "FAIL"
+}
+
+# ---- remote file access --------------------------------------------------------
+
+@test "remote pread from Fortran (PIO_Rfile): pieces, past the end, a strided section equal a local read; ENOENT" {
+  pair
+  mkdir -p "$EXP/d"
+  # 9 MiB + 17 bytes: more than libpio's 4 MiB staging window, not a multiple of a piece
+  head -c $(((9 << 20) + 17)) /dev/urandom >"$EXP/d/data.bin"
+  local tls
+  for tls in tcp all; do
+    run env UCX_TLS=$tls PIO_SOCKET="$PIO_SOCK_A" timeout 120 "$PROG/pio-frread" read B d/data.bin "$EXP/d/data.bin"
+    echo "UCX_TLS=$tls: $output"
+    assert_success
+    refute_output --partial "FAIL"
+    assert_line "read: open d/data.bin: $(((9 << 20) + 17)) bytes"
+    assert_line "read: pieces of 1048579: $(((9 << 20) + 17)) bytes equal, the last 1048569"
+    assert_line "read: 12 MiB at 1: $(((9 << 20) + 16)) bytes equal at 1"
+    assert_line "read: 100 REAL(8) at 8000: 800 bytes equal at 8000"
+    assert_line "read: b(1, :) at 12345: 4096 bytes equal at 12345"
+    assert_line "read: 64 bytes at size - 10: 10 bytes equal at $(((9 << 20) + 7))"
+    assert_line "read: 8 bytes at size: got 0"
+    assert_line "OK pio-frread read"
+  done
+  run env UCX_TLS=tcp PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-frread" errors B d/data.bin
+  echo "$output"
+  assert_success
+  assert_line "open d/nothing.bin: 21 PIO_ENOENT: no such file, object or name: B: d/nothing.bin: No such file or directory"
+  assert_line --regexp "^open \.\./escape\.bin: (26 PIO_EPERM|1 PIO_EINVAL): .*leaves the export root"
+  # refused by the binding: no remote text (not the previous call's)
+  assert_line "pread of a file not opened: 1 PIO_EINVAL: invalid argument"
+  assert_line "open d/data.bin: 0 PIO_OK: success"
+  assert_line "pread at offset -8: 1 PIO_EINVAL: invalid argument"
+  assert_line "pread of 16 bytes at 0: 0 PIO_OK: success"
+  assert_line "close: 0 PIO_OK: success"
+  assert_line "pread after close: 1 PIO_EINVAL: invalid argument"
+  assert_line "close again: 1 PIO_EINVAL: invalid argument"
+  assert_line "OK pio-frread errors"
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-frread" stop B d/nothing.bin
+  echo "$output"
+  assert_failure 21 # PIO_ENOENT
+  assert_line "pio: PIO_Rfile_open(B, d/nothing.bin): no such file, object or name (PIO_ENOENT): B: d/nothing.bin: No such file or directory"
+  refute_output --partial "FAIL"
 }
 
 @test "coverage: every function pio.h declares is a public procedure of module pio" {

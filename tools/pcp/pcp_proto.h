@@ -35,6 +35,13 @@
  *   each WRITE carries a hyperslab (start[], count[]; size = its bytes) and
  *   the DATA message holds its elements, in C order, sent as that type (so
  *   libpio converts byte order). The service writes them with libhdf5.
+ * ROPEN {path, block = the client's window id, size = that window's bytes}
+ *   -> CTL OK {size = the file's size}; then per read CTL READ {off, size
+ *   <= the window's bytes}: the service reads the range (1 MiB pieces, the
+ *   next piece's pread overlapping the current piece's put) and puts it into
+ *   the client's window from its start (PIO_Put: one-sided, the client does
+ *   nothing meanwhile) -> CTL OK {size = bytes read: fewer at the end of
+ *   the file}; CTL RCLOSE ends the session (PIO_Rfile_open(3)).
  * Any step may be answered with ERR {err = errno, text}. The service never
  * writes under the final name before the copy is complete and verified.
  */
@@ -60,6 +67,9 @@ enum pcp_op {
     PCP_FOPEN,  /* merged output: one process of an application opens path */
     PCP_WRITE,  /* merged output: bytes at an offset (the data message follows) */
     PCP_FCLOSE, /* merged output: this process is done; answered when all are */
+    PCP_ROPEN,  /* remote file access: open path for reading */
+    PCP_READ,   /* remote file access: off, size: put into the client's window */
+    PCP_RCLOSE, /* remote file access: the client is done (no answer) */
     PCP_OK = 16,
     PCP_ERR,
     PCP_GO,

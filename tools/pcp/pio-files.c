@@ -17,7 +17,9 @@
  */
 #include "files_h5.h"
 #include "pcp_proto.h"
+#include "err.h"
 #include "pio.h"
+#include "win.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -286,29 +288,45 @@ out:
     XXH3_freeState(hs);
 }
 
+/* The regular file a session reads (GET, ROPEN), opened beneath the root;
+ * -1 after telling the client why (dir_hint follows "is a directory"). */
+static int open_source(const struct session *s, uint32_t sid, struct stat *sb,
+                       const char *dir_hint)
+{
+    const struct pcp_msg *q = &s->req;
+    char rel[PCP_PATH_MAX];
+    if (relpath(q->path, rel, sizeof(rel)) != 0) {
+        send_err(s, sid, EXDEV, "%s: the path leaves the export root", q->path);
+        return -1;
+    }
+    int fd = open_beneath(rel, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd < 0 || fstat(fd, sb) != 0) {
+        int e = errno == ELOOP ? EXDEV : errno;
+        if (fd >= 0)
+            close(fd);
+        send_err(s, sid, e, "%s: %s", q->path, why(e));
+        return -1;
+    }
+    if (!S_ISREG(sb->st_mode)) {
+        send_err(s, sid, S_ISDIR(sb->st_mode) ? EISDIR : EINVAL, "%s: %s%s", q->path,
+                 S_ISDIR(sb->st_mode) ? "is a directory" : "not a regular file",
+                 S_ISDIR(sb->st_mode) ? dir_hint : "");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static void do_get(struct session *s)
 {
     struct pcp_msg *q = &s->req, m;
     uint32_t sid = q->session;
-    char rel[PCP_PATH_MAX];
     int fd = -1;
     uint8_t *buf[2] = {NULL, NULL};
     XXH3_state_t *hs = XXH3_createState();
     struct stat sb;
-    if (relpath(q->path, rel, sizeof(rel)) != 0) {
-        send_err(s, sid, EXDEV, "%s: the path leaves the export root", q->path);
+    if ((fd = open_source(s, sid, &sb, " (use -r)")) < 0)
         goto out;
-    }
-    if ((fd = open_beneath(rel, O_RDONLY | O_NOFOLLOW, 0)) < 0 || fstat(fd, &sb) != 0) {
-        int e = errno == ELOOP ? EXDEV : errno;
-        send_err(s, sid, e, "%s: %s", q->path, why(e));
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        send_err(s, sid, S_ISDIR(sb.st_mode) ? EISDIR : EINVAL, "%s: %s", q->path,
-                 S_ISDIR(sb.st_mode) ? "is a directory (use -r)" : "not a regular file");
-        goto out;
-    }
     uint64_t block = q->block && q->block <= BLOCK_MAX ? q->block : (8u << 20);
     buf[0] = malloc(block);
     buf[1] = malloc(block);
@@ -770,6 +788,101 @@ static void do_fopen(struct session *s)
     }
 }
 
+/* Remote file access (ROPEN): reads put into the client's window. Each
+ * READ is read in RPIECE pieces; the pread of a piece overlaps the put of
+ * the one before (two buffers, PIO_Iput), and after a READ the range that
+ * would come next is announced to the kernel (POSIX_FADV_WILLNEED), so a
+ * sequential reader finds it on its way in. */
+#define RPIECE (1u << 20)
+
+static void do_ropen(struct session *s)
+{
+    struct pcp_msg *q = &s->req, m;
+    uint32_t sid = q->session;
+    int fd = -1;
+    uint8_t *buf[2] = {NULL, NULL};
+    struct stat sb;
+    if ((fd = open_source(s, sid, &sb, "")) < 0)
+        goto out;
+    if (q->block > INT32_MAX || q->size == 0) {
+        send_err(s, sid, EINVAL, "ROPEN: no window to read into");
+        goto out;
+    }
+    int wid = (int)q->block;
+    uint64_t wsize = q->size;
+    buf[0] = malloc(RPIECE);
+    buf[1] = malloc(RPIECE);
+    if (!buf[0] || !buf[1]) {
+        send_err(s, sid, ENOMEM, "out of memory");
+        goto out;
+    }
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_OK;
+    m.size = (uint64_t)sb.st_size;
+    if (send_msg(s, sid, &m) != PIO_OK)
+        goto out;
+    for (;;) {
+        if (recv_step(s, sid, &m) != 0 || m.op == PCP_RCLOSE)
+            break;
+        if (m.op != PCP_READ || m.size > wsize) {
+            send_err(s, sid, EINVAL, "READ: %llu bytes do not fit the %llu-byte window",
+                     (unsigned long long)m.size, (unsigned long long)wsize);
+            break;
+        }
+        uint64_t done = 0;
+        int rc = PIO_OK, cur = 0, again = 1;
+        PIO_Request inflight = NULL;
+    retry:
+        while (done < m.size && rc == PIO_OK) {
+            size_t want = m.size - done < RPIECE ? (size_t)(m.size - done) : RPIECE;
+            ssize_t n = pread(fd, buf[cur], want, (off_t)(m.off + done));
+            if (n < 0) {
+                rc = pio_from_errno(errno);
+                break;
+            }
+            if (inflight && (rc = PIO_Wait(&inflight, PIO_WAIT_FOREVER, NULL)) != PIO_OK)
+                break;
+            if (n == 0)
+                break;
+            rc = pio_win_put_id(s->partner, s->proc, wid, done, buf[cur], (size_t)n, &inflight);
+            done += (uint64_t)n;
+            cur ^= 1;
+            if ((size_t)n < want)
+                break; /* the end of the file */
+        }
+        if (inflight) {
+            int rc2 = PIO_Wait(&inflight, PIO_WAIT_FOREVER, NULL);
+            if (rc == PIO_OK)
+                rc = rc2;
+        }
+        if (rc != PIO_OK && again-- > 0) {
+            /* the window we knew may be an earlier incarnation's: libpio
+             * asks the client anew on the next put */
+            done = 0;
+            rc = PIO_OK;
+            goto retry;
+        }
+        if (rc != PIO_OK) {
+            send_err(s, sid, EIO, "READ at %llu: %s", (unsigned long long)m.off, PIO_Strerror(rc));
+            break;
+        }
+        if (done == m.size)
+            posix_fadvise(fd, (off_t)(m.off + done), (off_t)m.size, POSIX_FADV_WILLNEED);
+        uint64_t off = m.off;
+        memset(&m, 0, sizeof(m));
+        m.op = PCP_OK;
+        m.off = off;
+        m.size = done;
+        if (send_msg(s, sid, &m) != PIO_OK)
+            break;
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(buf[0]);
+    free(buf[1]);
+}
+
 static void *session_thread(void *arg)
 {
     struct session *s = arg;
@@ -779,6 +892,7 @@ static void *session_thread(void *arg)
     case PCP_MKDIR: do_mkdir(s); break;
     case PCP_LIST: do_list(s); break;
     case PCP_FOPEN: do_fopen(s); break;
+    case PCP_ROPEN: do_ropen(s); break;
     default: break;
     }
     free(s);
@@ -858,7 +972,8 @@ int main(int argc, char **argv)
         struct session *s = calloc(1, sizeof(*s));
         if (!s)
             continue;
-        if (pcp_msg_decode(buf, st.bytes, &s->req) != 0 || s->req.op > PCP_FOPEN) {
+        if (pcp_msg_decode(buf, st.bytes, &s->req) != 0 ||
+            (s->req.op > PCP_FOPEN && s->req.op != PCP_ROPEN)) {
             logf_("a malformed request (%zu bytes) was ignored", st.bytes);
             free(s);
             continue;

@@ -4,9 +4,12 @@
  * Talks to the piod's control socket directly (one P_INFO_REQ, one P_INFO),
  * so it works without joining as a process. Output: a table for people,
  * --json for scripts, --count-up for scripts that wait for the bundle.
+ * --rdma asks no piod: it starts the rdma backend here and prints what UCX
+ * offers and would use to another process on this host (like ucx_info -d/-e).
  */
 #include "pio.h"
 #include "info.h"
+#include "transport/rma.h"
 #include "wire/wire.h"
 
 #include <getopt.h>
@@ -31,6 +34,30 @@ static void human_bytes(uint64_t b, char *out, size_t n)
         i++;
     }
     snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+/* --rdma: the rdma backend's own description (rma.h describe). */
+static int print_rdma(void)
+{
+    const struct pio_rma_ops *r = pio_rma_find("rdma");
+    struct pio_rma *x = NULL;
+    if (!r) {
+        fprintf(stderr, "pio-info: this libpio has no rdma backend\n");
+        return 1;
+    }
+    int rc = r->init(&x);
+    if (rc != PIO_OK) {
+        fprintf(stderr, "pio-info: UCX would not start: %s (UCX_TLS=%s)\n", PIO_Strerror(rc),
+                getenv("UCX_TLS") ? getenv("UCX_TLS") : "unset");
+        return 1;
+    }
+    rc = r->describe(x, stdout);
+    r->fini(x);
+    if (rc != PIO_OK) {
+        fprintf(stderr, "pio-info: cannot describe rdma: %s\n", PIO_Strerror(rc));
+        return 1;
+    }
+    return 0;
 }
 
 static void print_json(const struct pio_p_info *in)
@@ -100,29 +127,39 @@ static void print_table(const struct pio_p_info *in)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, 0, 'j'},         {"count-up", no_argument, 0, 'u'},
-        {"socket", required_argument, 0, 's'}, {"timeout", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-    int json = 0, count_up = 0, timeout = 3000, c;
+    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                         {"count-up", no_argument, 0, 'u'},
+                                         {"socket", required_argument, 0, 's'},
+                                         {"timeout", required_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"rdma", no_argument, 0, 'r'},
+                                         {0, 0, 0, 0}};
+    int json = 0, count_up = 0, rdma = 0, timeout = 3000, c;
     const char *path = getenv("PIO_SOCKET");
     if (!path || !*path)
         path = "/run/pio/piod.sock";
-    while ((c = getopt_long(argc, argv, "jus:t:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jus:t:hr", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 'u': count_up = 1; break;
         case 's': path = optarg; break;
         case 't': timeout = atoi(optarg); break;
+        case 'r': rdma = 1; break;
         case 'h':
             printf("usage: pio-info [--json | --count-up] [--socket PATH] [--timeout MS]\n"
+                   "       pio-info --rdma\n"
                    "Shows this host's piod: channels (addresses, state, bytes, queued, rate),\n"
                    "peers and applications. The socket is $PIO_SOCKET, else "
-                   "/run/pio/piod.sock.\n");
+                   "/run/pio/piod.sock.\n"
+                   "--rdma: UCX's transports and devices here, and which one the stream, get,\n"
+                   "put and atomics would use to another process on this host (UCX_TLS "
+                   "applies).\n");
             return 0;
         default: return 2;
         }
     }
+    if (rdma)
+        return print_rdma();
     int rc = 1;
     struct pio_frame *f = calloc(1, sizeof(*f));
     if (!f)

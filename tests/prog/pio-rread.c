@@ -1,0 +1,209 @@
+/* pio-rread.c - remote file access (PIO_Rfile_*) under test and measured.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ *   pio-rread check HOST REMOTE LOCAL N   N reads of random offsets and sizes
+ *                                          (1 B .. 8 MiB, some past the end)
+ *                                          compared byte for byte with pread
+ *                                          of LOCAL, the same file seen here
+ *   pio-rread seq HOST REMOTE BS [LIMIT]  read the file (its first LIMIT
+ *                                          bytes) in BS-byte reads; prints
+ *                                          "MB/s X"
+ *   pio-rread stride HOST REMOTE BS S [LIMIT]  BS-byte reads every S bytes;
+ *                                          prints "IOPS X MB/s Y"
+ *   HOST "local": the same reads with pread(2) of the local path REMOTE
+ *   (the baseline, measured by the same code)
+ *   pio-rread error HOST REMOTE           expects the open to fail; prints
+ *                                          the error's name and words
+ * Joins as application $PIO_APP (default "rread"). Prints "OK ..." or
+ * "FAIL ..." (exit 1).
+ */
+#include "pio.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        printf("FAIL ");                                                                           \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        exit(1);                                                                                   \
+    } while (0)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static PIO_Rfile open_remote(const char *host, const char *path, uint64_t *size)
+{
+    PIO_Rfile rf;
+    int rc = PIO_Rfile_open(host, path, &rf, size);
+    if (rc != PIO_OK)
+        FAIL("PIO_Rfile_open(%s, %s): %s (%s) %s", host, path, PIO_Strerror(rc), PIO_Errname(rc),
+             PIO_File_error_text());
+    return rf;
+}
+
+static void check(const char *host, const char *remote, const char *local, int n)
+{
+    uint64_t size;
+    PIO_Rfile rf = open_remote(host, remote, &size);
+    int fd = open(local, O_RDONLY);
+    if (fd < 0)
+        FAIL("%s: cannot open", local);
+    size_t max = 8u << 20;
+    uint8_t *a = malloc(max), *b = malloc(max);
+    srand(12345);
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = (size_t)1 << (rand() % 24);
+        len += (size_t)rand() % len;
+        if (len > max)
+            len = max;
+        uint64_t off = size ? ((uint64_t)rand() * 7919u) % (size + size / 16 + 1) : 0;
+        size_t got = 0;
+        memset(a, 0xAB, len);
+        int rc = PIO_Rfile_pread(rf, a, len, off, &got);
+        if (rc != PIO_OK)
+            FAIL("read %d: %zu bytes at %" PRIu64 ": %s", i, len, off, PIO_Strerror(rc));
+        ssize_t want = pread(fd, b, len, (off_t)off);
+        if (want < 0 || got != (size_t)want)
+            FAIL("read %d: %zu bytes at %" PRIu64 ": got %zu, pread %zd", i, len, off, got, want);
+        if (memcmp(a, b, got) != 0)
+            FAIL("read %d: %zu bytes at %" PRIu64 ": the bytes differ", i, len, off);
+        total += got;
+    }
+    PIO_Rfile_close(rf);
+    close(fd);
+    printf("OK check: %d reads, %" PRIu64 " bytes equal to pread of %s (size %" PRIu64 ")\n", n,
+           total, local, size);
+    free(a);
+    free(b);
+}
+
+/* A file to read: remote (PIO_Rfile) or, for host "local", pread(2). */
+struct src {
+    PIO_Rfile rf;
+    int fd;
+    uint64_t size;
+};
+
+static void src_open(struct src *f, const char *host, const char *path)
+{
+    memset(f, 0, sizeof(*f));
+    f->fd = -1;
+    if (strcmp(host, "local") == 0) {
+        if ((f->fd = open(path, O_RDONLY)) < 0)
+            FAIL("%s: cannot open", path);
+        f->size = (uint64_t)lseek(f->fd, 0, SEEK_END);
+    } else {
+        f->rf = open_remote(host, path, &f->size);
+    }
+}
+
+static size_t src_read(struct src *f, void *buf, size_t n, uint64_t off)
+{
+    if (f->fd >= 0) {
+        ssize_t r = pread(f->fd, buf, n, (off_t)off);
+        if (r < 0)
+            FAIL("pread at %" PRIu64, off);
+        return (size_t)r;
+    }
+    size_t got;
+    int rc = PIO_Rfile_pread(f->rf, buf, n, off, &got);
+    if (rc != PIO_OK)
+        FAIL("read at %" PRIu64 ": %s", off, PIO_Strerror(rc));
+    return got;
+}
+
+static void src_close(struct src *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    else
+        PIO_Rfile_close(f->rf);
+}
+
+static void seq(const char *host, const char *path, size_t bs, uint64_t limit)
+{
+    struct src f;
+    src_open(&f, host, path);
+    if (!limit || limit > f.size)
+        limit = f.size;
+    uint8_t *a = malloc(bs);
+    double t0 = now();
+    uint64_t off = 0;
+    while (off < limit) {
+        size_t n = limit - off < bs ? (size_t)(limit - off) : bs;
+        size_t got = src_read(&f, a, n, off);
+        off += got;
+        if (got < n)
+            break;
+    }
+    double t = now() - t0;
+    src_close(&f);
+    printf("OK seq %zu: %" PRIu64 " bytes in %.3f s MB/s %.3f\n", bs, off, t,
+           (double)off / t / 1e6);
+    free(a);
+}
+
+static void stride(const char *host, const char *path, size_t bs, uint64_t step, uint64_t limit)
+{
+    struct src f;
+    src_open(&f, host, path);
+    if (!limit || limit > f.size)
+        limit = f.size;
+    uint8_t *a = malloc(bs);
+    double t0 = now();
+    uint64_t n = 0;
+    for (uint64_t off = 0; off + bs <= limit; off += step, n++)
+        if (src_read(&f, a, bs, off) != bs)
+            FAIL("short read at %" PRIu64, off);
+    double t = now() - t0;
+    src_close(&f);
+    printf("OK stride %zu/%" PRIu64 ": %" PRIu64 " reads in %.3f s IOPS %.1f MB/s %.3f\n", bs, step,
+           n, t, (double)n / t, (double)n * (double)bs / t / 1e6);
+    free(a);
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 4) {
+        fprintf(stderr, "usage: pio-rread check|seq|stride|error HOST REMOTE ...\n");
+        return 2;
+    }
+    const char *m = argv[1], *host = argv[2], *remote = argv[3];
+    int local = strcmp(host, "local") == 0, rc = PIO_OK;
+    if (!local && (rc = PIO_Init(getenv("PIO_APP") ? getenv("PIO_APP") : "rread", 0, 1)) != PIO_OK)
+        FAIL("PIO_Init: %s", PIO_Strerror(rc));
+    if (strcmp(m, "check") == 0 && argc > 5)
+        check(host, remote, argv[4], atoi(argv[5]));
+    else if (strcmp(m, "seq") == 0 && argc > 4)
+        seq(host, remote, (size_t)strtoull(argv[4], NULL, 0),
+            argc > 5 ? strtoull(argv[5], NULL, 0) : 0);
+    else if (strcmp(m, "stride") == 0 && argc > 5)
+        stride(host, remote, (size_t)strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0),
+               argc > 6 ? strtoull(argv[6], NULL, 0) : 0);
+    else if (strcmp(m, "error") == 0) {
+        PIO_Rfile rf;
+        rc = PIO_Rfile_open(host, remote, &rf, NULL);
+        if (rc == PIO_OK)
+            FAIL("PIO_Rfile_open(%s, %s) succeeded", host, remote);
+        printf("OK error: %s: %s; %s\n", PIO_Errname(rc), PIO_Strerror(rc), PIO_File_error_text());
+    } else {
+        fprintf(stderr, "pio-rread: bad arguments\n");
+        return 2;
+    }
+    if (!local)
+        PIO_Exit();
+    return 0;
+}
