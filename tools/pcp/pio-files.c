@@ -290,8 +290,7 @@ out:
 
 /* The regular file a session reads (GET, ROPEN), opened beneath the root;
  * -1 after telling the client why (dir_hint follows "is a directory"). */
-static int open_source(const struct session *s, uint32_t sid, struct stat *sb,
-                       const char *dir_hint)
+static int open_source(const struct session *s, uint32_t sid, struct stat *sb, const char *dir_hint)
 {
     const struct pcp_msg *q = &s->req;
     char rel[PCP_PATH_MAX];
