@@ -42,7 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -892,30 +891,6 @@ static int env_int(const char *const *names, int dflt)
     return dflt;
 }
 
-/* The first PIO_PREFAULT bytes (default 8 MiB) of the send region are
- * faulted in now, writable: the first-fit allocator reuses the low ranges,
- * so the first sends (a visualization feed's first steps) do not pay a page
- * fault per 4 KiB (about 10 us each in a VM: 0.35 GB/s). 0 turns it off. */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-static void prefault_send(void)
-{
-    int want = env_int((const char *const[]){"PIO_PREFAULT", NULL}, 8 << 20);
-    uint64_t n = want > 0 ? (uint64_t)want : 0;
-    if (n > g.w.send_len)
-        n = g.w.send_len;
-    long pg = sysconf(_SC_PAGESIZE);
-    uint64_t start = (g.w.send_off + (uint64_t)pg - 1) / (uint64_t)pg * (uint64_t)pg;
-    if (n <= start - g.w.send_off)
-        return;
-    n -= start - g.w.send_off;
-    n = n / (uint64_t)pg * (uint64_t)pg;
-    if (n && madvise(g.base + start, n, MADV_POPULATE_WRITE) != 0)
-        for (uint64_t o = 0; o < n; o += (uint64_t)pg) /* an older kernel: touch */
-            ((volatile uint8_t *)g.base)[start + o] = 0;
-}
-
 int PIO_Init(const char *app_name, int process_ID, int nprocs)
 {
     static const char *const rank_vars[] = {"PIO_PROCESS", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
@@ -982,8 +957,6 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
         rc = PIO_EPROTO;
     if (rc == PIO_OK)
         rc = pio_ralloc_init(&g.send, g.w.send_off, g.w.send_len);
-    if (rc == PIO_OK)
-        prefault_send();
     if (rc != PIO_OK) {
         g.stop = 1;
         pthread_mutex_unlock(&g.mtx);
