@@ -50,6 +50,7 @@
 #define RECV_SLICE  200         /* ms: the window thread looks at its stop flag this often */
 #define WIN_MAGIC   0x4e495750u /* "PWIN" */
 #define WIN_VERSION 1
+#define SPIN_US     50 /* a blocking operation progresses the transport itself this long */
 
 enum { M_ASK = 1, M_DESC = 2, M_FREED = 3, M_FREED_ACK = 4 };
 
@@ -778,6 +779,18 @@ static int start_op(int wid, int partner, int proc, int kind, uint64_t disp, voi
         return PIO_OK;
     }
     pthread_mutex_lock(&W.mtx);
+    /* a short operation's answer is due within microseconds: look for it
+     * here for a moment before sleeping until the progress thread runs it */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!o->done && W.ops->progress) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 > SPIN_US)
+            break;
+        pthread_mutex_unlock(&W.mtx);
+        W.ops->progress(W.ctx);
+        pthread_mutex_lock(&W.mtx);
+    }
     while (!o->done)
         pthread_cond_wait(&W.cv, &W.mtx);
     rc = o->status;

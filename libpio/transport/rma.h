@@ -142,6 +142,13 @@ struct pio_rma_ops {
      * this call is complete at the owner (puts visible in its memory). */
     int (*flush)(struct pio_rma_ep *ep, pio_rma_cb cb, void *arg);
 
+    /* progress - run a round of the library's progress on the calling
+     * thread (completions found run their callbacks here). For a thread
+     * that waits for an answer due within microseconds: the progress
+     * thread would otherwise have to be woken to run it. Never blocks; must
+     * not be called from a callback. May be NULL (the backend has none). */
+    void (*progress)(struct pio_rma *ctx);
+
     /* describe - print to out the library's version, its settings that
      * matter (UCX_TLS, ...), the transports and devices this host offers,
      * and which of them each operation (stream, get, put, atomics) uses to

@@ -606,6 +606,15 @@ static int rma_describe(struct pio_rma *x, FILE *out)
     return ferror(out) ? PIO_EIO : PIO_OK;
 }
 
+/* A waiter's round: progress the worker (UCS_THREAD_MODE_MULTI: beside the
+ * progress thread), then deliver what completed, on this thread. */
+static void rma_progress(struct pio_rma *x)
+{
+    while (ucp_worker_progress(pio_ucx_worker(x->u)) != 0)
+        ;
+    rma_hook(x);
+}
+
 const struct pio_rma_ops pio_rma_rdma_ops = {
     .name = "rdma",
     .init = rma_init,
@@ -622,5 +631,6 @@ const struct pio_rma_ops pio_rma_rdma_ops = {
     .cas64 = rma_cas64,
     .fadd64 = rma_fadd64,
     .flush = rma_flush,
+    .progress = rma_progress,
     .describe = rma_describe,
 };
