@@ -679,7 +679,7 @@ static int resolve(int partner, int proc, int id, struct rwin **out)
         if (rc != PIO_OK) {
             if (r->state == R_ASKED)
                 r->state = R_NONE;
-            return rc == PIO_EGONE ? PIO_EGONE : PIO_ENOWIN;
+            return rc == PIO_EGONE || rc == PIO_EPARTNER ? rc : PIO_ENOWIN;
         }
     }
     struct timespec dl;
