@@ -30,7 +30,9 @@
 #              the file service alike.
 # Prints tables and PASS/MISS (remote >= 0.9 x local at 128 KiB), writes
 # bench/results/rdma.csv and rdma.png. Root only.
-# Environment: BUILD (build/default), RDMA_DISK_MBPS (500), PIO_BENCH_RESULTS.
+# Environment: BUILD (build/default), RDMA_DISK_MBPS (500), PIO_BENCH_RESULTS,
+# RDMA_PARTS ("lat read": either alone for a quick look; the table and
+# plot then hold that part only), RDMA_READ_SIZES (1024 .. 4194304).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-build/default}
@@ -44,6 +46,8 @@ RREAD=$BUILD/tests/prog/pio-rread
 TCPPP=$BUILD/bench/tcp_pingpong
 PIO_INFO=$BUILD/bin/pio-info
 MAXLAT=$((1 << 20))
+PARTS=${RDMA_PARTS:-lat read}
+READ_SIZES=${RDMA_READ_SIZES:-1024 4096 16384 65536 131072 262144 1048576 4194304}
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: rdma: needs root (network namespaces, drop_caches, cgroups)"
@@ -105,14 +109,19 @@ tcplat() {
   awk -v w="$where" '!/^#/ && NF >= 6 {print w ",tcp-reqrep," $2 "," $6}' "$work/tcl.log"
 }
 
-echo "-- latency of one get, 8 B .. 1 MiB"
 : >"$work/lat.csv"
+: >"$work/read.csv"
+if [[ " $PARTS " == *" lat "* ]]; then
+echo "-- latency of one get, 8 B .. 1 MiB"
 for spec in "loopback all" "loopback tcp" "bed tcp"; do
   set -- $spec
   lat "$1" "$2" >>"$work/lat.csv" || exit 1
 done
 tcplat loopback >>"$work/lat.csv" || exit 1
 tcplat bed >>"$work/lat.csv" || exit 1
+fi
+
+if [[ " $PARTS " == *" read "* ]]; then
 
 echo "-- remote read against local pread, page cache dropped each run"
 FILE=$work/exp/data.bin
@@ -124,21 +133,27 @@ if [ "$DISK_MBPS" != 0 ]; then
   echo "$((dev >> 8)):$((dev & 255)) $((DISK_MBPS * 1000000))" >"$CG/blkio.throttle.read_bps_device" ||
     { echo "rdma.sh: cannot throttle the disk (blkio)" >&2; exit 1; }
   # the file service reads for the remote side: into the cgroup with it
-  for p in $(pgrep -f "pio-files --root $work/exp"); do echo "$p" >"$CG/cgroup.procs"; done
+  moved=0
+  for p in $(pgrep -f "pio-files --root $work/exp"); do echo "$p" >"$CG/cgroup.procs" && moved=$((moved + 1)); done
+  [ "$moved" -gt 0 ] || { echo "rdma.sh: the file service is not running: cannot throttle it" >&2; exit 1; }
 fi
+# diskread: bytes the cgroup has read from the disk so far (the throttle's own count)
+diskread() { awk '$2 == "Read" {s += $3} END {print s + 0}' "$CG/blkio.throttle.io_service_bytes" 2>/dev/null || echo 0; }
 dropc() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # the local reader, in the cgroup too
 local_read() { sh -c "echo \$\$ > $CG/cgroup.procs 2>/dev/null; exec \"\$@\"" sh "$@"; }
-: >"$work/read.csv"
-for bs in 1024 4096 16384 65536 131072 262144 1048576 4194304; do
-  lim=$((bs * 4096)); [ $lim -lt $((16 << 20)) ] && lim=$((16 << 20)); [ $lim -gt $((256 << 20)) ] && lim=$((256 << 20))
+for bs in $READ_SIZES; do
+  lim=$((256 << 20)) # the whole file at every size: the throttle's first burst is a small part
   dropc
+  d0=$(diskread)
   l=$(local_read "$TB" exec "$bed" h2 "$RREAD" seq local "$FILE" "$bs" "$lim" | awk '/^OK/{print $NF}')
   dropc
+  d1=$(diskread)
   r=$("$TB" exec "$bed" h1 env UCX_TLS=tcp PIO_SOCKET="$SA" "$RREAD" seq B data.bin "$bs" "$lim" | awk '/^OK/{print $NF}')
+  d2=$(diskread)
   [ -n "$l" ] && [ -n "$r" ] || { echo "rdma.sh: a read run failed at $bs" >&2; exit 1; }
-  printf '   %8d B reads, %4d MiB: local %9.1f MB/s, remote %9.1f MB/s (%.3f x)\n' "$bs" $((lim >> 20)) "$l" "$r" \
-    "$("$PY" -c "print($r / $l)")"
+  printf '   %8d B reads, %4d MiB: local %9.1f MB/s, remote %9.1f MB/s (%.3f x); from the disk through the throttle: %d, %d MiB\n' \
+    "$bs" $((lim >> 20)) "$l" "$r" "$("$PY" -c "print($r / $l)")" $(((d1 - d0) >> 20)) $(((d2 - d1) >> 20))
   echo "seq,$bs,$lim,$l,$r" >>"$work/read.csv"
 done
 dropc
@@ -147,6 +162,7 @@ dropc
 r=$("$TB" exec "$bed" h1 env UCX_TLS=tcp PIO_SOCKET="$SA" "$RREAD" stride B data.bin 4096 65536 | awk '/^OK/{print $(NF-2)}')
 printf '   4 KiB reads every 64 KiB: local %.0f IOPS, remote %.0f IOPS (%.3f x)\n' "$l" "$r" "$("$PY" -c "print($r / $l)")"
 echo "stride,4096,65536,$l,$r" >>"$work/read.csv"
+fi
 UCXV=$(ucx_info -v 2>/dev/null | head -1)
 
 mkdir -p "$RESULTS"

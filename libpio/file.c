@@ -19,8 +19,9 @@
  * Remote file access (PIO_Rfile_*): a session of its own (ROPEN) per open
  * file; the client exposes a staging window (RFILE_STAGE bytes) and the
  * service puts each READ's bytes into it one-sidedly (PIO_Put), then says
- * how many; the client copies them out. A PIO_Rfile is used by one thread
- * at a time (a mutex makes concurrent preads take turns).
+ * how many; the client copies them out. Sequential preads read ahead
+ * (below, "remote file access"). A PIO_Rfile is used by one thread at a
+ * time (a mutex makes concurrent preads take turns).
  */
 #include "pio.h"
 #include "err.h"
@@ -314,9 +315,28 @@ int PIO_File_close(PIO_File f)
     return rc;
 }
 
-/* ---- remote file access ---- */
+/* ---- remote file access ----
+ *
+ * The staging window holds RA_SLOTS slots. A pread that continues where the
+ * one before ended is sequential: the client then keeps every slot's READ
+ * queued at the service (read-ahead, each slot RA_SLOT bytes of the file
+ * past the last), so the service's storage reads and puts never wait for
+ * a round trip through the piods, and preads are served from the slots.
+ * Any other pread is direct: the READs in flight are drained (the service
+ * answers in order and a put cannot be called back) and the range is read
+ * through the whole window, one READ at a time, as large as the window. */
 
 #define RFILE_STAGE (4u << 20) /* the staging window: the largest READ */
+#define RA_SLOTS    4
+#define RA_SLOT     (RFILE_STAGE / RA_SLOTS)
+
+enum { RA_IDLE, RA_PENDING, RA_READY };
+
+struct ra_slot {
+    int state;
+    uint64_t off, len; /* the READ: len bytes at off */
+    uint64_t got;      /* RA_READY: the bytes it brought (< len: the end of the file) */
+};
 
 struct pio_rfile {
     struct pio_file f; /* the session */
@@ -324,6 +344,12 @@ struct pio_rfile {
     PIO_Win win;
     uint8_t *stage;
     uint64_t size;
+    int broken;        /* an error that ended the session (PIO_OK: none) */
+    uint64_t last_end; /* where the last pread ended */
+    int ra;            /* reading ahead */
+    uint64_t ra_end;   /* the end of the furthest READ asked for */
+    struct ra_slot slot[RA_SLOTS];
+    int fifo[RA_SLOTS], fhead, npend; /* slots with a READ in flight, in order */
 };
 
 int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *size)
@@ -354,10 +380,86 @@ int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *
     }
     pthread_mutex_init(&r->mtx, NULL);
     r->size = m.size;
+    r->last_end = UINT64_MAX; /* a first pread is not sequential */
     if (size)
         *size = m.size;
     *rf = r;
     return PIO_OK;
+}
+
+/* Ask for len bytes at off into the window at dst. */
+static int rfile_ask(struct pio_rfile *r, uint64_t off, uint64_t len, uint64_t dst)
+{
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_READ;
+    m.off = off;
+    m.size = len;
+    m.block = dst;
+    return ctl_send(&r->f, PCP_TAG_CTL + (int)r->f.sid, &m);
+}
+
+/* The answer to the oldest READ asked: its byte count, at most asked. */
+static int rfile_answer(struct pio_rfile *r, uint64_t off, uint64_t asked, uint64_t *got)
+{
+    struct pcp_msg m;
+    int rc = ctl_recv(&r->f, &m, 120000);
+    if (rc == PIO_OK && (m.op != PCP_OK || m.off != off || m.size > asked))
+        rc = PIO_EPROTO;
+    *got = m.size;
+    return rc;
+}
+
+/* Slot i asks for the next RA_SLOT bytes past ra_end (none past the end). */
+static int ra_ask(struct pio_rfile *r, int i)
+{
+    struct ra_slot *s = &r->slot[i];
+    s->state = RA_IDLE;
+    if (r->ra_end >= r->size)
+        return PIO_OK;
+    s->off = r->ra_end;
+    s->len = r->size - s->off < RA_SLOT ? r->size - s->off : RA_SLOT;
+    int rc = rfile_ask(r, s->off, s->len, (uint64_t)i * RA_SLOT);
+    if (rc != PIO_OK)
+        return rc;
+    s->state = RA_PENDING;
+    r->fifo[(r->fhead + r->npend++) % RA_SLOTS] = i;
+    r->ra_end = s->off + s->len;
+    return PIO_OK;
+}
+
+/* The oldest slot in flight gets its answer. */
+static int ra_reap(struct pio_rfile *r)
+{
+    struct ra_slot *s = &r->slot[r->fifo[r->fhead]];
+    r->fhead = (r->fhead + 1) % RA_SLOTS;
+    r->npend--;
+    int rc = rfile_answer(r, s->off, s->len, &s->got);
+    s->state = rc == PIO_OK ? RA_READY : RA_IDLE;
+    return rc;
+}
+
+/* Every READ in flight answered, every slot idle. */
+static int ra_drain(struct pio_rfile *r)
+{
+    int rc = PIO_OK;
+    while (r->npend > 0 && rc == PIO_OK)
+        rc = ra_reap(r);
+    for (int i = 0; i < RA_SLOTS; i++)
+        r->slot[i].state = RA_IDLE;
+    return rc;
+}
+
+/* One direct READ of asked (at most the window's) bytes at off into buf. */
+static int rfile_direct(struct pio_rfile *r, uint8_t *buf, uint64_t off, uint64_t asked,
+                        uint64_t *got)
+{
+    int rc = rfile_ask(r, off, asked, 0);
+    if (rc == PIO_OK)
+        rc = rfile_answer(r, off, asked, got);
+    if (rc == PIO_OK)
+        memcpy(buf, r->stage, (size_t)*got);
+    return rc;
 }
 
 int PIO_Rfile_pread(PIO_Rfile r, void *buf, size_t count, uint64_t offset, size_t *got)
@@ -367,30 +469,62 @@ int PIO_Rfile_pread(PIO_Rfile r, void *buf, size_t count, uint64_t offset, size_
         *got = 0;
     if (!r || (!buf && count > 0))
         return PIO_EINVAL;
-    int rc = PIO_OK;
+    uint8_t *out = buf;
     size_t done = 0;
     pthread_mutex_lock(&r->mtx);
+    int rc = r->broken;
+    if (rc == PIO_OK && offset != r->last_end)
+        r->ra = 0; /* not where the last one ended: random access */
+    else if (rc == PIO_OK && count > 0 && !r->ra) {
+        r->ra = 1;
+        r->ra_end = offset;
+    }
     while (done < count && rc == PIO_OK) {
-        struct pcp_msg m;
-        memset(&m, 0, sizeof(m));
-        m.op = PCP_READ;
-        m.off = offset + done;
-        m.size = count - done < RFILE_STAGE ? count - done : RFILE_STAGE;
-        uint64_t asked = m.size;
-        rc = ctl_send(&r->f, PCP_TAG_CTL + (int)r->f.sid, &m);
-        if (rc == PIO_OK)
-            rc = ctl_recv(&r->f, &m, 120000);
+        uint64_t pos = offset + done;
+        int hit = -1, eof = 0;
+        for (int i = 0; i < RA_SLOTS && hit < 0; i++) {
+            struct ra_slot *s = &r->slot[i];
+            if (s->state != RA_IDLE && pos >= s->off && pos < s->off + s->len) {
+                hit = i;
+                eof = s->state == RA_READY && pos >= s->off + s->got;
+            }
+        }
+        if (hit >= 0 && r->slot[hit].state == RA_PENDING) {
+            rc = ra_reap(r); /* the slots before it first: answers come in order */
+            continue;
+        }
+        if (eof)
+            break;
+        if (hit >= 0) {
+            struct ra_slot *s = &r->slot[hit];
+            uint64_t n = s->off + s->got - pos;
+            if (n > count - done)
+                n = count - done;
+            memcpy(out + done, r->stage + (size_t)hit * RA_SLOT + (pos - s->off), (size_t)n);
+            done += (size_t)n;
+            if (r->ra && pos + n == s->off + s->len) /* used up: the next range */
+                rc = ra_ask(r, hit);
+            continue;
+        }
+        rc = ra_drain(r);
         if (rc != PIO_OK)
             break;
-        if (m.op != PCP_OK || m.size > asked) {
-            rc = PIO_EPROTO;
-            break;
+        if (r->ra && pos < r->size) { /* start reading ahead from here */
+            r->ra_end = pos;
+            for (int i = 0; i < RA_SLOTS && rc == PIO_OK; i++)
+                rc = ra_ask(r, i);
+            continue;
         }
-        memcpy((uint8_t *)buf + done, r->stage, (size_t)m.size);
-        done += (size_t)m.size;
-        if (m.size < asked)
+        /* random access, or past the size we knew at the open */
+        uint64_t asked = count - done < RFILE_STAGE ? count - done : RFILE_STAGE, n = 0;
+        rc = rfile_direct(r, out + done, pos, asked, &n);
+        done += (size_t)n;
+        if (rc == PIO_OK && n < asked)
             break; /* the end of the file */
     }
+    if (rc != PIO_OK)
+        r->broken = rc; /* the service ended the session, or is gone */
+    r->last_end = offset + done;
     pthread_mutex_unlock(&r->mtx);
     if (got)
         *got = done;
@@ -401,6 +535,10 @@ int PIO_Rfile_close(PIO_Rfile r)
 {
     if (!r)
         return PIO_EINVAL;
+    pthread_mutex_lock(&r->mtx);
+    if (r->broken == PIO_OK)
+        ra_drain(r); /* no put may still be on its way into the window */
+    pthread_mutex_unlock(&r->mtx);
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
     m.op = PCP_RCLOSE;

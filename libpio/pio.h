@@ -323,7 +323,8 @@ int PIO_Win_flush(PIO_Win win, int partner, int process_ID);
  * pcp(1) uses) through one-sided transfers: the service reads from its
  * storage and puts the bytes into this process's memory (PIO_Put) while
  * this process waits for nothing but the count; the next piece's storage
- * read overlaps the current piece's transfer. For the parallel file system
+ * read overlaps the current piece's transfer, and sequential preads read
+ * ahead (pio_rma(7)). For the parallel file system
  * and for applications that read remote data by offset.
  * Thread-safety: thread-safe; one PIO_Rfile's preads take turns. */
 typedef struct pio_rfile *PIO_Rfile;

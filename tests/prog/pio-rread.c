@@ -62,13 +62,15 @@ static void check(const char *host, const char *remote, const char *local, int n
     size_t max = 8u << 20;
     uint8_t *a = malloc(max), *b = malloc(max);
     srand(12345);
-    uint64_t total = 0;
+    uint64_t total = 0, next = 0;
     for (int i = 0; i < n; i++) {
         size_t len = (size_t)1 << (rand() % 24);
         len += (size_t)rand() % len;
         if (len > max)
             len = max;
         uint64_t off = size ? ((uint64_t)rand() * 7919u) % (size + size / 16 + 1) : 0;
+        if (rand() % 3 == 0) /* runs that continue: PIO_Rfile reads ahead */
+            off = next;
         size_t got = 0;
         memset(a, 0xAB, len);
         int rc = PIO_Rfile_pread(rf, a, len, off, &got);
@@ -80,7 +82,24 @@ static void check(const char *host, const char *remote, const char *local, int n
         if (memcmp(a, b, got) != 0)
             FAIL("read %d: %zu bytes at %" PRIu64 ": the bytes differ", i, len, off);
         total += got;
+        next = off + got;
     }
+    /* then the whole file in reads that no slot boundary divides */
+    uint64_t at = 0;
+    for (;;) {
+        size_t len = 100003, got = 0;
+        int rc = PIO_Rfile_pread(rf, a, len, at, &got);
+        ssize_t want = pread(fd, b, len, (off_t)at);
+        if (rc != PIO_OK || want < 0 || got != (size_t)want || memcmp(a, b, got) != 0)
+            FAIL("sequential read at %" PRIu64 ": %s, got %zu, pread %zd", at, PIO_Strerror(rc),
+                 got, want);
+        if (got == 0)
+            break;
+        at += got;
+        total += got;
+    }
+    if (at != size)
+        FAIL("the sequential reads ended at %" PRIu64 ", not at the size %" PRIu64, at, size);
     PIO_Rfile_close(rf);
     close(fd);
     printf("OK check: %d reads, %" PRIu64 " bytes equal to pread of %s (size %" PRIu64 ")\n", n,

@@ -36,12 +36,14 @@
  *   the DATA message holds its elements, in C order, sent as that type (so
  *   libpio converts byte order). The service writes them with libhdf5.
  * ROPEN {path, block = the client's window id, size = that window's bytes}
- *   -> CTL OK {size = the file's size}; then per read CTL READ {off, size
- *   <= the window's bytes}: the service reads the range (1 MiB pieces, the
- *   next piece's pread overlapping the current piece's put) and puts it into
- *   the client's window from its start (PIO_Put: one-sided, the client does
- *   nothing meanwhile) -> CTL OK {size = bytes read: fewer at the end of
- *   the file}; CTL RCLOSE ends the session (PIO_Rfile_open(3)).
+ *   -> CTL OK {size = the file's size}; then per read CTL READ {off, size,
+ *   block = where in the window; block + size <= the window's bytes}: the
+ *   service reads the range (1 MiB pieces, a few in flight, the next pread
+ *   overlapping the puts before it) and puts it into the client's window at
+ *   block (PIO_Put: one-sided, the client does nothing meanwhile) -> CTL OK
+ *   {off, size = bytes read: fewer at the end of the file}. The client may
+ *   keep several READs queued (read-ahead); they are answered in order.
+ *   CTL RCLOSE ends the session (PIO_Rfile_open(3)).
  * Any step may be answered with ERR {err = errno, text}. The service never
  * writes under the final name before the copy is complete and verified.
  */

@@ -787,99 +787,189 @@ static void do_fopen(struct session *s)
     }
 }
 
-/* Remote file access (ROPEN): reads put into the client's window. Each
- * READ is read in RPIECE pieces; the pread of a piece overlaps the put of
- * the one before (two buffers, PIO_Iput), and after a READ the range that
- * would come next is announced to the kernel (POSIX_FADV_WILLNEED), so a
- * sequential reader finds it on its way in. */
+/* Remote file access (ROPEN): reads put into the client's window.
+ *
+ * A pipeline of RBUFS pieces of RPIECE bytes: each READ is cut into pieces,
+ * and the pread of the next piece (of this READ or, when the client keeps
+ * several READs queued, of the next one) overlaps the puts of those before
+ * (PIO_Iput). A READ's answer (CTL OK) goes once its last put has
+ * completed, so the client sees its bytes; answers go in READ order. A put
+ * that fails redoes its READ once, piece by piece and waited for: the window
+ * we knew may be an earlier incarnation's, and libpio asks the client anew.
+ * After each READ the range that would come next is announced to the kernel
+ * (POSIX_FADV_WILLNEED), so a sequential reader finds it on its way in. */
 #define RPIECE (1u << 20)
+#define RBUFS  4
+
+struct rpiece {
+    PIO_Request rq; /* the put, or NULL (nothing to put) */
+    uint64_t seq;   /* which READ */
+    uint64_t off;   /* that READ's offset, size and place in the window */
+    uint64_t size;
+    uint64_t dst;
+    uint64_t got; /* the last piece of its READ: the bytes of the READ */
+    int last;
+};
+
+struct rpipe {
+    struct session *s;
+    int fd, wid;
+    uint8_t *buf[RBUFS];
+    struct rpiece p[RBUFS];
+    int head, n;      /* the ring of pieces in flight */
+    uint64_t bad_seq; /* a READ one of whose puts failed (0: none) */
+    int redone;       /* a READ was redone already */
+};
+
+/* One READ, the slow way: piece by piece, each put waited for. */
+static int read_sync(struct rpipe *rp, uint64_t off, uint64_t size, uint64_t dst, uint64_t *got)
+{
+    *got = 0;
+    while (*got < size) {
+        size_t want = size - *got < RPIECE ? (size_t)(size - *got) : RPIECE;
+        ssize_t n = pread(rp->fd, rp->buf[0], want, (off_t)(off + *got));
+        if (n < 0)
+            return pio_from_errno(errno);
+        if (n == 0)
+            break;
+        PIO_Request rq = NULL;
+        int rc = pio_win_put_id(rp->s->partner, rp->s->proc, rp->wid, dst + *got, rp->buf[0],
+                                (size_t)n, &rq);
+        if (rc == PIO_OK)
+            rc = PIO_Wait(&rq, STEP_MS, NULL);
+        if (rc != PIO_OK)
+            return rc;
+        *got += (uint64_t)n;
+        if ((size_t)n < want)
+            break;
+    }
+    return PIO_OK;
+}
+
+/* The oldest piece in flight completes; the last of a READ sends its answer.
+ * -1: the session is over (the client was told, or is gone). */
+static int rpipe_complete(struct rpipe *rp)
+{
+    struct rpiece *p = &rp->p[rp->head];
+    rp->head = (rp->head + 1) % RBUFS;
+    rp->n--;
+    if (p->rq && PIO_Wait(&p->rq, STEP_MS, NULL) != PIO_OK && rp->bad_seq != p->seq)
+        rp->bad_seq = p->seq;
+    if (!p->last)
+        return 0;
+    uint32_t sid = rp->s->req.session;
+    uint64_t got = p->got;
+    if (rp->bad_seq == p->seq) {
+        int rc = rp->redone++ ? PIO_EIO : read_sync(rp, p->off, p->size, p->dst, &got);
+        if (rc != PIO_OK) {
+            send_err(rp->s, sid, EIO, "READ at %llu: %s", (unsigned long long)p->off,
+                     PIO_Strerror(rc));
+            return -1;
+        }
+    }
+    if (got == p->size)
+        posix_fadvise(rp->fd, (off_t)(p->off + got), (off_t)p->size, POSIX_FADV_WILLNEED);
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_OK;
+    m.off = p->off;
+    m.size = got;
+    return send_msg(rp->s, sid, &m) == PIO_OK ? 0 : -1;
+}
+
+static int rpipe_drain(struct rpipe *rp)
+{
+    while (rp->n > 0)
+        if (rpipe_complete(rp) != 0)
+            return -1;
+    return 0;
+}
 
 static void do_ropen(struct session *s)
 {
     struct pcp_msg *q = &s->req, m;
     uint32_t sid = q->session;
-    int fd = -1;
-    uint8_t *buf[2] = {NULL, NULL};
+    struct rpipe rp = {.s = s, .fd = -1};
     struct stat sb;
-    if ((fd = open_source(s, sid, &sb, "")) < 0)
+    if ((rp.fd = open_source(s, sid, &sb, "")) < 0)
         goto out;
     if (q->block > INT32_MAX || q->size == 0) {
         send_err(s, sid, EINVAL, "ROPEN: no window to read into");
         goto out;
     }
-    int wid = (int)q->block;
+    rp.wid = (int)q->block;
     uint64_t wsize = q->size;
-    buf[0] = malloc(RPIECE);
-    buf[1] = malloc(RPIECE);
-    if (!buf[0] || !buf[1]) {
-        send_err(s, sid, ENOMEM, "out of memory");
-        goto out;
-    }
+    for (int i = 0; i < RBUFS; i++)
+        if (!(rp.buf[i] = malloc(RPIECE))) {
+            send_err(s, sid, ENOMEM, "out of memory");
+            goto out;
+        }
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
     m.size = (uint64_t)sb.st_size;
     if (send_msg(s, sid, &m) != PIO_OK)
         goto out;
+    uint64_t seq = 0, off = 0, size = 0, dst = 0, done = 0;
+    int have = 0; /* a READ being cut into pieces: off, size, dst, done */
     for (;;) {
-        if (recv_step(s, sid, &m) != 0 || m.op == PCP_RCLOSE)
-            break;
-        if (m.op != PCP_READ || m.size > wsize) {
-            send_err(s, sid, EINVAL, "READ: %llu bytes do not fit the %llu-byte window",
-                     (unsigned long long)m.size, (unsigned long long)wsize);
-            break;
-        }
-        uint64_t done = 0;
-        int rc = PIO_OK, cur = 0, again = 1;
-        PIO_Request inflight = NULL;
-    retry:
-        while (done < m.size && rc == PIO_OK) {
-            size_t want = m.size - done < RPIECE ? (size_t)(m.size - done) : RPIECE;
-            ssize_t n = pread(fd, buf[cur], want, (off_t)(m.off + done));
-            if (n < 0) {
-                rc = pio_from_errno(errno);
-                break;
+        if (!have) {
+            /* the next READ: waited for only when nothing is in flight */
+            uint8_t buf[PCP_MSG_MAX];
+            PIO_Status st;
+            int rc = PIO_Recv(s->partner, s->proc, PCP_TAG_CTL + (int)sid, buf, PIO_BYTE,
+                              sizeof(buf), rp.n > 0 ? 0 : STEP_MS, PIO_BLOCKING, &st);
+            if (rc == PIO_ETIMEDOUT && rp.n > 0) {
+                if (rpipe_complete(&rp) != 0)
+                    goto out;
+                continue;
             }
-            if (inflight && (rc = PIO_Wait(&inflight, PIO_WAIT_FOREVER, NULL)) != PIO_OK)
+            if (rc != PIO_OK || pcp_msg_decode(buf, st.bytes, &m) != 0 || m.op == PCP_RCLOSE)
                 break;
-            if (n == 0)
-                break;
-            rc = pio_win_put_id(s->partner, s->proc, wid, done, buf[cur], (size_t)n, &inflight);
-            done += (uint64_t)n;
-            cur ^= 1;
-            if ((size_t)n < want)
-                break; /* the end of the file */
+            if (m.op != PCP_READ || m.size > wsize || m.block > wsize - m.size) {
+                rpipe_drain(&rp);
+                send_err(s, sid, EINVAL, "READ: %llu bytes at %llu do not fit the %llu-byte window",
+                         (unsigned long long)m.size, (unsigned long long)m.block,
+                         (unsigned long long)wsize);
+                goto out;
+            }
+            have = 1;
+            seq++;
+            off = m.off, size = m.size, dst = m.block, done = 0;
         }
-        if (inflight) {
-            int rc2 = PIO_Wait(&inflight, PIO_WAIT_FOREVER, NULL);
-            if (rc == PIO_OK)
-                rc = rc2;
+        if (rp.n == RBUFS) {
+            if (rpipe_complete(&rp) != 0)
+                goto out;
+            continue;
         }
-        if (rc != PIO_OK && again-- > 0) {
-            /* the window we knew may be an earlier incarnation's: libpio
-             * asks the client anew on the next put */
-            done = 0;
-            rc = PIO_OK;
-            goto retry;
+        int slot = (rp.head + rp.n) % RBUFS;
+        struct rpiece *p = &rp.p[slot];
+        *p = (struct rpiece){NULL, seq, off, size, dst, 0, 0};
+        size_t want = size - done < RPIECE ? (size_t)(size - done) : RPIECE;
+        ssize_t n = want ? pread(rp.fd, rp.buf[slot], want, (off_t)(off + done)) : 0;
+        if (n < 0) {
+            int e = errno;
+            rpipe_drain(&rp);
+            send_err(s, sid, e, "READ at %llu: %s", (unsigned long long)(off + done), strerror(e));
+            goto out;
         }
-        if (rc != PIO_OK) {
-            send_err(s, sid, EIO, "READ at %llu: %s", (unsigned long long)m.off, PIO_Strerror(rc));
-            break;
+        if (n > 0 && rp.bad_seq != seq &&
+            pio_win_put_id(s->partner, s->proc, rp.wid, dst + done, rp.buf[slot], (size_t)n,
+                           &p->rq) != PIO_OK)
+            rp.bad_seq = seq;
+        done += (uint64_t)n;
+        if ((size_t)n < want || done == size) { /* the end of the READ, or of the file */
+            p->last = 1;
+            p->got = done;
+            have = 0;
         }
-        if (done == m.size)
-            posix_fadvise(fd, (off_t)(m.off + done), (off_t)m.size, POSIX_FADV_WILLNEED);
-        uint64_t off = m.off;
-        memset(&m, 0, sizeof(m));
-        m.op = PCP_OK;
-        m.off = off;
-        m.size = done;
-        if (send_msg(s, sid, &m) != PIO_OK)
-            break;
+        rp.n++;
     }
+    rpipe_drain(&rp);
 out:
-    if (fd >= 0)
-        close(fd);
-    free(buf[0]);
-    free(buf[1]);
+    if (rp.fd >= 0)
+        close(rp.fd);
+    for (int i = 0; i < RBUFS; i++)
+        free(rp.buf[i]);
 }
 
 static void *session_thread(void *arg)

@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UCX_MAX_SLEEP_MS 1000 /* keepalive and users' timers run at least this often */
+#define UCX_MAX_SLEEP_MS 1000   /* keepalive and users' timers run at least this often */
+#define UCX_TCP_SEG      "512k" /* UCX_TCP_TX_SEG_SIZE and UCX_TCP_RX_SEG_SIZE unless set */
 
 struct pio_ucx {
     ucp_context_h ctx;
@@ -88,6 +89,14 @@ int pio_ucx_open(const struct pio_ucx_cfg *cfg, struct pio_ucx **up)
         char v[32];
         snprintf(v, sizeof(v), "%dms", cfg->keepalive_ms);
         ucp_config_modify(conf, "KEEPALIVE_INTERVAL", v); /* best effort */
+    }
+    /* UCX's tcp moves a message in segments of 8 KiB by default: on a
+     * loaded host that caps a put near 300 MB/s; 512 KiB doubles it (see
+     * docs/design-notes.md). A user's UCX_TCP_*_SEG_SIZE wins. */
+    if (!getenv("UCX_TCP_TX_SEG_SIZE") && !getenv("UCX_TCP_RX_SEG_SIZE")) {
+        /* transport keys go without their prefix; best effort */
+        ucp_config_modify(conf, "RX_SEG_SIZE", UCX_TCP_SEG);
+        ucp_config_modify(conf, "TX_SEG_SIZE", UCX_TCP_SEG);
     }
     ucp_params_t pp = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
