@@ -12,6 +12,7 @@
  * locks; nothing here exits.
  */
 #include "piod/config.h"
+#include "transport/transport.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -204,6 +205,7 @@ void piod_config_defaults(struct piod_config *c)
     c->express = 1;
     c->spin_us = 50;
     c->link_timeout = 30;
+    cfg_copy(c->transport, sizeof(c->transport), "tcp");
 }
 
 /* ---- the config file ---------------------------------------------------- */
@@ -221,6 +223,7 @@ enum cfg_type {
     CFG_SIZE64,  /* size, uint64_t */
     CFG_SIZE32,  /* size, uint32_t */
     CFG_BOOL,    /* yes | no (int) */
+    CFG_TPNAME,  /* a registered stream transport's name (pio_transport_find) */
 };
 
 struct cfg_key {
@@ -254,6 +257,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"link-timeout", CFG_SIZE32, CFG_FIELD(struct piod_config, link_timeout)},
     {"internal", CFG_ADDR, CFG_FIELD(struct piod_config, internal)},
     {"relay-port", CFG_PORT, CFG_FIELD(struct piod_config, relay_port)},
+    {"transport", CFG_TPNAME, CFG_FIELD(struct piod_config, transport)},
 };
 static const struct cfg_key cfg_peer_keys[] = {
     {"addr", CFG_ADDRS, CFG_FIELD(struct piod_peer, addr)},
@@ -304,6 +308,15 @@ static void cfg_problem(struct cfg_parse *p, const char *fmt, ...)
     vfprintf(p->errs, fmt, ap);
     va_end(ap);
     fputc('\n', p->errs);
+}
+
+/* The registered stream transports, "tcp, rdma", for messages. */
+static void cfg_transports(char *out, size_t n)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (const struct pio_transport_ops *const *t = pio_transport_list(); *t && at < n; t++)
+        at += (size_t)snprintf(out + at, n - at, "%s%s", at ? ", " : "", (*t)->name);
 }
 
 /* Store one value; base is the config or the peer. Reports and stores
@@ -367,6 +380,15 @@ static void cfg_set(struct cfg_parse *p, void *base, const struct cfg_key *k, co
             *(int *)(void *)field = strcmp(val, "yes") == 0;
         else
             cfg_problem(p, "bad %s '%s': expected yes or no", k->key, val);
+        break;
+    case CFG_TPNAME:
+        if (strlen(val) >= k->size || !pio_transport_find(val)) {
+            char names[128];
+            cfg_transports(names, sizeof(names));
+            cfg_problem(p, "unknown transport '%s': expected one of %s", val, names);
+        } else {
+            cfg_copy(field, k->size, val);
+        }
         break;
     case CFG_PORT:
         if (cfg_parse_int(val, 1, 65535, &port) != 0)
@@ -492,7 +514,7 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                             "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                             "export, log, log-level, listen, control, control-port, data-port, "
                             "source-ports, pool, proc-pool, eager-limit, chunk, express, spin-us, "
-                            "link-timeout, internal, relay-port)",
+                            "link-timeout, internal, relay-port, transport)",
                             key);
             return;
         }
@@ -874,6 +896,11 @@ int piod_config_validate(const struct piod_config *c, FILE *errs)
     }
     if (c->log_level < PIOD_LOG_ERROR || c->log_level > PIOD_LOG_DEBUG)
         cfg_bad(&v, "bad log level %d: %s", c->log_level, CFG_LEVEL_HELP);
+    if (!CFG_TERMINATED(c->transport) || !pio_transport_find(c->transport)) {
+        char names[128];
+        cfg_transports(names, sizeof(names));
+        cfg_bad(&v, "unknown transport '%.15s': expected one of %s", c->transport, names);
+    }
 
     if (c->npeers < 0 || c->npeers > PIOD_MAX_PEERS)
         cfg_bad(&v, "%d peers: at most %d", c->npeers, PIOD_MAX_PEERS);
@@ -996,6 +1023,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     if (c->internal[0])
         fprintf(out, "internal = %s\n", c->internal);
     fprintf(out, "relay-port = %d\n", c->relay_port);
+    fprintf(out, "transport = %s\n", c->transport);
     for (int i = 0; i < c->npeers && i < PIOD_MAX_PEERS; i++) {
         const struct piod_peer *pr = &c->peers[i];
         fprintf(out, "\n[peer %s]\n", pr->name);

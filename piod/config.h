@@ -65,6 +65,9 @@ struct piod_config {
     int relay_port;               /* relays and load reports between members (default 7702) */
     int nmembers;                 /* the other hosts of our system ([member NAME] sections) */
     struct piod_peer members[PIOD_MAX_MEMBERS];
+    /* the channels' stream transport, by registered name: "tcp" (default),
+     * "rdma" (UCX streams); see libpio/transport/registry.c */
+    char transport[16];
     const char *config_path; /* file loaded, or NULL */
     /* Derived by piod_config_links, after validation: */
     char ident[PIOD_NAME_MAX];      /* who we are to peers: name in a system of several hosts, else

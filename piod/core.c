@@ -2110,8 +2110,23 @@ int piod_init(struct piod *d)
     char ep[PIOD_PATH_MAX + 16];
     d->lfd = -1;
     PIO_CHECK(sodium_init() < 0, rc, PIO_EINTERNAL, out);
-    d->tp = pio_transport_find("tcp");
-    PIO_CHECK(!d->tp, rc, PIO_EINTERNAL, out);
+    /* the channels' transport (transport = ..., validated with the config) */
+    d->tp = pio_transport_find(d->cfg.transport);
+    if (!d->tp)
+        PIOD_ERR("unknown transport '%s'", d->cfg.transport);
+    PIO_CHECK(!d->tp, rc, PIO_EINVAL, out);
+    if (!(d->tp->caps & PIO_TP_CAP_FD)) { /* no descriptor to poll (transport.h, fd) */
+        if (d->cfg.nmembers > 0)
+            PIOD_ERR("transport %s cannot relay between the hosts of a system (the relay copies "
+                     "from a descriptor it polls): use transport = tcp",
+                     d->tp->name);
+        PIO_CHECK(d->cfg.nmembers > 0, rc, PIO_EINVAL, out);
+        if (d->cfg.express)
+            PIOD_INFO("transport %s: no express lane (the main loop polls its descriptor); "
+                      "control frames stay on the control plane",
+                      d->tp->name);
+        d->cfg.express = 0;
+    }
     d->tpo.sndbuf = 4 << 20;
     d->tpo.rcvbuf = 4 << 20;
     d->tpo.src_port_lo = d->cfg.src_port_lo;

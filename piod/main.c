@@ -67,6 +67,7 @@ static void usage(FILE *out)
             "      --pidfile PATH     pid file (default " PIOD_DEFAULT_PIDFILE " as a daemon)\n"
             "      --log FILE|syslog  log destination (default stderr)\n"
             "      --export DIR       serve files under DIR to pcp (default: none)\n"
+            "      --transport NAME   the links' transport: tcp (default) or rdma (UCX)\n"
             "      --log-level L      error, warn, info or debug (default info)\n"
             "      --drain-ms N       on SIGTERM, wait up to N ms for messages in flight (5000)\n"
             "  -V, --version          print the version\n"
@@ -119,6 +120,7 @@ enum {
     O_PIDFILE,
     O_LOG,
     O_EXPORT,
+    O_TRANSPORT,
     O_LEVEL,
     O_DRAIN
 };
@@ -180,6 +182,7 @@ int main(int argc, char **argv)
         {"pidfile", required_argument, 0, O_PIDFILE},
         {"log", required_argument, 0, O_LOG},
         {"export", required_argument, 0, O_EXPORT},
+        {"transport", required_argument, 0, O_TRANSPORT},
         {"log-level", required_argument, 0, O_LEVEL},
         {"drain-ms", required_argument, 0, O_DRAIN},
         {"verbose", no_argument, 0, 'v'},
@@ -318,6 +321,7 @@ int main(int argc, char **argv)
             pidfile_set = 1;
             break;
         case O_EXPORT: snprintf(c->export_root, sizeof(c->export_root), "%s", optarg); break;
+        case O_TRANSPORT: snprintf(c->transport, sizeof(c->transport), "%s", optarg); break;
         case O_LOG:
             if (strcmp(optarg, "syslog") == 0)
                 c->log_syslog = 1;

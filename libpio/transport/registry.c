@@ -1,20 +1,21 @@
 /* registry.c - the one list of transport backends, stream and one-sided.
  * SPDX-License-Identifier: BSD-3-Clause
  * Optional backends are added here (and only here) under their HAVE_ flag;
- * registration checks that every mandatory op is present. The one-sided
- * "rdma" (UCX) is always built: ucx is in the Makefile's PKG_DEPS. (Its
- * stream transport over UCX streams is not registered yet: it does not pass
- * the conformance suite's pinned-address checks; see the design notes.) */
+ * registration checks that every mandatory op is present. "rdma" (UCX),
+ * stream (rdma/stream.c) and one-sided (rdma/rma.c), is always built: ucx is
+ * in the Makefile's PKG_DEPS. */
 #include "transport/rma.h"
 #include "transport/transport.h"
 
 #include <string.h>
 
 extern const struct pio_transport_ops pio_tcp_ops;
+extern const struct pio_transport_ops pio_rdma_ops;
 extern const struct pio_rma_ops pio_rma_rdma_ops;
 
 static const struct pio_transport_ops *const tp_list[] = {
     &pio_tcp_ops,
+    &pio_rdma_ops,
     NULL,
 };
 
@@ -26,7 +27,7 @@ static const struct pio_rma_ops *const rma_list[] = {
 static int tp_complete(const struct pio_transport_ops *t)
 {
     return t->name && t->listen && t->accept && t->listener_shutdown && t->listener_close &&
-           t->connect && t->sendv && t->recv && t->shutdown && t->close && t->addrs;
+           t->connect && t->sendv && t->recv && t->shutdown && t->close && t->addrs && t->fd;
 }
 
 static int rma_complete(const struct pio_rma_ops *r)

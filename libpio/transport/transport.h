@@ -32,8 +32,18 @@ struct pio_tp_opts {
     int timeout_ms; /* connect / accept limit (<0: none) */
 };
 
+/* Capabilities (struct pio_transport_ops.caps): what a backend does beyond
+ * the mandatory model. Callers test them once, at set-up, instead of
+ * probing connections. */
+/* numeric IPv6 addresses work; without it every IPv6 address (well formed
+ * or not) is PIO_EADDR, at once */
+#define PIO_TP_CAP_IPV6 0x1u
+/* fd returns a descriptor; without it fd returns -1 */
+#define PIO_TP_CAP_FD 0x2u
+
 struct pio_transport_ops {
     const char *name;
+    unsigned caps; /* PIO_TP_CAP_* */
 
     /* listen - listen on addr:port (port 0: any; *port_out says which).
      * Returns PIO_OK, PIO_EADDR (cannot bind), ... */
@@ -74,8 +84,11 @@ struct pio_transport_ops {
     void (*addrs)(struct pio_tp_conn *c, char *local, char *remote);
 
     /* fd - the connection's descriptor, for an owner that drives it from its
-     * own poll loop with non-blocking send/recv (the piod's express lane).
-     * The connection keeps owning it: close() closes it. */
+     * own poll loop with non-blocking send/recv (the piod's express lane,
+     * its relay). The connection keeps owning it: close() closes it.
+     * Returns -1 when no descriptor carries the bytes (a backend without
+     * PIO_TP_CAP_FD, e.g. UCX over shared memory): the owner must not poll,
+     * read or write it, and uses sendv/recv only. */
     int (*fd)(struct pio_tp_conn *c);
 };
 

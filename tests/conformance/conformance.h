@@ -7,17 +7,27 @@
  * transport's test file instantiates the whole suite with one line:
  *
  *     #include "tests/conformance/conformance.h"
- *     PIO_CONFORMANCE_TESTS("tcp")
+ *     PIO_CONFORMANCE_TESTS("tcp", PIO_TP_CAP_IPV6 | PIO_TP_CAP_FD)
  *
  * which expands to the cmocka case array and PIO_UNIT_MAIN (tests/lib/unit.h),
  * so tests/run lists the cases and runs each in its own process under a
  * timeout. The case's setup looks the transport up in the registry by name
- * (a missing or incomplete backend fails every case with a message).
+ * (a missing or incomplete backend fails every case with a message). The
+ * second argument is what the suite expects of the transport
+ * (PIO_TP_CAP_*, transport.h): ops_complete checks that the ops table says
+ * the same, and the checks a capability changes expect, without it, the
+ * contract's refusal (ipv6_loopback: PIO_EADDR for every IPv6 address; fd:
+ * -1). No check is skipped for want of a capability.
  *
  * The checks assume an IP stream transport whose addresses are numeric IPv4
  * or IPv6 text ("a.b.c.d", no host names) and whose addrs op reports
- * "a.b.c.d:port": they listen on 127.0.0.1 and connect from other 127/8
- * addresses, which Linux gives to lo. Nothing leaves the machine.
+ * "a.b.c.d:port": they listen on 127.0.0.1 and connect from chosen local
+ * addresses 127.64.0.1 ... Each case runs in a network namespace of its own
+ * (made by the setup, once per process: unshare(CLONE_NEWNET), so it needs
+ * root, and fails every case with a message without it), in which lo is up
+ * and carries those addresses as /32s, as a transport that binds only an
+ * interface's address (UCX) needs. Nothing leaves the namespace, and runs at
+ * the same time (a sanitizer build's suite) never share an address or port.
  * Behaviour peculiar to one transport is tested beside that transport.
  * Thread-safety: the cases start their own threads; the suite has no state.
  */
@@ -25,6 +35,7 @@
 #define PIO_TEST_CONFORMANCE_H
 
 #include "tests/lib/unit.h"
+#include "transport/transport.h"
 
 /* Every case of the suite, in run order. X(name): the cmocka case "name"
  * runs pio_conf_name(state). */
@@ -60,19 +71,27 @@
 PIO_CONFORMANCE_CASES(PIO_CONF_DECLARE_)
 #undef PIO_CONF_DECLARE_
 
-/* Case setup: *state holds the transport name on entry (the case's
+/* What one instantiation tests: the transport's registered name and the
+ * capabilities (PIO_TP_CAP_*) the suite expects it to declare. */
+struct pio_conf_spec {
+    const char *name;
+    unsigned caps;
+};
+
+/* Case setup: *state holds the struct pio_conf_spec on entry (the case's
  * initial_state) and the suite's context on return. Teardown frees it. */
 int pio_conf_setup(void **state);
 int pio_conf_teardown(void **state);
 
-#define PIO_CONF_ENTRY_(tp, name)                                                                  \
-    {#name, pio_conf_##name, pio_conf_setup, pio_conf_teardown, (void *)(tp)},
-#define PIO_CONF_ENTRY_NAMED_(name) PIO_CONF_ENTRY_(pio_conformance_name_, name)
+#define PIO_CONF_ENTRY_(spec, name)                                                                \
+    {#name, pio_conf_##name, pio_conf_setup, pio_conf_teardown, (void *)(spec)},
+#define PIO_CONF_ENTRY_NAMED_(name) PIO_CONF_ENTRY_(&pio_conformance_spec_, name)
 
-/* PIO_CONFORMANCE_TESTS(name) - the whole suite for the transport registered
- * as name (a string literal), with main(). Use once per test file. */
-#define PIO_CONFORMANCE_TESTS(name)                                                                \
-    static char pio_conformance_name_[] = name;                                                    \
+/* PIO_CONFORMANCE_TESTS(name, caps) - the whole suite for the transport
+ * registered as name (a string literal) that declares exactly caps
+ * (PIO_TP_CAP_* or 0), with main(). Use once per test file. */
+#define PIO_CONFORMANCE_TESTS(name, caps)                                                          \
+    static struct pio_conf_spec pio_conformance_spec_ = {name, caps};                              \
     static const struct CMUnitTest pio_conformance_tests_[] = {                                    \
         PIO_CONFORMANCE_CASES(PIO_CONF_ENTRY_NAMED_)};                                             \
     PIO_UNIT_MAIN(pio_conformance_tests_)

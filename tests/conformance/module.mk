@@ -1,6 +1,6 @@
 # tests/conformance/module.mk - the transport conformance suite: conformance.c holds
 # every check once; each tests/conformance/test_NAME.c instantiates it for one
-# transport (PIO_CONFORMANCE_TESTS("NAME")) and becomes
+# transport (PIO_CONFORMANCE_TESTS("NAME", CAPS)) and becomes
 # $(B)/tests/unit/test_conformance_NAME, which tests/run picks up.
 CONF_SRCS  := $(wildcard tests/conformance/test_*.c)
 CONF_TESTS := $(CONF_SRCS:tests/conformance/test_%.c=$(B)/tests/unit/test_conformance_%)

@@ -90,6 +90,8 @@ int pio_ucx_open(const struct pio_ucx_cfg *cfg, struct pio_ucx **up)
         snprintf(v, sizeof(v), "%dms", cfg->keepalive_ms);
         ucp_config_modify(conf, "KEEPALIVE_INTERVAL", v); /* best effort */
     }
+    if (cfg->cm_one_device && !getenv("UCX_CM_USE_ALL_DEVICES"))
+        ucp_config_modify(conf, "CM_USE_ALL_DEVICES", "n"); /* best effort */
     /* UCX's tcp moves a message in segments of 8 KiB by default: on a
      * loaded host that caps a put near 300 MB/s; 512 KiB doubles it (see
      * docs/design-notes.md). A user's UCX_TCP_*_SEG_SIZE wins. */

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * The users of UCX in libpio (the one-sided backend, rma.c; the stream
- * transport over UCX streams is not registered yet) get their worker here. The worker runs in
+ * transport over UCX streams, stream.c) get their worker here. The worker runs in
  * UCS_THREAD_MODE_MULTI, so any thread may post operations on it; only the
  * progress thread calls ucp_worker_progress, so every UCX callback runs
  * there. Between rounds the thread sleeps in poll(2) on the worker's event
@@ -36,6 +36,11 @@ struct pio_ucx_cfg {
     /* keepalive_ms > 0: UCX's peer keepalive interval, unless the user set
      * UCX_KEEPALIVE_INTERVAL (a dead peer is then noticed in about that). */
     int keepalive_ms;
+    /* cm_one_device: a client-server endpoint (ucp_listener / sockaddr
+     * connect) uses only the device its connection was made on
+     * (UCX_CM_USE_ALL_DEVICES=n), unless the user set UCX_CM_USE_ALL_DEVICES:
+     * a stream pinned to one link stays on it. */
+    int cm_one_device;
 };
 
 /* pio_ucx_open - read UCX's configuration from the environment (UCX_TLS,

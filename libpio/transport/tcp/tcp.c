@@ -315,6 +315,7 @@ static int tcp_fd(struct pio_tp_conn *c)
 
 const struct pio_transport_ops pio_tcp_ops = {
     .name = "tcp",
+    .caps = PIO_TP_CAP_IPV6 | PIO_TP_CAP_FD,
     .listen = tcp_listen,
     .accept = tcp_accept,
     .listener_shutdown = tcp_listener_shutdown,
