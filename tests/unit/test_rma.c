@@ -93,10 +93,15 @@ static int target_main(int sock)
     const void *a;
     size_t alen;
     uint8_t *buf = aligned_alloc(4096, TARGET_LEN);
-    if (!buf || R->init(&x) != PIO_OK || R->address(x, &a, &alen) != PIO_OK)
+    if (!buf)
         return 10;
+    /* filled before UCX's threads exist: under TSan their writes into the
+     * window then follow ours (else each put is a race report, slow enough
+     * to trip UCX's keepalive) */
     for (uint64_t i = 0; i < TARGET_LEN; i++)
         buf[i] = pat(1, i);
+    if (R->init(&x) != PIO_OK || R->address(x, &a, &alen) != PIO_OK)
+        return 10;
     if (R->mem_register(x, buf, TARGET_LEN, &m, &rkey, &rlen) != PIO_OK)
         return 11;
     uint64_t base = (uint64_t)(uintptr_t)buf;
