@@ -389,11 +389,12 @@ static int rma_pre(struct pio_rma_ep *e, struct pio_rma_rkey *k, pio_rma_cb cb)
     return atomic_load(&e->failed);
 }
 
-static int rma_get(struct pio_rma_ep *e, void *dst, size_t len, uint64_t raddr,
-                   struct pio_rma_rkey *k, pio_rma_cb cb, void *arg)
+/* get (put 0) into dst, or put (put 1) from it: one UCX call either way. */
+static int rma_xfer(struct pio_rma_ep *e, void *buf, size_t len, uint64_t raddr,
+                    struct pio_rma_rkey *k, pio_rma_cb cb, void *arg, int put)
 {
     int rc = rma_pre(e, k, cb);
-    if (rc != PIO_OK || (len > 0 && !dst))
+    if (rc != PIO_OK || (len > 0 && !buf))
         return rc != PIO_OK ? rc : PIO_EINVAL;
     struct rma_op *op = rma_op_new(e, cb, arg);
     if (!op)
@@ -401,22 +402,21 @@ static int rma_get(struct pio_rma_ep *e, void *dst, size_t len, uint64_t raddr,
     if (len == 0)
         return rma_started(e, op, NULL);
     ucp_request_param_t p = rma_param(op);
-    return rma_started(e, op, ucp_get_nbx(e->ep, dst, len, raddr, k->rk, &p));
+    return rma_started(e, op,
+                       put ? ucp_put_nbx(e->ep, buf, len, raddr, k->rk, &p)
+                           : ucp_get_nbx(e->ep, buf, len, raddr, k->rk, &p));
+}
+
+static int rma_get(struct pio_rma_ep *e, void *dst, size_t len, uint64_t raddr,
+                   struct pio_rma_rkey *k, pio_rma_cb cb, void *arg)
+{
+    return rma_xfer(e, dst, len, raddr, k, cb, arg, 0);
 }
 
 static int rma_put(struct pio_rma_ep *e, const void *src, size_t len, uint64_t raddr,
                    struct pio_rma_rkey *k, pio_rma_cb cb, void *arg)
 {
-    int rc = rma_pre(e, k, cb);
-    if (rc != PIO_OK || (len > 0 && !src))
-        return rc != PIO_OK ? rc : PIO_EINVAL;
-    struct rma_op *op = rma_op_new(e, cb, arg);
-    if (!op)
-        return PIO_ENOMEM;
-    if (len == 0)
-        return rma_started(e, op, NULL);
-    ucp_request_param_t p = rma_param(op);
-    return rma_started(e, op, ucp_put_nbx(e->ep, src, len, raddr, k->rk, &p));
+    return rma_xfer(e, (void *)src, len, raddr, k, cb, arg, 1);
 }
 
 static int rma_atomic(struct pio_rma_ep *e, ucp_atomic_op_t opc, uint64_t raddr,
