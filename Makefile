@@ -82,6 +82,7 @@ include bindings/fortran/module.mk
 include piod/module.mk
 include tools/module.mk
 include tools/pcp/module.mk
+include pfs/module.mk
 include viz/module.mk
 include tests/module.mk
 include docs/module.mk

@@ -54,8 +54,12 @@ int pio_from_errno(int e)
     case EAFNOSUPPORT: return PIO_EADDR;
     case EACCES:
     case EPERM: return PIO_EPERM;
-    case ENOENT:
-    case ENOTDIR: return PIO_ENOENT;
+    case ENOENT: return PIO_ENOENT;
+    case ENOTDIR: return PIO_ENOTDIR;
+    case EISDIR: return PIO_EISDIR;
+    case ENOTEMPTY: return PIO_ENOTEMPTY;
+    case ENOSPC:
+    case EDQUOT: return PIO_ENOSPC;
     case EEXIST: return PIO_EEXIST;
     case EBUSY: return PIO_EBUSY;
     case EAGAIN:

@@ -57,7 +57,11 @@ extern "C" {
     X(PIO_ECHANNEL, "the channel named with PIO_USER(i) does not exist or is down: name another "  \
                     "one, or use PIO_DYNAMIC")                                                     \
     X(PIO_EWINFREED, "the window was freed while the operation was in flight, or before it")       \
-    X(PIO_ENOWIN, "no such window: that process has not created it (PIO_Win_create)")
+    X(PIO_ENOWIN, "no such window: that process has not created it (PIO_Win_create)")              \
+    X(PIO_ENOTDIR, "not a directory")                                                              \
+    X(PIO_EISDIR, "is a directory")                                                                \
+    X(PIO_ENOTEMPTY, "directory not empty")                                                        \
+    X(PIO_ENOSPC, "no space left on the storage")
 
 #define PIO_ERROR_ENUM_(code, words) code,
 typedef enum pio_status { PIO_ERRORS(PIO_ERROR_ENUM_) PIO_ERROR_COUNT_ } pio_status;

@@ -83,3 +83,7 @@ fuzz_15s() {
 @test "the visualization feed's decoders: 15 s of fuzzing from an empty corpus, no finding" {
   fuzz_15s fuzz_viz 11 PVZ1
 }
+
+@test "the pfs message decoder: 15 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
+  fuzz_15s fuzz_pfs 13 PFS1
+}

@@ -1,0 +1,680 @@
+/* iod.c - pfs-iod, the I/O server of pfs: keeps the stripe objects of files
+ * in a storage backend (store.h) and serves them by service class (qos.h).
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * A PIO application (one process, "pfs.iod.HOST" by default). Protocol: the
+ * I/O server ops of proto.h.
+ *
+ * Threads:
+ *   receivers  one per request tag PFS_TAG_REQ + c, c = 0..PFS_CLASS_MAX-1.
+ *              The receiver of a configured class c (c < number of classes)
+ *              queues into class c; the tags of classes this server does not
+ *              have queue into class 0 (as an unknown class name gets the
+ *              first class), so a client that asks for more classes than we
+ *              have is served, not left hanging. A receiver waits while --queue
+ *              requests of its tag are received and not yet taken by a service
+ *              thread, then posts the next receive (200 ms at a time, to see
+ *              the stop flag). QSTAT and DF are answered by the receiver
+ *              itself, at once: they must not wait behind data requests.
+ *   service    --threads of them, dealt to the classes by share (qos.c):
+ *              pop a request, run it against the store, reply, give the
+ *              buffer back.
+ *   main       waits for SIGTERM / SIGINT (only it takes signals), then stops
+ *              the receivers, lets the queued requests drain (2 s at most),
+ *              stops the queues, joins everyone and leaves PIO.
+ *
+ * Why one receiver per class: a receive names one tag; with one receiver for
+ * every class, a class whose queue is full would stop the receiver, and the
+ * requests of every other class would wait in piod behind it. With one per
+ * class, a full staging queue holds back only staging.
+ *
+ * Class indexes: the tag of a request carries its class index, in the order
+ * of --qos. Clients learn the order from QSTAT: its lines come in class index
+ * order (line i = class i).
+ *
+ * Buffers: a request record (its qos item, the decoded message, and a
+ * PFS_MSG_MAX buffer the message points into) is taken from a per-tag free
+ * list and goes back to it after the reply; at most --queue + --threads + 1
+ * records of one tag exist at once. READ data goes through a buffer of
+ * PFS_IO_MAX per service thread.
+ */
+#include "pfs/proto.h"
+#include "pfs/qos.h"
+#include "pfs/srv.h"
+#include "pfs/store.h"
+#include "pfs/store_posix.h"
+#include "pio.h"
+#include "win.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <xxhash.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RECV_MS  200 /* a receive or a pop waits this long before looking at the stop flag */
+#define FREE_MAX 16  /* request records kept for reuse per tag */
+#define DRAIN_MS 2000
+
+struct req {
+    struct pfs_qos_item it; /* first: the item is the record */
+    int tag;                /* the receiver it came from */
+    struct pfs_msg m;
+    struct req *next_free;
+    uint8_t buf[]; /* PFS_MSG_MAX: m.data points in here */
+};
+
+static struct pfs_qos *q;
+static const struct pfs_store_ops *ops;
+static struct pfs_store *store;
+static int queue_max = 64;
+static atomic_int stopping;
+
+/* per tag: requests received and not yet popped, free records */
+static pthread_mutex_t tag_mtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tag_cv = PTHREAD_COND_INITIALIZER;
+static int pending[PFS_CLASS_MAX];
+static struct req *free_list[PFS_CLASS_MAX];
+static int nfree[PFS_CLASS_MAX];
+
+static struct req *rec_get(int tag)
+{
+    pthread_mutex_lock(&tag_mtx);
+    struct req *r = free_list[tag];
+    if (r) {
+        free_list[tag] = r->next_free;
+        nfree[tag]--;
+    }
+    pthread_mutex_unlock(&tag_mtx);
+    if (!r)
+        r = malloc(sizeof(*r) + PFS_MSG_MAX);
+    return r;
+}
+
+static void rec_put(struct req *r)
+{
+    int tag = r->tag;
+    pthread_mutex_lock(&tag_mtx);
+    if (nfree[tag] < FREE_MAX) {
+        r->next_free = free_list[tag];
+        free_list[tag] = r;
+        nfree[tag]++;
+        r = NULL;
+    }
+    pthread_mutex_unlock(&tag_mtx);
+    free(r);
+}
+
+static void reply_or_log(const struct pfs_msg *req, struct pfs_msg *rep)
+{
+    int rc = pfs_srv_reply(req, rep);
+    if (rc != PIO_OK)
+        pfs_log("reply to %s process %u (request %" PRIu64 "): %s", req->client, req->proc,
+                req->rid, PIO_Strerror(rc));
+}
+
+static void fail(const struct pfs_msg *req, int st, const char *what, const char *detail)
+{
+    int rc = pfs_srv_fail(req, st, "object 0x%016" PRIx64 ": %s: %s", req->fid, what, detail);
+    if (rc != PIO_OK)
+        pfs_log("reply to %s process %u (request %" PRIu64 "): %s", req->client, req->proc,
+                req->rid, PIO_Strerror(rc));
+}
+
+/* A store error: reply with it, and log the ones that say something is wrong
+ * with the storage. */
+static void store_fail(const struct pfs_msg *req, int st, const char *what)
+{
+    if (st != PIO_EINVAL)
+        pfs_log("object 0x%016" PRIx64 ": %s: %s", req->fid, what, PIO_Strerror(st));
+    fail(req, st, what, PIO_Strerror(st));
+}
+
+/* ---- requests answered by a receiver ------------------------------------- */
+
+static void do_qstat(const struct pfs_msg *m)
+{
+    struct pfs_qos_stats st[PFS_CLASS_MAX];
+    int n = pfs_qos_stats(q, st, PFS_CLASS_MAX, (m->flags & PFS_F_RESET) != 0);
+    char text[PFS_CLASS_MAX * 512];
+    size_t len = pfs_qos_format(st, n, text, sizeof(text));
+    struct pfs_msg rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.len = (uint64_t)n;
+    rep.data = (const uint8_t *)text;
+    rep.dlen = len;
+    reply_or_log(m, &rep);
+}
+
+static void do_df(const struct pfs_msg *m)
+{
+    uint64_t used, avail, objects;
+    int rc = ops->df(store, &used, &avail, &objects);
+    if (rc != PIO_OK) {
+        pfs_log("df: %s", PIO_Strerror(rc));
+        int r2 = pfs_srv_fail(m, rc, "df of the object store: %s", PIO_Strerror(rc));
+        if (r2 != PIO_OK)
+            pfs_log("reply to %s: %s", m->client, PIO_Strerror(r2));
+        return;
+    }
+    struct pfs_msg rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.off = used;
+    rep.len = avail;
+    rep.fid = objects;
+    reply_or_log(m, &rep);
+}
+
+/* ---- requests run by a service thread ------------------------------------ */
+
+static void do_read(const struct pfs_msg *m, uint8_t *io)
+{
+    if (m->len > PFS_IO_MAX) {
+        char d[96];
+        snprintf(d, sizeof(d), "%" PRIu64 " bytes asked, at most %u in one request", m->len,
+                 PFS_IO_MAX);
+        fail(m, PIO_EINVAL, "read", d);
+        return;
+    }
+    size_t got = 0;
+    int rc = ops->read(store, m->fid, m->off, io, (size_t)m->len, &got);
+    if (rc != PIO_OK) {
+        store_fail(m, rc, "read");
+        return;
+    }
+    struct pfs_msg rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.len = got;
+    if (m->wid >= 0) {
+        if (got > 0) {
+            int partner;
+            rc = pfs_srv_partner(m->client, &partner);
+            if (rc == PIO_OK)
+                rc = pio_win_put_id(partner, (int)m->proc, m->wid, m->disp, io, got, NULL);
+            if (rc != PIO_OK) {
+                char d[160];
+                snprintf(d, sizeof(d), "putting %zu bytes into window %d of %s at %" PRIu64 ": %s",
+                         got, m->wid, m->client, m->disp, PIO_Strerror(rc));
+                fail(m, rc, "read", d);
+                return;
+            }
+        }
+    } else {
+        rep.data = io;
+        rep.dlen = got;
+    }
+    reply_or_log(m, &rep);
+}
+
+/* do_csum - XXH3-64 of the object's bytes [off, off + len), read from the
+ * store through io (PFS_IO_MAX bytes) in pieces. */
+static void do_csum(const struct pfs_msg *m, uint8_t *io)
+{
+    XXH3_state_t *st = XXH3_createState();
+    if (!st || XXH3_64bits_reset(st) != XXH_OK) {
+        XXH3_freeState(st);
+        fail(m, PIO_ENOMEM, "checksum", "no memory for the hash state");
+        return;
+    }
+    uint64_t done = 0;
+    int rc = PIO_OK;
+    while (done < m->len) {
+        uint64_t want = m->len - done < PFS_IO_MAX ? m->len - done : PFS_IO_MAX;
+        size_t got = 0;
+        if ((rc = ops->read(store, m->fid, m->off + done, io, (size_t)want, &got)) != PIO_OK)
+            break;
+        XXH3_64bits_update(st, io, got);
+        done += got;
+        if (got < want)
+            break; /* the object's end */
+    }
+    struct pfs_msg rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.off = XXH3_64bits_digest(st);
+    rep.len = done;
+    XXH3_freeState(st);
+    if (rc != PIO_OK)
+        store_fail(m, rc, "checksum");
+    else
+        reply_or_log(m, &rep);
+}
+
+static void run(const struct pfs_msg *m, uint8_t *io)
+{
+    struct pfs_msg rep;
+    memset(&rep, 0, sizeof(rep));
+    int rc;
+    switch (m->op) {
+    case PFS_OP_WRITE:
+        if (m->dlen > PFS_IO_MAX) {
+            fail(m, PIO_EINVAL, "write", "more than PFS_IO_MAX bytes in one request");
+            return;
+        }
+        if ((rc = ops->write(store, m->fid, m->off, m->data, m->dlen)) != PIO_OK) {
+            store_fail(m, rc, "write");
+            return;
+        }
+        rep.len = m->dlen;
+        break;
+    case PFS_OP_READ: do_read(m, io); return;
+    case PFS_OP_CSUM: do_csum(m, io); return;
+    case PFS_OP_TRUNC:
+        if ((rc = ops->truncate(store, m->fid, m->off)) != PIO_OK) {
+            store_fail(m, rc, "truncate");
+            return;
+        }
+        break;
+    case PFS_OP_DESTROY:
+        if ((rc = ops->destroy(store, m->fid)) != PIO_OK) {
+            store_fail(m, rc, "destroy");
+            return;
+        }
+        break;
+    case PFS_OP_SYNC:
+        if ((rc = ops->sync(store, m->fid)) != PIO_OK) {
+            store_fail(m, rc, "sync");
+            return;
+        }
+        break;
+    case PFS_OP_OSTAT:
+        if ((rc = ops->size(store, m->fid, &rep.off)) != PIO_OK) {
+            store_fail(m, rc, "stat");
+            return;
+        }
+        break;
+    default: {
+        int r2 = pfs_srv_fail(m, PIO_ENOSYS, "operation %u is not one an I/O server serves", m->op);
+        if (r2 != PIO_OK)
+            pfs_log("reply to %s: %s", m->client, PIO_Strerror(r2));
+        return;
+    }
+    }
+    reply_or_log(m, &rep);
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+static void *receiver(void *arg)
+{
+    int tag = (int)(intptr_t)arg;
+    int cls = tag < pfs_qos_nclasses(q) ? tag : 0;
+    int errs = 0;
+    while (!atomic_load(&stopping)) {
+        pthread_mutex_lock(&tag_mtx);
+        while (pending[tag] >= queue_max && !atomic_load(&stopping)) {
+            struct timespec dl;
+            clock_gettime(CLOCK_REALTIME, &dl);
+            dl.tv_nsec += RECV_MS * 1000000L;
+            if (dl.tv_nsec >= 1000000000L) {
+                dl.tv_sec++;
+                dl.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&tag_cv, &tag_mtx, &dl);
+        }
+        pthread_mutex_unlock(&tag_mtx);
+        if (atomic_load(&stopping))
+            break;
+        struct req *r = rec_get(tag);
+        if (!r) {
+            pfs_log("no memory for a request buffer (class tag %d); trying again", tag);
+            usleep(100000);
+            continue;
+        }
+        r->tag = tag;
+        int rc = pfs_srv_recv(tag, r->buf, PFS_MSG_MAX, RECV_MS, &r->m);
+        if (rc != PIO_OK) {
+            rec_put(r);
+            if (rc == PIO_ETIMEDOUT)
+                continue;
+            if (rc == PIO_ECLOSED || rc == PIO_ENOTINIT) {
+                pfs_log("receiving requests: %s: stopping", PIO_Strerror(rc));
+                atomic_store(&stopping, 1); /* main sees it within 100 ms */
+                break;
+            }
+            if (errs++ < 10)
+                pfs_log("receiving requests (class tag %d): %s", tag, PIO_Strerror(rc));
+            usleep(100000);
+            continue;
+        }
+        errs = 0;
+        if (r->m.op == PFS_OP_QSTAT || r->m.op == PFS_OP_DF) {
+            if (r->m.op == PFS_OP_QSTAT)
+                do_qstat(&r->m);
+            else
+                do_df(&r->m);
+            rec_put(r);
+            continue;
+        }
+        memset(&r->it, 0, sizeof(r->it));
+        r->it.cls = cls;
+        snprintf(r->it.user, sizeof(r->it.user), "%s", r->m.user);
+        pthread_mutex_lock(&tag_mtx);
+        pending[tag]++;
+        pthread_mutex_unlock(&tag_mtx);
+        pfs_qos_push(q, &r->it);
+    }
+    return NULL;
+}
+
+struct svc_arg {
+    int t;
+};
+
+static void *service(void *arg)
+{
+    int t = ((struct svc_arg *)arg)->t;
+    uint8_t *io = malloc(PFS_IO_MAX);
+    if (!io) {
+        pfs_log("service thread %d: no memory for its buffer: it does not serve", t);
+        return NULL;
+    }
+    for (;;) {
+        struct pfs_qos_item *it = pfs_qos_pop(q, t, RECV_MS);
+        if (!it) {
+            if (atomic_load(&stopping) == 2)
+                break;
+            continue;
+        }
+        struct req *r = (struct req *)it;
+        pthread_mutex_lock(&tag_mtx);
+        pending[r->tag]--;
+        pthread_cond_broadcast(&tag_cv);
+        pthread_mutex_unlock(&tag_mtx);
+        run(&r->m, io);
+        pfs_qos_done(q, t, it);
+        rec_put(r);
+    }
+    free(io);
+    return NULL;
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: pfs-iod --dir DIR [--name APP] [--threads N] [--qos SPEC|off]\n"
+               "               [--borrow N] [--user-cap N] [--queue N] [--store NAME]\n"
+               "               [--disk-rate BYTES[K|M|G] [--disk-lanes N]]\n"
+               "The I/O server of pfs: keeps file objects under DIR and serves them by\n"
+               "service class (see pfs-iod(8)).\n"
+               "  --dir DIR        object store directory (created if missing)\n"
+               "  --name APP       PIO application name (default pfs.iod.HOST)\n"
+               "  --threads N      service threads (default 10)\n"
+               "  --qos SPEC       classes NAME:SHARE,... (default interactive:20,staging:80);\n"
+               "                   off: one FIFO class\n"
+               "  --borrow N       most threads a class may borrow at once (default -1: no limit)\n"
+               "  --user-cap N     most requests of one user in service at once (default 0: none)\n"
+               "  --queue N        most requests of one class received and waiting (default 64)\n"
+               "  --store NAME     storage backend (default posix)\n"
+               "  --disk-rate R    emulate a device of R bytes/s (K, M, G: powers of 1024)\n"
+               "  --disk-lanes N   requests the emulated device serves at once (default 1)\n");
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    uint64_t mul = 1;
+    switch (*end) {
+    case '\0': break;
+    case 'k':
+    case 'K':
+        mul = 1ull << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1ull << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1ull << 30;
+        end++;
+        break;
+    default: return -1;
+    }
+    if (*end || v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static int bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "pfs-iod: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (pfs-iod --help)\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
+                                         {"name", required_argument, 0, 'n'},
+                                         {"threads", required_argument, 0, 't'},
+                                         {"qos", required_argument, 0, 'q'},
+                                         {"borrow", required_argument, 0, 'b'},
+                                         {"user-cap", required_argument, 0, 'u'},
+                                         {"queue", required_argument, 0, 'Q'},
+                                         {"store", required_argument, 0, 's'},
+                                         {"disk-rate", required_argument, 0, 'r'},
+                                         {"disk-lanes", required_argument, 0, 'l'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *dir = NULL, *name = NULL, *qos_spec = "interactive:20,staging:80";
+    const char *store_name = "posix";
+    long nthreads = 10, borrow = -1, user_cap = 0, qmax = 64, lanes = 1;
+    uint64_t rate = 0;
+    int lanes_given = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': dir = optarg; break;
+        case 'n': name = optarg; break;
+        case 't':
+            if (parse_int(optarg, 1, 4096, &nthreads) != 0)
+                return bad("--threads %s: give a whole number 1..4096", optarg);
+            break;
+        case 'q': qos_spec = optarg; break;
+        case 'b':
+            if (parse_int(optarg, -1, 4096, &borrow) != 0)
+                return bad("--borrow %s: give -1 (no limit) or a whole number 0..4096", optarg);
+            break;
+        case 'u':
+            if (parse_int(optarg, 0, 1000000, &user_cap) != 0)
+                return bad("--user-cap %s: give 0 (none) or a whole number of requests", optarg);
+            break;
+        case 'Q':
+            if (parse_int(optarg, 1, 65536, &qmax) != 0)
+                return bad("--queue %s: give a whole number 1..65536", optarg);
+            break;
+        case 's': store_name = optarg; break;
+        case 'r':
+            if (parse_bytes(optarg, &rate) != 0)
+                return bad("--disk-rate %s: give bytes per second, e.g. 200M (K, M, G: powers "
+                           "of 1024; 0: no limit)",
+                           optarg);
+            break;
+        case 'l':
+            if (parse_int(optarg, 1, 1024, &lanes) != 0)
+                return bad("--disk-lanes %s: give a whole number 1..1024", optarg);
+            lanes_given = 1;
+            break;
+        case 'h': usage(stdout); return 0;
+        case ':': return bad("%s needs a value", argv[optind - 1]);
+        default: return bad("unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return bad("unexpected argument %s", argv[optind]);
+    if (!dir)
+        return bad("%s", "--dir DIR is required");
+    if (lanes_given && rate == 0)
+        return bad("%s", "--disk-lanes needs --disk-rate");
+    struct pfs_qos_class_cfg cfg[PFS_CLASS_MAX];
+    const char *perr = NULL;
+    int ncls = pfs_qos_parse(qos_spec, cfg, PFS_CLASS_MAX, &perr);
+    if (ncls < 0) {
+        fprintf(stderr, "pfs-iod: --qos %s: %s%s (pfs-iod --help)\n", qos_spec, perr,
+                strstr(perr, "too many") ? " (at most 8)" : "");
+        return 2;
+    }
+    ops = pfs_store_find(store_name);
+    if (!ops)
+        return bad("--store %s: no such storage backend (there is: posix)", store_name);
+    if (rate && ops != &pfs_store_posix)
+        return bad("--disk-rate: the %s backend cannot emulate a device speed", store_name);
+    char app[PFS_NAME_MAX];
+    if (name) {
+        if (strlen(name) >= PFS_NAME_MAX)
+            return bad("--name %s: longer than 63 characters", name);
+        snprintf(app, sizeof(app), "%s", name);
+    } else {
+        char host[256];
+        if (gethostname(host, sizeof(host)) != 0 || !host[0])
+            snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = '\0';
+        if (snprintf(app, sizeof(app), "pfs.iod.%s", host) >= (int)sizeof(app)) {
+            fprintf(stderr,
+                    "pfs-iod: the host name %s makes too long an application name: "
+                    "give --name\n",
+                    host);
+            return 2;
+        }
+    }
+    static char who[PFS_NAME_MAX + 16];
+    snprintf(who, sizeof(who), "pfs-iod %s", app);
+    pfs_log_name(who);
+    queue_max = (int)qmax;
+
+    q = pfs_qos_new(cfg, ncls, (int)nthreads, (int)borrow, (int)user_cap);
+    if (!q) {
+        fprintf(stderr, "pfs-iod: cannot set up the service classes (out of memory?)\n");
+        return 1;
+    }
+    int rc = ops->open(dir, &store);
+    if (rc != PIO_OK) {
+        fprintf(stderr, "pfs-iod: object store %s: %s\n", dir, PIO_Strerror(rc));
+        pfs_qos_free(q);
+        return 1;
+    }
+    if (rate)
+        pfs_store_posix_throttle(store, rate, (int)lanes);
+
+    /* only the main thread takes SIGTERM / SIGINT */
+    static volatile int sig_stop;
+    pfs_srv_signals(&sig_stop);
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+
+    rc = PIO_Init(app, 0, 1);
+    if (rc != PIO_OK) {
+        fprintf(stderr, "pfs-iod: PIO_Init(%s): %s\n", app, PIO_Strerror(rc));
+        ops->close(store);
+        pfs_qos_free(q);
+        return 1;
+    }
+
+    pthread_t rth[PFS_CLASS_MAX];
+    pthread_t *sth = calloc((size_t)nthreads, sizeof(*sth));
+    struct svc_arg *sarg = calloc((size_t)nthreads, sizeof(*sarg));
+    if (!sth || !sarg) {
+        fprintf(stderr, "pfs-iod: out of memory\n");
+        PIO_Exit();
+        return 1;
+    }
+    int nsvc = 0, nrecv = 0;
+    for (; nsvc < nthreads; nsvc++) {
+        sarg[nsvc].t = nsvc;
+        if (pthread_create(&sth[nsvc], NULL, service, &sarg[nsvc]) != 0)
+            break;
+    }
+    for (; nrecv < PFS_CLASS_MAX; nrecv++)
+        if (pthread_create(&rth[nrecv], NULL, receiver, (void *)(intptr_t)nrecv) != 0)
+            break;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (nsvc < nthreads || nrecv < PFS_CLASS_MAX) {
+        pfs_log("cannot start threads (%d of %ld service, %d of %d receivers): stopping", nsvc,
+                nthreads, nrecv, PFS_CLASS_MAX);
+        atomic_store(&stopping, 1);
+    } else {
+        char line[PFS_CLASS_MAX * (PFS_NAME_MAX + 16)];
+        size_t used = 0;
+        line[0] = '\0';
+        int counts[PFS_CLASS_MAX] = {0};
+        for (int t = 0; t < nthreads; t++)
+            counts[pfs_qos_home(q, t)]++;
+        for (int k = 0; k < pfs_qos_nclasses(q) && used < sizeof(line); k++)
+            used += (size_t)snprintf(line + used, sizeof(line) - used, "%s[%d] %s: %d thread%s",
+                                     k ? ", " : "", k, pfs_qos_class_name(q, k), counts[k],
+                                     counts[k] == 1 ? "" : "s");
+        char dev[96] = "";
+        if (rate)
+            snprintf(dev, sizeof(dev), "; emulated device %" PRIu64 " bytes/s over %ld lane(s)",
+                     rate, lanes);
+        pfs_log("serving %s (store %s) with %ld threads, classes %s; borrow %ld, user cap %ld, "
+                "queue %ld%s",
+                dir, ops->name, nthreads, line, borrow, user_cap, qmax, dev);
+    }
+
+    while (!sig_stop && !atomic_load(&stopping))
+        usleep(100000);
+    pfs_log("stopping");
+    atomic_store(&stopping, 1);
+    for (int i = 0; i < nrecv; i++)
+        pthread_join(rth[i], NULL);
+    /* let what was received be served, for a while */
+    for (int waited = 0; waited < DRAIN_MS; waited += 50) {
+        int left = 0;
+        pthread_mutex_lock(&tag_mtx);
+        for (int i = 0; i < PFS_CLASS_MAX; i++)
+            left += pending[i];
+        pthread_mutex_unlock(&tag_mtx);
+        if (!left || nsvc == 0)
+            break;
+        usleep(50000);
+    }
+    atomic_store(&stopping, 2);
+    pfs_qos_stop(q);
+    for (int i = 0; i < nsvc; i++)
+        pthread_join(sth[i], NULL);
+    PIO_Exit();
+    ops->close(store);
+    pfs_qos_free(q);
+    for (int i = 0; i < PFS_CLASS_MAX; i++)
+        while (free_list[i]) {
+            struct req *r = free_list[i];
+            free_list[i] = r->next_free;
+            free(r);
+        }
+    free(sth);
+    free(sarg);
+    return 0;
+}

@@ -1,0 +1,54 @@
+# pfs/module.mk - the parallel file system: libpfs (client), pfs-mds (metadata
+# server, SQLite), pfs-iod (I/O server), the pfs command, and its unit tests.
+# Every piece is a PIO application: all of them link libpio.
+PFS_CORE_OBJS := $(B)/pfs/proto.o $(B)/pfs/layout.o
+LIBPFS_OBJS   := $(PFS_CORE_OBJS) $(B)/pfs/client.o
+LIBPFS_A      := $(B)/lib/libpfs.a
+PFS_MDS_OBJS  := $(B)/pfs/mds.o $(B)/pfs/mdb.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
+PFS_IOD_OBJS  := $(B)/pfs/iod.o $(B)/pfs/qos.o $(B)/pfs/store_posix.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
+PFS_CLI_OBJS  := $(B)/pfs/cli.o
+OBJS  += $(sort $(LIBPFS_OBJS) $(PFS_MDS_OBJS) $(PFS_IOD_OBJS) $(PFS_CLI_OBJS))
+BINS  += $(B)/bin/pfs
+SBINS += $(B)/sbin/pfs-mds $(B)/sbin/pfs-iod
+INSTALL_LIBS += $(LIBPFS_A)
+INSTALL_INCLUDES += pfs/pfs.h
+
+SQLITE_LIBS := $(call pkg,--libs,sqlite3)
+
+$(LIBPFS_A): $(LIBPFS_OBJS)
+	@mkdir -p $(@D)
+	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
+
+$(B)/bin/pfs: $(PFS_CLI_OBJS) $(LIBPFS_A) $(LIBPIO_A)
+	@mkdir -p $(@D)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/sbin/pfs-mds: $(PFS_MDS_OBJS) $(LIBPIO_A)
+	@mkdir -p $(@D)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SQLITE_LIBS)
+
+$(B)/sbin/pfs-iod: $(PFS_IOD_OBJS) $(LIBPIO_A)
+	@mkdir -p $(@D)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests of pfs (tests/unit/test_pfs_*.c): each links the pfs objects it
+# tests, named below, besides libpio (this pattern beats tests/module.mk's).
+$(B)/tests/unit/test_pfs_layout: $(PFS_CORE_OBJS)
+$(B)/tests/unit/test_pfs_mdb: $(B)/pfs/mdb.o $(PFS_CORE_OBJS)
+$(B)/tests/unit/test_pfs_qos: $(B)/pfs/qos.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
+$(B)/tests/unit/test_pfs_%: $(B)/tests/unit/test_pfs_%.o $(LIBPIO_A)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPIO_A) $(LDLIBS) \
+	  $(SQLITE_LIBS) $(call pkg,--libs,cmocka)
+
+# `make fuzz`: $(B)/fuzz/fuzz_pfs, libFuzzer + ASan over pfs_msg_decode and
+# pfs_dirent_next.
+fuzz: $(B)/fuzz/fuzz_pfs
+$(B)/fuzz/fuzz_pfs: pfs/fuzz_pfs.c pfs/proto.c pfs/proto.h pfs/module.mk
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
+	  pfs/fuzz_pfs.c pfs/proto.c
+
+# tests/prog/pfs-check drives libpfs for the tests (this rule beats the
+# generic one in tests/module.mk: it needs libpfs too).
+$(B)/tests/prog/pfs-check: $(B)/tests/prog/pfs-check.o $(LIBPFS_A) $(LIBPIO_A)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

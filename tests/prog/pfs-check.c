@@ -1,0 +1,293 @@
+/* pfs-check.c - what the pfs tests and benchmark drive through libpfs.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ *   pfs-check [--mds APP] [--class C] CMD ARGS
+ *   random-io PATH LOCAL N SEED   N random unaligned preads and pwrites on PATH,
+ *                                 mirrored on the local file LOCAL (which holds
+ *                                 PATH's bytes at the start); every read is
+ *                                 compared, then the whole file
+ *   ackwrite PATH MIB [COUNT]     write MIB MiB of a pattern, 1 MiB per pwrite,
+ *                                 printing "acked BYTES" after each success;
+ *                                 on failure print the error, close, exit 3
+ *   verify PATH BYTES             the first BYTES of PATH hold the pattern
+ *   mkfiles DIR N                 create DIR/f0..f(N-1), "acked K" after each
+ *   load PATH MIB SECONDS         rewrite MIB MiB (1 stripe) in a loop
+ *   probe PATH COUNT MS           every MS ms write 1 MiB at offset 0, print
+ *                                 "latency_us N" per write
+ * Exit: 0 success, 1 mismatch, 2 usage, 3 pfs error.
+ */
+#include "pfs/pfs.h"
+#include "pio.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB (1u << 20)
+
+static pfs_fs *fs;
+
+static int perr(const char *what, int rc)
+{
+    const char *t = pfs_errtext();
+    fprintf(stderr, "pfs-check: %s: %s\n", what, t && *t ? t : PIO_Strerror(rc));
+    return 3;
+}
+
+static uint64_t rnd_state;
+static uint64_t rnd(void)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return rnd_state;
+}
+
+static uint8_t pattern(uint64_t off)
+{
+    return (uint8_t)((off * 2654435761u) >> 13);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int random_io(const char *path, const char *local, int n, uint64_t seed)
+{
+    rnd_state = seed ? seed : 1;
+    int fd = open(local, O_RDWR);
+    if (fd < 0) {
+        perror(local);
+        return 2;
+    }
+    pfs_file *f;
+    int rc = pfs_open(fs, path, PFS_RDWR, 0, &f);
+    if (rc != PIO_OK)
+        return perr(path, rc);
+    pfs_stat st;
+    pfs_fstat(f, &st);
+    uint64_t size = st.size;
+    uint8_t *a = malloc(4 * MIB), *b = malloc(4 * MIB);
+    int bad = 0;
+    for (int i = 0; i < n && !bad; i++) {
+        uint64_t off = size ? rnd() % (size + MIB) : 0;
+        size_t len = 1 + rnd() % (3 * MIB);
+        if (rnd() % 3 == 0) { /* write: random bytes, unaligned, may extend the file */
+            for (size_t k = 0; k < len; k++)
+                a[k] = (uint8_t)rnd();
+            if ((rc = pfs_pwrite(f, a, len, off)) != PIO_OK)
+                return perr(path, rc);
+            if (pwrite(fd, a, len, (off_t)off) != (ssize_t)len) {
+                perror(local);
+                return 2;
+            }
+            if (off + len > size)
+                size = off + len;
+            continue;
+        }
+        size_t got;
+        if ((rc = pfs_pread(f, a, len, off, &got)) != PIO_OK)
+            return perr(path, rc);
+        ssize_t want = pread(fd, b, len, (off_t)off);
+        if (want < 0 || (size_t)want != got || memcmp(a, b, got) != 0) {
+            fprintf(stderr, "pfs-check: read %zu at %" PRIu64 ": got %zu bytes, local %zd%s\n", len,
+                    off, got, want, (size_t)want == got ? " (bytes differ)" : "");
+            bad = 1;
+        }
+    }
+    /* the whole file, in 1 MiB + 1 reads */
+    for (uint64_t off = 0; !bad && off < size;) {
+        size_t got;
+        if ((rc = pfs_pread(f, a, MIB + 1, off, &got)) != PIO_OK)
+            return perr(path, rc);
+        ssize_t want = pread(fd, b, MIB + 1, (off_t)off);
+        if (want < 0 || (size_t)want != got || memcmp(a, b, got) != 0 || !got) {
+            fprintf(stderr, "pfs-check: whole-file compare differs at %" PRIu64 "\n", off);
+            bad = 1;
+        }
+        off += got;
+    }
+    rc = pfs_close(f);
+    close(fd);
+    free(a);
+    free(b);
+    if (rc != PIO_OK)
+        return perr(path, rc);
+    if (!bad)
+        printf("ok %d operations, %" PRIu64 " bytes compared\n", n, size);
+    return bad;
+}
+
+static int ackwrite(const char *path, uint64_t mib, uint32_t count)
+{
+    pfs_file *f;
+    pfs_stripe s = {.count = count};
+    int rc = pfs_create(fs, path, 0644, &s, mib * MIB, &f);
+    if (rc != PIO_OK)
+        return perr(path, rc);
+    uint8_t *buf = malloc(MIB);
+    for (uint64_t i = 0; i < mib; i++) {
+        for (uint32_t k = 0; k < MIB; k++)
+            buf[k] = pattern(i * MIB + k);
+        rc = pfs_pwrite(f, buf, MIB, i * MIB);
+        if (rc != PIO_OK) {
+            int r = perr(path, rc);
+            pfs_close(f);
+            free(buf);
+            return r;
+        }
+        printf("acked %" PRIu64 "\n", (i + 1) * MIB);
+        fflush(stdout);
+    }
+    free(buf);
+    rc = pfs_close(f);
+    return rc == PIO_OK ? 0 : perr(path, rc);
+}
+
+static int verify(const char *path, uint64_t bytes)
+{
+    pfs_file *f;
+    int rc = pfs_open(fs, path, PFS_RDONLY, 0, &f);
+    if (rc != PIO_OK)
+        return perr(path, rc);
+    uint8_t *buf = malloc(MIB);
+    int bad = 0;
+    for (uint64_t off = 0; off < bytes && !bad;) {
+        size_t want = bytes - off < MIB ? (size_t)(bytes - off) : MIB, got;
+        if ((rc = pfs_pread(f, buf, want, off, &got)) != PIO_OK)
+            return perr(path, rc);
+        if (got != want) {
+            fprintf(stderr, "pfs-check: %s: %zu bytes at %" PRIu64 ", wanted %zu\n", path, got, off,
+                    want);
+            bad = 1;
+        }
+        for (size_t k = 0; k < got && !bad; k++)
+            if (buf[k] != pattern(off + k)) {
+                fprintf(stderr, "pfs-check: %s: byte %" PRIu64 " differs\n", path, off + k);
+                bad = 1;
+            }
+        off += got;
+    }
+    free(buf);
+    pfs_close(f);
+    if (!bad)
+        printf("ok %" PRIu64 " bytes\n", bytes);
+    return bad;
+}
+
+static int mkfiles(const char *dir, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char p[1024];
+        snprintf(p, sizeof(p), "%s/f%d", dir, i);
+        pfs_file *f;
+        int rc = pfs_open(fs, p, PFS_WRONLY | PFS_CREAT | PFS_EXCL, 0644, &f);
+        if (rc != PIO_OK)
+            return perr(p, rc);
+        pfs_close(f);
+        printf("acked %d\n", i);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+static int load(const char *path, uint64_t mib, double secs)
+{
+    pfs_file *f;
+    pfs_stripe s = {.count = 1};
+    int rc = pfs_create(fs, path, 0644, &s, mib * MIB, &f);
+    if (rc != PIO_OK)
+        return perr(path, rc);
+    uint8_t *buf = calloc(1, mib * MIB);
+    double end = now_s() + secs;
+    uint64_t rounds = 0;
+    while (now_s() < end) {
+        if ((rc = pfs_pwrite(f, buf, mib * MIB, 0)) != PIO_OK)
+            return perr(path, rc);
+        rounds++;
+    }
+    free(buf);
+    pfs_close(f);
+    printf("ok %" PRIu64 " rounds\n", rounds);
+    return 0;
+}
+
+static int probe(const char *path, int count, int ms)
+{
+    pfs_file *f;
+    pfs_stripe s = {.count = 1};
+    int rc = pfs_create(fs, path, 0644, &s, MIB, &f);
+    if (rc != PIO_OK)
+        return perr(path, rc);
+    uint8_t *buf = calloc(1, MIB);
+    for (int i = 0; i < count; i++) {
+        double t0 = now_s();
+        if ((rc = pfs_pwrite(f, buf, MIB, 0)) != PIO_OK)
+            return perr(path, rc);
+        double dt = now_s() - t0;
+        printf("latency_us %.0f\n", dt * 1e6);
+        fflush(stdout);
+        if (dt * 1000 < ms)
+            usleep((useconds_t)((ms - dt * 1000) * 1000));
+    }
+    free(buf);
+    pfs_close(f);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mds = NULL, *cls = NULL;
+    int i = 1;
+    for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+        if (!strcmp(argv[i], "--mds"))
+            mds = argv[i + 1];
+        else if (!strcmp(argv[i], "--class"))
+            cls = argv[i + 1];
+        else
+            break;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "usage: pfs-check [--mds APP] [--class C] CMD ARGS (see the source)\n");
+        return 2;
+    }
+    char app[64];
+    snprintf(app, sizeof(app), "pfs-check.%d", (int)getpid());
+    int rc = PIO_Init(app, 0, 1);
+    if (rc != PIO_OK) {
+        fprintf(stderr, "pfs-check: PIO_Init: %s\n", PIO_Strerror(rc));
+        return 3;
+    }
+    if ((rc = pfs_mount(mds, cls, &fs)) != PIO_OK) {
+        int r = perr("mount", rc);
+        PIO_Exit();
+        return r;
+    }
+    const char *cmd = argv[i];
+    char **a = argv + i + 1;
+    int na = argc - i - 1, r = 2;
+    if (!strcmp(cmd, "random-io") && na == 4)
+        r = random_io(a[0], a[1], atoi(a[2]), strtoull(a[3], NULL, 0));
+    else if (!strcmp(cmd, "ackwrite") && (na == 2 || na == 3))
+        r = ackwrite(a[0], strtoull(a[1], NULL, 0), na == 3 ? (uint32_t)atoi(a[2]) : 0);
+    else if (!strcmp(cmd, "verify") && na == 2)
+        r = verify(a[0], strtoull(a[1], NULL, 0));
+    else if (!strcmp(cmd, "mkfiles") && na == 2)
+        r = mkfiles(a[0], atoi(a[1]));
+    else if (!strcmp(cmd, "load") && na == 3)
+        r = load(a[0], strtoull(a[1], NULL, 0), atof(a[2]));
+    else if (!strcmp(cmd, "probe") && na == 3)
+        r = probe(a[0], atoi(a[1]), atoi(a[2]));
+    else
+        fprintf(stderr, "pfs-check: bad command or arguments: %s\n", cmd);
+    pfs_umount(fs);
+    PIO_Exit();
+    return r;
+}
