@@ -199,7 +199,7 @@ qos_field() {
   served=$(qos_field interactive served)
   wait_max=$(qos_field interactive wait_max_us)
   svc=$(qos_field staging svc_p50_us)
-  [ "$(qos_field staging busy)" -ge 8 ] # staging still saturating its share
+  [ "$(qos_field staging busy_max)" -eq 10 ] # staging kept every thread busy meanwhile
   [ "$served" -ge 10 ]
   echo "# interactive wait max ${wait_max} us, one staging request takes ${svc} us" >&3
   # "within one request-time" (+ 20 % for timer and scheduling slack)
