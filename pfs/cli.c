@@ -5,13 +5,12 @@
  * pfs joins the local piod as "pfs.HOST.PID" and mounts through libpfs.
  *
  * Copies (put, get, stage-in, stage-out) share one path, copy_out / copy_in:
- * the bytes go to a part file beside the final name (".NAME.pfs-part"),
- * hashed as they pass, per stripe object (XXH3-64 of each object's bytes in
- * object order). At the end the copy is made durable, then verified: each
- * I/O server hashes the object it stores (CSUM) and the hashes must match
- * what went over the wire; a local file written by get / stage-in is read
- * back from disk and hashed whole. Only then is the mtime set and the part
- * file renamed into place. So a final name with the source's size and mtime
+ * the bytes go to a part file beside the final name (".NAME.pfs-part").
+ * Every piece is checked end to end by libpfs (the server returns the
+ * XXH3-64 of what it received or read); a local file written by get /
+ * stage-in is also hashed as it is written and read back from disk at the
+ * end. The copy is made durable; only then are the mode and mtime set and
+ * the part file renamed into place. So a final name with the source's size and mtime
  * is a complete, verified copy: that is what a resumed stage skips.
  * Staging runs -j worker threads over the file list, in the class
  * "staging" unless --class says otherwise.
@@ -117,60 +116,6 @@ static int join(char *out, size_t cap, const char *a, const char *b)
 
 /* ---- copies ----------------------------------------------------------------- */
 
-/* Hashes of a file's stripe objects, fed in file order. */
-struct ohash {
-    uint32_t count;
-    XXH3_state_t *st[PFS_STRIPES_LIMIT];
-};
-
-static int ohash_init(struct ohash *h, uint32_t count)
-{
-    memset(h, 0, sizeof(*h));
-    h->count = count;
-    for (uint32_t i = 0; i < count; i++)
-        if (!(h->st[i] = XXH3_createState()) || XXH3_64bits_reset(h->st[i]) != XXH_OK)
-            return -1;
-    return 0;
-}
-
-static void ohash_free(struct ohash *h)
-{
-    for (uint32_t i = 0; i < h->count; i++)
-        XXH3_freeState(h->st[i]);
-}
-
-/* ohash_feed - n bytes of the file at off: each piece to its stripe's hash. */
-static void ohash_feed(struct ohash *h, pfs_file *f, const pfs_stripe *s, const uint8_t *b,
-                       size_t n, uint64_t off)
-{
-    while (n) {
-        uint32_t k = pfs_stripe_of(f, off, NULL);
-        uint64_t in = off % s->stripe_size, take = s->stripe_size - in;
-        if (take > n)
-            take = n;
-        XXH3_64bits_update(h->st[k], b, (size_t)take);
-        b += take;
-        off += take;
-        n -= (size_t)take;
-    }
-}
-
-/* ohash_verify - every object as the servers store it matches. */
-static int ohash_verify(struct ohash *h, pfs_file *f, const char *what)
-{
-    for (uint32_t i = 0; i < h->count; i++) {
-        uint64_t hash, bytes;
-        int rc = pfs_object_checksum(f, i, &hash, &bytes);
-        if (rc != PIO_OK)
-            return err(what, rc);
-        if (hash != XXH3_64bits_digest(h->st[i])) {
-            say("%s: stripe %u: the server holds other bytes than were copied (checksum)", what, i);
-            return 1;
-        }
-    }
-    return 0;
-}
-
 struct copy_opts {
     uint32_t count;       /* put: stripe count wish (0 = policy) */
     uint64_t stripe_size; /* put: stripe size wish (0 = default) */
@@ -219,9 +164,8 @@ static int copy_out(const char *src, const char *dst, const struct copy_opts *o,
     }
     pfs_stat fst;
     pfs_fstat(f, &fst);
-    struct ohash h;
     uint8_t *buf = malloc(CHUNK);
-    int bad = !buf || ohash_init(&h, fst.stripe.count) != 0;
+    int bad = !buf;
     if (bad)
         say("%s: out of memory", src);
     uint64_t off = 0;
@@ -234,8 +178,7 @@ static int copy_out(const char *src, const char *dst, const struct copy_opts *o,
         }
         if (n == 0)
             break;
-        ohash_feed(&h, f, &fst.stripe, buf, (size_t)n, off);
-        rc = pfs_pwrite(f, buf, (size_t)n, off);
+        rc = pfs_pwrite(f, buf, (size_t)n, off); /* each piece checked end to end */
         if (rc != PIO_OK) {
             bad = err(dst, rc);
             break;
@@ -248,10 +191,6 @@ static int copy_out(const char *src, const char *dst, const struct copy_opts *o,
     }
     if (!bad && (rc = pfs_fsync(f)) != PIO_OK)
         bad = err(dst, rc);
-    if (!bad)
-        bad = ohash_verify(&h, f, dst);
-    if (buf)
-        ohash_free(&h);
     free(buf);
     close(fd);
     rc = pfs_close(f);
@@ -278,8 +217,6 @@ static int copy_in(const char *src, const char *dst, const struct copy_opts *o, 
         return err(src, rc);
     pfs_stat st;
     pfs_stat_path(fs, src, &st);
-    pfs_stat fst;
-    pfs_fstat(f, &fst);
     struct stat lb;
     if (o->resume && stat(dst, &lb) == 0 && S_ISREG(lb.st_mode) &&
         (uint64_t)lb.st_size == st.size && ts_ns(lb.st_mtim) == st.mtime_ns) {
@@ -296,10 +233,9 @@ static int copy_in(const char *src, const char *dst, const struct copy_opts *o, 
         pfs_close(f);
         return 1;
     }
-    struct ohash h;
     XXH3_state_t *whole = XXH3_createState();
     uint8_t *buf = malloc(CHUNK);
-    int bad = !buf || !whole || ohash_init(&h, fst.stripe.count) != 0;
+    int bad = !buf || !whole;
     if (bad)
         say("%s: out of memory", src);
     else
@@ -314,8 +250,7 @@ static int copy_in(const char *src, const char *dst, const struct copy_opts *o, 
         }
         if (!got)
             break;
-        ohash_feed(&h, f, &fst.stripe, buf, got, off);
-        XXH3_64bits_update(whole, buf, got);
+        XXH3_64bits_update(whole, buf, got); /* pieces were checked end to end */
         for (size_t w = 0; w < got;) {
             ssize_t n = pwrite(fd, buf + w, got - w, (off_t)(off + w));
             if (n < 0) {
@@ -335,8 +270,6 @@ static int copy_in(const char *src, const char *dst, const struct copy_opts *o, 
         say("%s: %s", part, strerror(errno));
         bad = 1;
     }
-    if (!bad)
-        bad = ohash_verify(&h, f, src);
     if (!bad) { /* read the local copy back from disk and compare */
         XXH3_state_t *back = XXH3_createState();
         XXH3_64bits_reset(back);
@@ -353,8 +286,6 @@ static int copy_in(const char *src, const char *dst, const struct copy_opts *o, 
             close(rfd);
         XXH3_freeState(back);
     }
-    if (buf)
-        ohash_free(&h);
     XXH3_freeState(whole);
     free(buf);
     pfs_close(f);

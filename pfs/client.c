@@ -29,6 +29,7 @@
 #include "pio.h"
 #include "win.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -36,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #define PIPE       16 /* pieces in flight per call */
 #define RPC_BUF    (PFS_HDR_MAX + 4096)
@@ -687,7 +689,8 @@ struct xfer {
     int direct; /* reads: the servers put into the window, slot k at k * PFS_IO_MAX */
     struct call c[PIPE];
     struct pfs_piece p[PIPE];
-    uint8_t *dst[PIPE]; /* reads: where the piece goes in the caller's buffer */
+    uint8_t *dst[PIPE];  /* reads: where the piece goes in the caller's buffer */
+    uint64_t hash[PIPE]; /* writes: XXH3-64 of the piece sent */
     int busy[PIPE];
     uint64_t end; /* reads: end of the bytes the servers had */
 };
@@ -763,6 +766,7 @@ static int slot_post(struct xfer *x, int k, struct pfs_piece pc, const uint8_t *
         if (!n || c->scap - n < pc.len)
             return fail(PIO_EINTERNAL, "piece too large");
         memcpy(c->sbuf + n, src, (size_t)pc.len);
+        x->hash[k] = XXH3_64bits(src, (size_t)pc.len);
         n += (size_t)pc.len;
     } else {
         if (x->direct) {
@@ -785,16 +789,30 @@ static int slot_finish(struct xfer *x, int k)
     struct pfs_msg rep;
     x->busy[k] = 0;
     int rc = call_wait(x->f->fs, &x->c[k], &rep);
-    if (rc != PIO_OK || x->write)
+    if (rc != PIO_OK)
         return rc;
     struct pfs_piece *pc = &x->p[k];
+    const char *srv = x->f->fs->names[x->c[k].server];
+    if (x->write) {
+        if (rep.len != pc->len || rep.off != x->hash[k])
+            return fail(PIO_EIO,
+                        "I/O server %s: the %" PRIu64 " bytes at %" PRIu64
+                        " of %s arrived damaged (checksum)",
+                        srv, pc->len, pc->file_off, x->f->path);
+        return PIO_OK;
+    }
     uint64_t got = rep.len < pc->len ? rep.len : pc->len;
     if (x->direct)
         memcpy(x->dst[k], x->f->winbuf + (size_t)k * PFS_IO_MAX, (size_t)got);
     else if (rep.dlen >= got)
         memcpy(x->dst[k], rep.data, (size_t)got);
     else
-        return fail(PIO_EPROTO, "I/O server %s: short read reply", x->f->fs->names[x->c[k].server]);
+        return fail(PIO_EPROTO, "I/O server %s: short read reply", srv);
+    if (XXH3_64bits(x->dst[k], (size_t)got) != rep.off)
+        return fail(PIO_EIO,
+                    "I/O server %s: the %" PRIu64 " bytes at %" PRIu64
+                    " of %s arrived damaged (checksum)",
+                    srv, got, pc->file_off, x->f->path);
     memset(x->dst[k] + got, 0, (size_t)(pc->len - got)); /* a hole, or past the object's end */
     if (got && pc->file_off + got > x->end)
         x->end = pc->file_off + got;
@@ -1007,36 +1025,6 @@ int pfs_server_bytes(pfs_file *f, int server, uint64_t *bytes)
         *bytes = rep.off;
     (void)mine; /* asked even when not in the layout: a stray object would show */
     return rc;
-}
-
-int pfs_object_checksum(pfs_file *f, uint32_t stripe, uint64_t *hash, uint64_t *bytes)
-{
-    *hash = *bytes = 0;
-    if (stripe >= f->lay.count)
-        return PIO_EINVAL;
-    int s = (int)f->lay.servers[stripe], cls;
-    int rc = server_ready(f->fs, s, &cls);
-    if (rc != PIO_OK)
-        return rc;
-    struct pfs_msg m, rep;
-    req_init(f->fs, &m, PFS_OP_CSUM);
-    m.fid = f->attr.fid;
-    m.off = 0;
-    m.len = UINT64_MAX;
-    rc = rpc(f->fs, s, cls, &m, &rep, NULL, 0);
-    if (rc == PIO_OK) {
-        *hash = rep.off;
-        *bytes = rep.len;
-    }
-    return rc;
-}
-
-uint32_t pfs_stripe_of(pfs_file *f, uint64_t offset, uint64_t *obj_off)
-{
-    struct pfs_piece p = pfs_map(&f->lay, offset, 1, 0);
-    if (obj_off)
-        *obj_off = p.obj_off;
-    return p.stripe;
 }
 
 /* ---- servers' state -------------------------------------------------------------- */

@@ -192,6 +192,7 @@ static void do_read(const struct pfs_msg *m, uint8_t *io)
     struct pfs_msg rep;
     memset(&rep, 0, sizeof(rep));
     rep.len = got;
+    rep.off = XXH3_64bits(io, got);
     if (m->wid >= 0) {
         if (got > 0) {
             int partner;
@@ -213,39 +214,6 @@ static void do_read(const struct pfs_msg *m, uint8_t *io)
     reply_or_log(m, &rep);
 }
 
-/* do_csum - XXH3-64 of the object's bytes [off, off + len), read from the
- * store through io (PFS_IO_MAX bytes) in pieces. */
-static void do_csum(const struct pfs_msg *m, uint8_t *io)
-{
-    XXH3_state_t *st = XXH3_createState();
-    if (!st || XXH3_64bits_reset(st) != XXH_OK) {
-        XXH3_freeState(st);
-        fail(m, PIO_ENOMEM, "checksum", "no memory for the hash state");
-        return;
-    }
-    uint64_t done = 0;
-    int rc = PIO_OK;
-    while (done < m->len) {
-        uint64_t want = m->len - done < PFS_IO_MAX ? m->len - done : PFS_IO_MAX;
-        size_t got = 0;
-        if ((rc = ops->read(store, m->fid, m->off + done, io, (size_t)want, &got)) != PIO_OK)
-            break;
-        XXH3_64bits_update(st, io, got);
-        done += got;
-        if (got < want)
-            break; /* the object's end */
-    }
-    struct pfs_msg rep;
-    memset(&rep, 0, sizeof(rep));
-    rep.off = XXH3_64bits_digest(st);
-    rep.len = done;
-    XXH3_freeState(st);
-    if (rc != PIO_OK)
-        store_fail(m, rc, "checksum");
-    else
-        reply_or_log(m, &rep);
-}
-
 static void run(const struct pfs_msg *m, uint8_t *io)
 {
     struct pfs_msg rep;
@@ -262,9 +230,9 @@ static void run(const struct pfs_msg *m, uint8_t *io)
             return;
         }
         rep.len = m->dlen;
+        rep.off = XXH3_64bits(m->data, m->dlen);
         break;
     case PFS_OP_READ: do_read(m, io); return;
-    case PFS_OP_CSUM: do_csum(m, io); return;
     case PFS_OP_TRUNC:
         if ((rc = ops->truncate(store, m->fid, m->off)) != PIO_OK) {
             store_fail(m, rc, "truncate");

@@ -10,6 +10,10 @@
  * straight into a window of the client (one-sided), smaller ones come back
  * as messages.
  *
+ * Every piece of every read and write is checked end to end: the server
+ * returns the XXH3-64 of the bytes it received or read, and a mismatch
+ * fails the call with PIO_EIO.
+ *
  * Every function returns a PIO status (pio.h: PIO_OK = 0; PIO_Strerror gives
  * the words); pfs_errtext gives the server's own words for the last failure
  * of the calling thread. Thread-safety: a pfs_fs may be used by several
@@ -153,15 +157,6 @@ int pfs_df(pfs_fs *fs, int server, uint64_t *used, uint64_t *avail, uint64_t *ob
 /* pfs_server_bytes - bytes of f's object on server i of the file system
  * (0 when it holds none): which servers hold the file's data. */
 int pfs_server_bytes(pfs_file *f, int server, uint64_t *bytes);
-
-/* pfs_object_checksum - XXH3-64 of the bytes stripe (0..count-1) of f holds
- * on its server, as stored there: *hash [out], *bytes [out] = the object's
- * bytes hashed. Staging compares it with a hash of what it sent or got. */
-int pfs_object_checksum(pfs_file *f, uint32_t stripe, uint64_t *hash, uint64_t *bytes);
-
-/* pfs_stripe_of - the stripe (index into the layout) that holds byte offset
- * of f, and *obj_off [out] its offset in that stripe's object. */
-uint32_t pfs_stripe_of(pfs_file *f, uint64_t offset, uint64_t *obj_off);
 
 /* pfs_errtext - the last failure's explanation in the calling thread ("" if
  * none): the server's own words, or which server failed. */

@@ -123,7 +123,7 @@ size_t pfs_msg_encode(const struct pfs_msg *m, uint8_t *buf, size_t cap)
 static int op_known(uint32_t op)
 {
     return (op >= PFS_OP_LOOKUP && op <= PFS_OP_STATFS) ||
-           (op >= PFS_OP_WRITE && op <= PFS_OP_CSUM) || op == PFS_OP_REPLY;
+           (op >= PFS_OP_WRITE && op <= PFS_OP_DF) || op == PFS_OP_REPLY;
 }
 
 int pfs_msg_decode(const uint8_t *buf, size_t len, struct pfs_msg *m)

@@ -45,12 +45,15 @@
  *            in server order; off = files, attr.size = bytes (sum of sizes)
  * I/O server ops (fid = the file's id; off / len in the object of that file
  * on this server, which holds the file's stripes in layout order):
- *   WRITE    fid, off, data -> len = bytes written (the data is in the file
- *            system's cache; SYNC makes it durable)
+ *   WRITE    fid, off, data -> len = bytes written, off = XXH3-64 of the data
+ *            as the server received it (the data is in the file system's
+ *            cache; SYNC makes it durable)
  *   READ     fid, off, len (<= PFS_IO_MAX); wid >= 0: put the bytes into the
  *            client's PIO window wid at disp (one-sided), else send them as the
  *            reply's data -> len = bytes read (fewer at the object's end; a
- *            missing object reads as empty)
+ *            missing object reads as empty), off = XXH3-64 of those bytes as
+ *            the server read them. With WRITE's, every byte is checked end
+ *            to end, one-sided puts included, at no extra disk access.
  *   TRUNC    fid, off = the object's new size
  *   DESTROY  fid: remove the object (missing is fine)
  *   SYNC     fid: fdatasync the object
@@ -58,10 +61,6 @@
  *   QSTAT    -> data = text, one line per class (pfs_qos_format); flags
  *            PFS_F_RESET resets counters and latencies after reading
  *   DF       -> off = bytes used by objects, len = bytes free, fid = objects
- *   CSUM     fid, off, len -> off = XXH3-64 of the object's bytes [off, off +
- *            len) as stored (read from its storage, not from any cache of
- *            ours), len = bytes hashed (fewer at the object's end): staging
- *            verifies what the servers hold without moving it again
  */
 #ifndef PFS_PROTO_H
 #define PFS_PROTO_H
@@ -106,7 +105,6 @@ enum pfs_op {
     PFS_OP_OSTAT,
     PFS_OP_QSTAT,
     PFS_OP_DF,
-    PFS_OP_CSUM,
     PFS_OP_REPLY = 64
 };
 
