@@ -14,12 +14,20 @@
  *   load PATH MIB SECONDS         rewrite MIB MiB (1 stripe) in a loop
  *   probe PATH COUNT MS           every MS ms write 1 MiB at offset 0, print
  *                                 "latency_us N" per write
+ *   probe-setup DIR               DIR/s0.. one 1-stripe file per I/O server
+ *                                 (created back to back, so round-robin
+ *                                 placement puts each on another server)
+ *   probe-all DIR SECONDS MS      every MS ms write 1 MiB to each DIR/sK at
+ *                                 once (a thread each), for SECONDS; print
+ *                                 "T SERVER LATENCY_US" per write (T = s since
+ *                                 start, SERVER = the file's server index)
  * Exit: 0 success, 1 mismatch, 2 usage, 3 pfs error.
  */
 #include "pfs/pfs.h"
 #include "pio.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +250,95 @@ static int probe(const char *path, int count, int ms)
     return 0;
 }
 
+static int probe_setup(const char *dir)
+{
+    int n = pfs_nservers(fs), seen[256] = {0};
+    for (int i = 0; i < n && i < 256; i++) {
+        char p[1024];
+        snprintf(p, sizeof(p), "%s/s%d", dir, i);
+        pfs_file *f;
+        pfs_stripe s = {.count = 1};
+        int rc = pfs_create(fs, p, 0644, &s, MIB, &f);
+        if (rc != PIO_OK)
+            return perr(p, rc);
+        pfs_stat st;
+        pfs_fstat(f, &st);
+        pfs_close(f);
+        if (seen[st.stripe.servers[0]]++) {
+            fprintf(stderr, "pfs-check: %s landed on server %u twice: someone else created files\n",
+                    p, st.stripe.servers[0]);
+            return 1;
+        }
+        printf("s%d server %u\n", i, st.stripe.servers[0]);
+    }
+    return 0;
+}
+
+struct probe_one {
+    pfs_file *f;
+    uint8_t *buf;
+    double lat;
+    int rc;
+};
+
+static void *probe_write(void *arg)
+{
+    struct probe_one *p = arg;
+    double t0 = now_s();
+    p->rc = pfs_pwrite(p->f, p->buf, MIB, 0);
+    p->lat = now_s() - t0;
+    return NULL;
+}
+
+static int probe_all(const char *dir, double secs, int ms)
+{
+    int n = pfs_nservers(fs);
+    struct probe_one *p = calloc((size_t)n, sizeof(*p));
+    uint32_t *server = calloc((size_t)n, sizeof(*server));
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/s%d", dir, i);
+        int rc = pfs_open(fs, path, PFS_WRONLY, 0, &p[i].f);
+        if (rc != PIO_OK)
+            return perr(path, rc);
+        pfs_stat st;
+        pfs_fstat(p[i].f, &st);
+        server[i] = st.stripe.servers[0];
+        p[i].buf = malloc(MIB);
+        memset(p[i].buf, i, MIB);
+    }
+    double start = now_s(), next = start;
+    pthread_t *th = calloc((size_t)n, sizeof(*th));
+    int bad = 0;
+    while (now_s() - start < secs && !bad) {
+        double t = now_s() - start;
+        for (int i = 0; i < n; i++)
+            pthread_create(&th[i], NULL, probe_write, &p[i]);
+        for (int i = 0; i < n; i++) {
+            pthread_join(th[i], NULL);
+            if (p[i].rc != PIO_OK)
+                bad = perr("probe", p[i].rc);
+            else
+                printf("%.3f %u %.0f\n", t, server[i], p[i].lat * 1e6);
+        }
+        fflush(stdout);
+        next += ms / 1000.0;
+        double now = now_s();
+        if (next > now)
+            usleep((useconds_t)((next - now) * 1e6));
+        else
+            next = now; /* a round took longer than the interval: start the next at once */
+    }
+    for (int i = 0; i < n; i++) {
+        pfs_close(p[i].f);
+        free(p[i].buf);
+    }
+    free(p);
+    free(server);
+    free(th);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     const char *mds = NULL, *cls = NULL;
@@ -283,6 +380,10 @@ int main(int argc, char **argv)
         r = mkfiles(a[0], atoi(a[1]));
     else if (!strcmp(cmd, "load") && na == 3)
         r = load(a[0], strtoull(a[1], NULL, 0), atof(a[2]));
+    else if (!strcmp(cmd, "probe-setup") && na == 1)
+        r = probe_setup(a[0]);
+    else if (!strcmp(cmd, "probe-all") && na == 3)
+        r = probe_all(a[0], atof(a[1]), atoi(a[2]));
     else if (!strcmp(cmd, "probe") && na == 3)
         r = probe(a[0], atoi(a[1]), atoi(a[2]));
     else

@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# pfs.sh - the published staging experiment, reproduced on pfs: a staging job
+# writes large files while a front-end probe writes 1 MiB to every I/O server
+# every second; per-server probe latency over time, staging time and bytes
+# per server, for 3 stripe settings x 4 QoS settings.
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Bed (tests/lib/pfs.bash): h1..h4 one I/O server each, behind a link of
+# PFS_IOD_LINK (200mbit); h5 the metadata server and the front-end probe;
+# h6 and h7 the staging clients (1gbit links). Each I/O server runs 10
+# service threads over an emulated device of PFS_DISK_RATE (20M) bytes/s
+# with 10 lanes (a 1 MiB request takes 0.5 s; pfs-iod --disk-rate), so the
+# servers, not the links, are the bottleneck, as the object storage targets
+# were in the published system.
+#
+# The staging job: one `pfs stage-out -j 4` on h6 and one on h7 (8 copies in
+# flight), each of PFS_SIZES (MiB) files, in class "staging"; with stripe
+# count 1 (-c 1), the policy (min(ceil(size/16 MiB), 32, 4)), and the
+# maximum (-c 32, capped at 4 servers). The probe (pfs-check probe-all, h5,
+# class "interactive") writes 1 MiB to a 1-stripe file on each server at
+# once, every second; 6 s of probing before the job give the idle latency.
+# QoS: off (one FIFO class), 10:90, 20:80, 30:70 (interactive:staging
+# thread shares, borrowing unlimited). The I/O servers restart for each.
+#
+# Baselines in the same run: iperf3 over one I/O server's link (h6 -> h1,
+# one TCP stream: that link's ceiling), and one `pfs put -c 1` of 64 MiB
+# alone (one server's ceiling: device and link together).
+#
+# Output: a table; bench/results/pfs.csv (one row per run), pfs_probe.csv
+# (every probe write), pfs_heatmap.png (per-server probe latency over time,
+# one panel per run, like the published heat maps), pfs_summary.png (staging
+# time, probe p99 / idle, bytes per server). PASS/MISS lines for the targets:
+# with the policy and QoS 20:80, probe p99 <= 2 x idle while staging time <=
+# 1.1 x the policy without QoS; stripe count 1 shows the imbalance of bytes
+# per server (max / mean) that the policy removes.
+#
+# Exit status: 0 when every run completed (a MISS is reported, not an error)
+# or when skipped for want of root; 1 when something failed.
+# Environment: BUILD (build/default), PFS_SIZES ("8 16 24 32 48 64 80 96"),
+# PFS_DISK_RATE (20M), PFS_DISK_LANES (10), PFS_THREADS (10), PFS_IOD_LINK
+# (200mbit), PFS_QOS ("off 10:90 20:80 30:70"), PFS_STRIPES ("1 policy max"),
+# PIO_BENCH_RESULTS (bench/results).
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build/default}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+export PIO_SRC=$ROOT PIO_BUILD=$BUILD
+TB=$ROOT/tests/testbed/pio-testbed
+SCRIPT=bench/pfs.sh
+RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+SIZES=${PFS_SIZES:-8 16 24 32 48 64 80 96}
+DISK_RATE=${PFS_DISK_RATE:-20M}
+DISK_LANES=${PFS_DISK_LANES:-10}
+THREADS=${PFS_THREADS:-10}
+IOD_LINK=${PFS_IOD_LINK:-200mbit}
+QOS_LIST=${PFS_QOS:-off 10:90 20:80 30:70}
+STRIPE_LIST=${PFS_STRIPES:-1 policy max}
+IDLE_S=6
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: $SCRIPT needs root (network namespaces)"
+  exit 0
+fi
+
+source "$ROOT/tests/lib/piod.bash"
+source "$ROOT/tests/lib/pfs.bash"
+source "$ROOT/bench/lib.bash"
+CHECK=$BUILD/tests/prog/pfs-check
+bench_need "$BUILD/sbin/pfs-iod" "$BUILD/sbin/pfs-mds" "$BUILD/bin/pfs" "$CHECK" iperf3 || exit 1
+
+work=$(mktemp -d /tmp/pio-bench-pfs.XXXXXX)
+bed=""
+trap 'bench_cleanup' EXIT
+mkdir -p "$RESULTS"
+
+bed=pfs$(printf '%05d' $(($$ % 100000)))
+echo "bed $bed: 7 hosts; I/O server links $IOD_LINK, clients 1gbit; device $DISK_RATE/s, $DISK_LANES lanes, $THREADS threads"
+pfs_cluster_up "$work/c" "$bed" 1gbit || { echo "FAIL: cluster did not come up" >&2; exit 1; }
+for h in 1 2 3 4; do "$TB" rate "$bed" "h$h" 0 "$IOD_LINK" || exit 1; done
+
+IODS=pfs.iod.1,pfs.iod.2,pfs.iod.3,pfs.iod.4
+
+# iods_start QOS: the four I/O servers (again) with that QoS setting
+iods_start() {
+  local q=$1 h pid spec
+  for h in 1 2 3 4; do
+    if [ -f "$work/c/pfs.iod.$h.pid" ]; then
+      pid=$(cat "$work/c/pfs.iod.$h.pid")
+      kill -TERM "$pid" 2>/dev/null
+      for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+  done
+  [ "$q" = off ] && spec=off || spec="interactive:${q%%:*},staging:${q##*:}"
+  for h in 1 2 3 4; do
+    pfs_iod_start "$work/c" "$h" "pfs.iod.$h" --threads "$THREADS" --qos "$spec" \
+      --disk-rate "$DISK_RATE" --disk-lanes "$DISK_LANES"
+  done
+  pfs_ready 5 pfs.mds 60
+}
+
+pfs_mds_start "$work/c" pfs.mds "$work/c/mds.db" "$IODS"
+iods_start off || exit 1
+pfs_on 5 pfs mkdir /probe
+pfs_on 5 "$CHECK" probe-setup /probe >"$work/probe-setup.txt" 2>&1 ||
+  { cat "$work/probe-setup.txt"; echo "FAIL: probe files" >&2; exit 1; }
+
+# the staging data: the same sizes on both client hosts
+for h in 6 7; do
+  mkdir -p "$work/data/h$h"
+  for s in $SIZES; do head -c $((s << 20)) /dev/urandom >"$work/data/h$h/f$s"; done
+done
+total_mib=$(echo "$SIZES" | awk '{ for (i = 1; i <= NF; i++) t += $i; print 2 * t }')
+
+# ---- baselines ---------------------------------------------------------------
+echo "baselines: iperf3 h6 -> h1 (one I/O server link), one pfs put of 64 MiB to one server"
+"$TB" exec "$bed" h1 iperf3 -s -1 -D -B "$("$TB" addr "$bed" h1 0)" -p 5201
+bench_wait_listen h1 "$("$TB" addr "$bed" h1 0)" 5201
+"$TB" exec "$bed" h6 iperf3 -J -t 5 -c "$("$TB" addr "$bed" h1 0)" -p 5201 >"$work/iperf.json" 2>&1
+link_mbs=$(iperf_rate "$work/iperf.json") || link_mbs=0
+head -c $((64 << 20)) /dev/urandom >"$work/one64"
+t0=$(date +%s.%N)
+pfs_on 6 pfs put -c 1 "$work/one64" /one64 >/dev/null || { echo "FAIL: baseline put" >&2; exit 1; }
+t1=$(date +%s.%N)
+one_mbs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", 64 * 1.048576 / (b - a) }')
+pfs_on 6 pfs rm /one64
+echo "  link ceiling (iperf3, 1 stream): $link_mbs MB/s; one server (device + link): $one_mbs MB/s"
+
+# df_used: bytes in objects per server, "u1 u2 u3 u4"
+df_used() {
+  pfs_on 6 pfs df | awk '$1 ~ /^[0-9]+$/ { printf "%s ", $3 }'
+}
+
+: >"$work/runs.txt"
+: >"$work/probe.txt"
+for stripe in $STRIPE_LIST; do
+  case $stripe in 1) copt=(-c 1) ;; max) copt=(-c 32) ;; *) copt=() ;; esac
+  for q in $QOS_LIST; do
+    echo "run: stripe $stripe, QoS $q"
+    iods_start "$q" || { echo "FAIL: I/O servers did not restart" >&2; exit 1; }
+    pfs_on 6 pfs mkdir /stage || { echo "FAIL: mkdir /stage" >&2; exit 1; }
+    before=$(df_used)
+    _pfs_launch probe 5 "$CHECK" --class interactive probe-all /probe 3600 1000
+    sleep "$IDLE_S"
+    t0=$(date +%s.%N)
+    pids=()
+    for h in 6 7; do
+      pfs_on "$h" pfs stage-out -j 4 "${copt[@]}" "$work/data/h$h" "/stage/h$h" \
+        >"$work/stage.h$h.log" 2>&1 &
+      pids+=($!)
+    done
+    ok=1
+    for p in "${pids[@]}"; do wait "$p" || ok=0; done
+    t1=$(date +%s.%N)
+    sleep 1
+    kill -TERM "$(cat "$work/c/probe.pid")" 2>/dev/null
+    wait "$(cat "$work/c/probe.pid")" 2>/dev/null
+    if [ $ok -ne 1 ]; then
+      cat "$work"/stage.h*.log >&2
+      echo "FAIL: staging failed (stripe $stripe, QoS $q)" >&2
+      exit 1
+    fi
+    after=$(df_used)
+    stage_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+    echo "$stripe $q $stage_s $IDLE_S $before| $after" >>"$work/runs.txt"
+    awk -v s="$stripe" -v q="$q" '{ print s, q, $0 }' "$work/c/probe.log" >>"$work/probe.txt"
+    echo "  staging ${stage_s} s"
+    pfs_on 6 pfs rm -r /stage >/dev/null || { echo "FAIL: cleaning /stage" >&2; exit 1; }
+  done
+done
+
+"$PY" - "$work/runs.txt" "$work/probe.txt" "$RESULTS" "$total_mib" "$link_mbs" "$one_mbs" \
+  "$DISK_RATE" "$IOD_LINK" <<'EOF'
+import csv, os, sys
+runs_f, probe_f, out, total_mib, link_mbs, one_mbs, disk, link = sys.argv[1:9]
+runs = []
+for l in open(runs_f):
+    head, tail = l.split("|")
+    h = head.split()
+    stripe, q, stage_s, idle_s = h[0], h[1], float(h[2]), float(h[3])
+    before = [int(x) for x in h[4:8]]
+    after = [int(x) for x in tail.split()]
+    runs.append(dict(stripe=stripe, qos=q, stage_s=stage_s, idle_s=idle_s,
+                     bytes=[a - b for a, b in zip(after, before)]))
+probes = {}
+for l in open(probe_f):
+    p = l.split()
+    if len(p) != 5:
+        continue
+    probes.setdefault((p[0], p[1]), []).append((float(p[2]), int(p[3]), float(p[4]) / 1000))
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
+
+rows = []
+for r in runs:
+    pr = probes.get((r["stripe"], r["qos"]), [])
+    idle = [lat for t, s, lat in pr if t < r["idle_s"] - 0.5]
+    busy = [lat for t, s, lat in pr if r["idle_s"] <= t <= r["idle_s"] + r["stage_s"]]
+    b = r["bytes"]
+    mean = sum(b) / len(b) if b else 0
+    r.update(idle_p50=pct(idle, 0.5), p50=pct(busy, 0.5), p99=pct(busy, 0.99),
+             nprobe=len(busy), imbalance=(max(b) / mean) if mean else float("nan"))
+    r["p99_idle"] = r["p99"] / r["idle_p50"] if r["idle_p50"] else float("nan")
+    rows.append(r)
+base = {r["stripe"]: r["stage_s"] for r in rows if r["qos"] == "off"}
+for r in rows:
+    r["stage_rel"] = r["stage_s"] / base[r["stripe"]] if r["stripe"] in base else float("nan")
+
+print()
+print("pfs staging experiment: %s MiB staged per run by 2 stagers; servers: device %s/s, link %s"
+      % (total_mib, disk, link))
+print("baselines: one server link (iperf3, 1 TCP stream) %s MB/s; one server alone (pfs put -c 1) %s MB/s"
+      % (link_mbs, one_mbs))
+hdr = "%-7s %-6s %9s %9s %10s %9s %9s %8s %7s  %s" % (
+    "stripe", "QoS", "stage s", "x no-QoS", "idle p50", "p50 ms", "p99 ms", "p99/idle", "probes",
+    "MiB per server (max/mean)")
+print(hdr)
+print("-" * len(hdr))
+for r in rows:
+    print("%-7s %-6s %9.2f %9.3f %10.0f %9.0f %9.0f %8.2f %7d  %s (%.2f)" % (
+        r["stripe"], r["qos"], r["stage_s"], r["stage_rel"], r["idle_p50"], r["p50"], r["p99"],
+        r["p99_idle"], r["nprobe"], " ".join("%d" % (x >> 20) for x in r["bytes"]), r["imbalance"]))
+
+with open(os.path.join(out, "pfs.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["stripe", "qos", "staging_s", "staging_vs_noqos", "probe_idle_p50_ms",
+                "probe_p50_ms", "probe_p99_ms", "p99_over_idle", "probes", "bytes_s0",
+                "bytes_s1", "bytes_s2", "bytes_s3", "bytes_max_over_mean", "link_ceiling_MBps",
+                "one_server_MBps"])
+    for r in rows:
+        w.writerow([r["stripe"], r["qos"], "%.3f" % r["stage_s"], "%.3f" % r["stage_rel"],
+                    "%.1f" % r["idle_p50"], "%.1f" % r["p50"], "%.1f" % r["p99"],
+                    "%.3f" % r["p99_idle"], r["nprobe"]] + r["bytes"] +
+                   ["%.3f" % r["imbalance"], link_mbs, one_mbs])
+with open(os.path.join(out, "pfs_probe.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["stripe", "qos", "t_s", "server", "latency_ms"])
+    for (s, q), v in probes.items():
+        for t, srv, lat in v:
+            w.writerow([s, q, "%.3f" % t, srv, "%.1f" % lat])
+
+def find(stripe, q):
+    for r in rows:
+        if r["stripe"] == stripe and r["qos"] == q:
+            return r
+pol, off = find("policy", "20:80"), find("policy", "off")
+if pol and off:
+    ok = pol["p99_idle"] <= 2.0 and pol["stage_s"] <= 1.1 * off["stage_s"]
+    print("%s: policy + QoS 20:80: probe p99 = %.2f x idle (target <= 2), staging = %.3f x no QoS "
+          "(target <= 1.1)" % ("PASS" if ok else "MISS", pol["p99_idle"], pol["stage_s"] / off["stage_s"]))
+    print("  without QoS (policy): probe p99 = %.2f x idle" % off["p99_idle"])
+one, po = find("1", "off"), find("policy", "off")
+if one and po:
+    ok = one["imbalance"] >= 1.2 * po["imbalance"]
+    print("%s: stripe count 1 leaves bytes per server %.2f x the mean at the busiest server, the policy %.2f"
+          % ("PASS" if ok else "MISS", one["imbalance"], po["imbalance"]))
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+    import numpy as np
+except ImportError:
+    print("(matplotlib missing: no plots)")
+    sys.exit(0)
+stripes = list(dict.fromkeys(r["stripe"] for r in rows))
+qoss = list(dict.fromkeys(r["qos"] for r in rows))
+fig, axes = plt.subplots(len(stripes), len(qoss), figsize=(3.6 * len(qoss), 2.2 * len(stripes)),
+                         squeeze=False, sharey=True)
+idle_all = [r["idle_p50"] for r in rows if r["idle_p50"] == r["idle_p50"]]
+vmin = min(idle_all) * 0.8 if idle_all else 1
+vmax = max([lat for v in probes.values() for _, _, lat in v] + [vmin * 10])
+im = None
+for i, s in enumerate(stripes):
+    for j, q in enumerate(qoss):
+        ax = axes[i][j]
+        pr = probes.get((s, q), [])
+        if not pr:
+            ax.set_axis_off()
+            continue
+        tmax = int(max(t for t, _, _ in pr)) + 1
+        grid = np.full((4, tmax), np.nan)
+        for t, srv, lat in pr:
+            if 0 <= srv < 4:
+                grid[srv][int(t)] = lat
+        im = ax.imshow(grid, aspect="auto", cmap="inferno", norm=LogNorm(vmin=vmin, vmax=vmax),
+                       interpolation="nearest")
+        r = find(s, q)
+        ax.axvline(r["idle_s"], color="cyan", lw=0.8)
+        ax.axvline(r["idle_s"] + r["stage_s"], color="cyan", lw=0.8)
+        ax.set_title("stripe %s, QoS %s" % (s, q), fontsize=8)
+        ax.set_yticks(range(4))
+        ax.set_yticklabels(["srv %d" % k for k in range(4)], fontsize=7)
+        ax.tick_params(axis="x", labelsize=7)
+        if i == len(stripes) - 1:
+            ax.set_xlabel("time (s); cyan: staging start and end", fontsize=7)
+if im is not None:
+    fig.colorbar(im, ax=axes, shrink=0.8, label="probe 1 MiB write latency (ms)")
+fig.suptitle("pfs: front-end probe latency per I/O server during staging", fontsize=10)
+fig.savefig(os.path.join(out, "pfs_heatmap.png"), dpi=110)
+
+fig, ax = plt.subplots(1, 3, figsize=(14, 4))
+x = np.arange(len(qoss))
+wdt = 0.8 / len(stripes)
+for k, s in enumerate(stripes):
+    rs = [find(s, q) for q in qoss]
+    ax[0].bar(x + k * wdt, [r["stage_s"] for r in rs], wdt, label="stripe %s" % s)
+    ax[1].bar(x + k * wdt, [r["p99_idle"] for r in rs], wdt, label="stripe %s" % s)
+for a, t in ((ax[0], "staging time (s)"), (ax[1], "probe p99 / idle p50")):
+    a.set_xticks(x + wdt * (len(stripes) - 1) / 2)
+    a.set_xticklabels(["QoS " + q for q in qoss])
+    a.set_ylabel(t)
+    a.legend(fontsize=8)
+ax[1].axhline(2, color="k", ls="--", lw=0.8)
+for k, s in enumerate(stripes):
+    r = find(s, "off") or find(s, qoss[0])
+    ax[2].bar(np.arange(4) + k * wdt, [b / 2**20 for b in r["bytes"]], wdt, label="stripe %s" % s)
+ax[2].set_xticks(np.arange(4) + wdt * (len(stripes) - 1) / 2)
+ax[2].set_xticklabels(["server %d" % k for k in range(4)])
+ax[2].set_ylabel("MiB staged (QoS off run)")
+ax[2].legend(fontsize=8)
+fig.suptitle("pfs staging: time, probe tail latency and bytes per server")
+fig.tight_layout()
+fig.savefig(os.path.join(out, "pfs_summary.png"), dpi=110)
+print("wrote %s/pfs.csv, pfs_probe.csv, pfs_heatmap.png, pfs_summary.png" % out)
+EOF
