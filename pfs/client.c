@@ -147,6 +147,15 @@ static const char *who(pfs_fs *fs, int server)
     return server < 0 ? "metadata server" : fs->names[server];
 }
 
+/* part_of - server's partner handle (another thread may be filling it in). */
+static int part_of(pfs_fs *fs, int server)
+{
+    pthread_mutex_lock(&fs->mtx);
+    int part = fs->part[server];
+    pthread_mutex_unlock(&fs->mtx);
+    return part;
+}
+
 /* call_wait - the reply of c into rep (rep->data points into c->rbuf). */
 static int call_wait(pfs_fs *fs, struct call *c, struct pfs_msg *rep)
 {
@@ -188,7 +197,7 @@ static int rpc(pfs_fs *fs, int server, int cls, struct pfs_msg *m, struct pfs_ms
                      .rbuf = rbuf ? rbuf : small,
                      .rcap = rbuf ? rcap : RPC_BUF,
                      .server = server};
-    int partner = server < 0 ? fs->mds : fs->part[server];
+    int partner = server < 0 ? fs->mds : part_of(fs, server);
     int rc = call_post(&c, partner, cls, m);
     if (rc != PIO_OK)
         rc = fail(rc, "%s: %s", who(fs, server), PIO_Strerror(rc));
@@ -211,8 +220,10 @@ static int mds_rpc(pfs_fs *fs, struct pfs_msg *m, struct pfs_msg *rep)
 /* server_ready - partner handle and class index of server i. */
 static int server_ready(pfs_fs *fs, int i, int *cls)
 {
+    char want[PFS_NAME_MAX]; /* pfs_set_class may change fs->cls meanwhile */
     pthread_mutex_lock(&fs->mtx);
     int part = fs->part[i], ci = fs->clsidx[i];
+    memcpy(want, fs->cls, sizeof(want));
     pthread_mutex_unlock(&fs->mtx);
     if (part < 0) {
         int rc = PIO_Addpartner(fs->names[i], &part);
@@ -231,7 +242,7 @@ static int server_ready(pfs_fs *fs, int i, int *cls)
         int k = 0;
         for (char *l = text; l && *l; k++) {
             char name[PFS_NAME_MAX];
-            if (sscanf(l, "class %63s", name) == 1 && strcmp(name, fs->cls) == 0) {
+            if (sscanf(l, "class %63s", name) == 1 && strcmp(name, want) == 0) {
                 ci = k;
                 break;
             }
@@ -777,7 +788,7 @@ static int slot_post(struct xfer *x, int k, struct pfs_piece pc, const uint8_t *
         if (!n)
             return fail(PIO_EINTERNAL, "request too large");
     }
-    rc = call_post_raw(c, fs->part[s], cls, m.rid, n);
+    rc = call_post_raw(c, part_of(fs, s), cls, m.rid, n);
     if (rc != PIO_OK)
         return fail(rc, "I/O server %s: %s", fs->names[s], PIO_Strerror(rc));
     x->busy[k] = 1;

@@ -633,6 +633,11 @@ int main(int argc, char **argv)
     pfs_qos_stop(q);
     for (int i = 0; i < nsvc; i++)
         pthread_join(sth[i], NULL);
+    /* what the drain left queued is never served: its records go */
+    for (struct pfs_qos_item *it = pfs_qos_drain(q), *nx; it; it = nx) {
+        nx = it->next;
+        free(it); /* the item is the start of its struct req */
+    }
     PIO_Exit();
     ops->close(store);
     pfs_qos_free(q);

@@ -502,6 +502,25 @@ void pfs_qos_stop(struct pfs_qos *q)
     pthread_mutex_unlock(&q->mtx);
 }
 
+struct pfs_qos_item *pfs_qos_drain(struct pfs_qos *q)
+{
+    if (!q)
+        return NULL;
+    struct pfs_qos_item *all = NULL;
+    pthread_mutex_lock(&q->mtx);
+    for (int c = 0; c < q->ncls; c++) {
+        struct qclass *k = &q->cls[c];
+        if (k->tail) {
+            k->tail->next = all;
+            all = k->head;
+        }
+        k->head = k->tail = NULL;
+        k->queued = 0;
+    }
+    pthread_mutex_unlock(&q->mtx);
+    return all;
+}
+
 /* ---- statistics ---------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b)

@@ -79,6 +79,11 @@ void pfs_qos_done(struct pfs_qos *q, int t, struct pfs_qos_item *it);
 /* pfs_qos_stop - wake every waiting pop; later pops return NULL. */
 void pfs_qos_stop(struct pfs_qos *q);
 
+/* pfs_qos_drain - after pfs_qos_stop and once no thread is in pop: unlink
+ * every request still queued and return them, linked by next (NULL: none),
+ * for the caller to dispose of. */
+struct pfs_qos_item *pfs_qos_drain(struct pfs_qos *q);
+
 /* Statistics of one class. */
 struct pfs_qos_stats {
     char name[PFS_NAME_MAX];

@@ -255,11 +255,14 @@ import os, sys
 for i in range(60):
     d = os.path.join(sys.argv[1], "r%d" % (i % 4)); os.makedirs(d, exist_ok=True)
     open(os.path.join(d, "g%02d" % i), "wb").write(os.urandom(4 << 20))' "$W/src"
+  # h6's link at 100 Mbit/s: the 240 MiB take 20 s, so the kill lands mid-way
+  "$PIO_TESTBED" rate "$BED" h6 0 100mbit
   _pfs_launch stage1 6 pfs stage-out -j 2 "$W/src" /resume
   # wait until some files are complete, then kill the stager outright
   pio_wait_until 60 bash -c "[ \$(find '$W/src' -type f | wc -l) -eq 60 ] &&
     [ \$(PIO_SOCKET='$DIR/n6.sock' ip netns exec $(pfs_ns 6) '$PIO_BUILD/bin/pfs' ls /resume/r0 2>/dev/null | grep -vc pfs-part) -ge 4 ]"
   pfs_kill9 "$DIR/stage1.pid"
+  "$PIO_TESTBED" rate "$BED" h6 0 1gbit
   run pfs_on 6 pfs stage-out -j 2 "$W/src" /resume
   echo "$output"
   assert_success

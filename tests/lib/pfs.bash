@@ -36,7 +36,7 @@ pfs_cluster_up() {
       echo "name = n$h"
       echo "system = n$h"
       echo "listen = $("$tb" addr "$bed" "h$h" 0)"
-      echo "proc-pool = 32M"
+      echo "proc-pool = ${PFS_PROC_POOL:-32M}"
       for ((j = 1; j <= PFS_HOSTS; j++)); do
         [ "$j" = "$h" ] && continue
         echo "[peer n$j]"

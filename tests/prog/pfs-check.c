@@ -17,8 +17,9 @@
  *   probe-setup DIR               DIR/s0.. one 1-stripe file per I/O server
  *                                 (created back to back, so round-robin
  *                                 placement puts each on another server)
- *   probe-all DIR SECONDS MS      every MS ms write 1 MiB to each DIR/sK at
- *                                 once (a thread each), for SECONDS; print
+ *   probe-all DIR SECONDS MS      every MS ms write 1 MiB to each DIR/sK (a
+ *                                 thread each, on its own clock), for
+ *                                 SECONDS; print
  *                                 "T SERVER LATENCY_US" per write (T = s since
  *                                 start, SERVER = the file's server index)
  * Exit: 0 success, 1 mismatch, 2 usage, 3 pfs error.
@@ -274,27 +275,47 @@ static int probe_setup(const char *dir)
     return 0;
 }
 
+/* One probe thread per server: every ms milliseconds, 1 MiB to its file. */
 struct probe_one {
     pfs_file *f;
+    uint32_t server;
     uint8_t *buf;
-    double lat;
-    int rc;
+    double start, secs;
+    int ms, rc;
 };
 
-static void *probe_write(void *arg)
+static pthread_mutex_t out_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+static void *probe_loop(void *arg)
 {
     struct probe_one *p = arg;
-    double t0 = now_s();
-    p->rc = pfs_pwrite(p->f, p->buf, MIB, 0);
-    p->lat = now_s() - t0;
+    double next = p->start;
+    while (now_s() - p->start < p->secs) {
+        double t0 = now_s();
+        p->rc = pfs_pwrite(p->f, p->buf, MIB, 0);
+        double lat = now_s() - t0;
+        if (p->rc != PIO_OK)
+            return NULL;
+        pthread_mutex_lock(&out_mtx);
+        printf("%.3f %u %.0f\n", t0 - p->start, p->server, lat * 1e6);
+        fflush(stdout);
+        pthread_mutex_unlock(&out_mtx);
+        next += p->ms / 1000.0;
+        double now = now_s();
+        if (next > now)
+            usleep((useconds_t)((next - now) * 1e6));
+        else
+            next = now; /* a write took longer than the interval: the next goes at once */
+    }
     return NULL;
 }
 
 static int probe_all(const char *dir, double secs, int ms)
 {
-    int n = pfs_nservers(fs);
+    int n = pfs_nservers(fs), bad = 0;
     struct probe_one *p = calloc((size_t)n, sizeof(*p));
-    uint32_t *server = calloc((size_t)n, sizeof(*server));
+    pthread_t *th = calloc((size_t)n, sizeof(*th));
+    double start = now_s();
     for (int i = 0; i < n; i++) {
         char path[1024];
         snprintf(path, sizeof(path), "%s/s%d", dir, i);
@@ -303,38 +324,23 @@ static int probe_all(const char *dir, double secs, int ms)
             return perr(path, rc);
         pfs_stat st;
         pfs_fstat(p[i].f, &st);
-        server[i] = st.stripe.servers[0];
+        p[i].server = st.stripe.servers[0];
         p[i].buf = malloc(MIB);
         memset(p[i].buf, i, MIB);
+        p[i].start = start;
+        p[i].secs = secs;
+        p[i].ms = ms;
     }
-    double start = now_s(), next = start;
-    pthread_t *th = calloc((size_t)n, sizeof(*th));
-    int bad = 0;
-    while (now_s() - start < secs && !bad) {
-        double t = now_s() - start;
-        for (int i = 0; i < n; i++)
-            pthread_create(&th[i], NULL, probe_write, &p[i]);
-        for (int i = 0; i < n; i++) {
-            pthread_join(th[i], NULL);
-            if (p[i].rc != PIO_OK)
-                bad = perr("probe", p[i].rc);
-            else
-                printf("%.3f %u %.0f\n", t, server[i], p[i].lat * 1e6);
-        }
-        fflush(stdout);
-        next += ms / 1000.0;
-        double now = now_s();
-        if (next > now)
-            usleep((useconds_t)((next - now) * 1e6));
-        else
-            next = now; /* a round took longer than the interval: start the next at once */
-    }
+    for (int i = 0; i < n; i++)
+        pthread_create(&th[i], NULL, probe_loop, &p[i]);
     for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        if (p[i].rc != PIO_OK)
+            bad = perr("probe", p[i].rc);
         pfs_close(p[i].f);
         free(p[i].buf);
     }
     free(p);
-    free(server);
     free(th);
     return bad;
 }

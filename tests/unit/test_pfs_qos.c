@@ -448,7 +448,10 @@ static void test_stop(void **state)
     assert_null(ret);
     struct titem x;
     push(q, &x, 0, 1, NULL);
-    assert_null(pop0(q, 0)); /* stopped: nothing more */
+    assert_null(pop0(q, 0));                   /* stopped: nothing more */
+    assert_ptr_equal(pfs_qos_drain(q), &x.it); /* what is left, for the caller to free */
+    assert_null(x.it.next);
+    assert_null(pfs_qos_drain(q));
     pfs_qos_free(q);
 }
 
