@@ -18,7 +18,11 @@
  *              itself, at once: they must not wait behind data requests.
  *   service    --threads of them, dealt to the classes by share (qos.c):
  *              pop a request, run it against the store, reply, give the
- *              buffer back.
+ *              buffer back. Reads and writes run in 256 KiB steps; between
+ *              steps a thread serving a borrowed request gives it back when
+ *              its own class has work (it goes to the head of its class's
+ *              queue and the next thread of that class resumes it), so an
+ *              owner waits one step, not one 1 MiB request.
  *   main       waits for SIGTERM / SIGINT (only it takes signals), then stops
  *              the receivers, lets the queued requests drain (2 s at most),
  *              stops the queues, joins everyone and leaves PIO.
@@ -35,8 +39,8 @@
  * Buffers: a request record (its qos item, the decoded message, and a
  * PFS_MSG_MAX buffer the message points into) is taken from a per-tag free
  * list and goes back to it after the reply; at most --queue + --threads + 1
- * records of one tag exist at once. READ data goes through a buffer of
- * PFS_IO_MAX per service thread.
+ * records of one tag exist at once. READ data is read into the request's own
+ * buffer (a READ carries no data), so a resumed read keeps what it has.
  */
 #include "pfs/proto.h"
 #include "pfs/qos.h"
@@ -66,6 +70,8 @@
 struct req {
     struct pfs_qos_item it; /* first: the item is the record */
     int tag;                /* the receiver it came from */
+    int popped;             /* taken from the queue once (counted out of pending) */
+    uint64_t done;          /* WRITE / READ: bytes done before a yield */
     struct pfs_msg m;
     struct req *next_free;
     uint8_t buf[]; /* PFS_MSG_MAX: m.data points in here */
@@ -174,21 +180,49 @@ static void do_df(const struct pfs_msg *m)
 
 /* ---- requests run by a service thread ------------------------------------ */
 
-static void do_read(const struct pfs_msg *m, uint8_t *io)
+/* Reads and writes go in steps of STEP bytes; between steps a thread that
+ * borrowed the request from another class gives it back if its own class
+ * has work (pfs_qos_should_yield): another thread resumes it at r->done. */
+#define STEP (256u << 10)
+
+/* step_yield - after a step of r with more to do: 1 if thread t gave r
+ * back (the caller must not touch r again). */
+static int step_yield(struct req *r, int t)
 {
+    if (!pfs_qos_should_yield(q, t))
+        return 0;
+    pfs_qos_yield(q, t, &r->it);
+    return 1;
+}
+
+/* do_read - returns 1 when it yielded. The bytes are read into r->buf (the
+ * request itself is decoded into r->m already, and a READ carries no data). */
+static int do_read(struct req *r, int t)
+{
+    const struct pfs_msg *m = &r->m;
     if (m->len > PFS_IO_MAX) {
         char d[96];
         snprintf(d, sizeof(d), "%" PRIu64 " bytes asked, at most %u in one request", m->len,
                  PFS_IO_MAX);
         fail(m, PIO_EINVAL, "read", d);
-        return;
+        return 0;
     }
-    size_t got = 0;
-    int rc = ops->read(store, m->fid, m->off, io, (size_t)m->len, &got);
-    if (rc != PIO_OK) {
-        store_fail(m, rc, "read");
-        return;
+    uint8_t *io = r->buf;
+    int rc = PIO_OK;
+    while (r->done < m->len) {
+        size_t want = m->len - r->done < STEP ? (size_t)(m->len - r->done) : STEP, got = 0;
+        rc = ops->read(store, m->fid, m->off + r->done, io + r->done, want, &got);
+        if (rc != PIO_OK) {
+            store_fail(m, rc, "read");
+            return 0;
+        }
+        r->done += got;
+        if (got < want)
+            break; /* the object's end */
+        if (r->done < m->len && step_yield(r, t))
+            return 1;
     }
+    size_t got = (size_t)(r->done < m->len ? r->done : m->len);
     struct pfs_msg rep;
     memset(&rep, 0, sizeof(rep));
     rep.len = got;
@@ -204,7 +238,7 @@ static void do_read(const struct pfs_msg *m, uint8_t *io)
                 snprintf(d, sizeof(d), "putting %zu bytes into window %d of %s at %" PRIu64 ": %s",
                          got, m->wid, m->client, m->disp, PIO_Strerror(rc));
                 fail(m, rc, "read", d);
-                return;
+                return 0;
             }
         }
     } else {
@@ -212,59 +246,79 @@ static void do_read(const struct pfs_msg *m, uint8_t *io)
         rep.dlen = got;
     }
     reply_or_log(m, &rep);
+    return 0;
 }
 
-static void run(const struct pfs_msg *m, uint8_t *io)
+/* do_write - returns 1 when it yielded. */
+static int do_write(struct req *r, int t)
 {
+    const struct pfs_msg *m = &r->m;
+    if (m->dlen > PFS_IO_MAX) {
+        fail(m, PIO_EINVAL, "write", "more than PFS_IO_MAX bytes in one request");
+        return 0;
+    }
+    while (r->done < m->dlen) {
+        size_t n = m->dlen - r->done < STEP ? (size_t)(m->dlen - r->done) : STEP;
+        int rc = ops->write(store, m->fid, m->off + r->done, m->data + r->done, n);
+        if (rc != PIO_OK) {
+            store_fail(m, rc, "write");
+            return 0;
+        }
+        r->done += n;
+        if (r->done < m->dlen && step_yield(r, t))
+            return 1;
+    }
+    struct pfs_msg rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.len = m->dlen;
+    rep.off = XXH3_64bits(m->data, m->dlen);
+    reply_or_log(m, &rep);
+    return 0;
+}
+
+/* run - serve r on thread t; 1 when it yielded (r is queued again). */
+static int run(struct req *r, int t)
+{
+    const struct pfs_msg *m = &r->m;
     struct pfs_msg rep;
     memset(&rep, 0, sizeof(rep));
     int rc;
     switch (m->op) {
-    case PFS_OP_WRITE:
-        if (m->dlen > PFS_IO_MAX) {
-            fail(m, PIO_EINVAL, "write", "more than PFS_IO_MAX bytes in one request");
-            return;
-        }
-        if ((rc = ops->write(store, m->fid, m->off, m->data, m->dlen)) != PIO_OK) {
-            store_fail(m, rc, "write");
-            return;
-        }
-        rep.len = m->dlen;
-        rep.off = XXH3_64bits(m->data, m->dlen);
-        break;
-    case PFS_OP_READ: do_read(m, io); return;
+    case PFS_OP_WRITE: return do_write(r, t);
+    case PFS_OP_READ: return do_read(r, t);
     case PFS_OP_TRUNC:
         if ((rc = ops->truncate(store, m->fid, m->off)) != PIO_OK) {
             store_fail(m, rc, "truncate");
-            return;
+            return 0;
         }
         break;
     case PFS_OP_DESTROY:
         if ((rc = ops->destroy(store, m->fid)) != PIO_OK) {
             store_fail(m, rc, "destroy");
-            return;
+            return 0;
         }
         break;
     case PFS_OP_SYNC:
         if ((rc = ops->sync(store, m->fid)) != PIO_OK) {
             store_fail(m, rc, "sync");
-            return;
+            return 0;
         }
         break;
     case PFS_OP_OSTAT:
         if ((rc = ops->size(store, m->fid, &rep.off)) != PIO_OK) {
             store_fail(m, rc, "stat");
-            return;
+            return 0;
         }
         break;
     default: {
         int r2 = pfs_srv_fail(m, PIO_ENOSYS, "operation %u is not one an I/O server serves", m->op);
         if (r2 != PIO_OK)
             pfs_log("reply to %s: %s", m->client, PIO_Strerror(r2));
-        return;
+        return 0;
     }
     }
     reply_or_log(m, &rep);
+    return 0;
 }
 
 /* ---- threads ------------------------------------------------------------- */
@@ -322,6 +376,8 @@ static void *receiver(void *arg)
         }
         memset(&r->it, 0, sizeof(r->it));
         r->it.cls = cls;
+        r->popped = 0;
+        r->done = 0;
         snprintf(r->it.user, sizeof(r->it.user), "%s", r->m.user);
         pthread_mutex_lock(&tag_mtx);
         pending[tag]++;
@@ -338,11 +394,6 @@ struct svc_arg {
 static void *service(void *arg)
 {
     int t = ((struct svc_arg *)arg)->t;
-    uint8_t *io = malloc(PFS_IO_MAX);
-    if (!io) {
-        pfs_log("service thread %d: no memory for its buffer: it does not serve", t);
-        return NULL;
-    }
     for (;;) {
         struct pfs_qos_item *it = pfs_qos_pop(q, t, RECV_MS);
         if (!it) {
@@ -351,15 +402,18 @@ static void *service(void *arg)
             continue;
         }
         struct req *r = (struct req *)it;
-        pthread_mutex_lock(&tag_mtx);
-        pending[r->tag]--;
-        pthread_cond_broadcast(&tag_cv);
-        pthread_mutex_unlock(&tag_mtx);
-        run(&r->m, io);
+        if (!r->popped) { /* a resumed request was counted out already */
+            r->popped = 1;
+            pthread_mutex_lock(&tag_mtx);
+            pending[r->tag]--;
+            pthread_cond_broadcast(&tag_cv);
+            pthread_mutex_unlock(&tag_mtx);
+        }
+        if (run(r, t))
+            continue; /* given back to its class: another thread finishes it */
         pfs_qos_done(q, t, it);
         rec_put(r);
     }
-    free(io);
     return NULL;
 }
 

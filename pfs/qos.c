@@ -50,6 +50,7 @@ struct qclass {
     int busy, borrowed, busy_max, borrowed_max;
     int idle_home; /* home threads of this class inside pop, not serving */
     uint64_t served;
+    uint64_t yielded;
     uint64_t wait_max_us;
     struct ring wait, svc;
 };
@@ -446,8 +447,8 @@ struct pfs_qos_item *pfs_qos_pop(struct pfs_qos *q, int t, int timeout_ms)
     }
     q->cls[home].idle_home--;
     pthread_mutex_unlock(&q->mtx);
-    if (it)
-        it->t_start = pfs_now_ns(); /* ours now: no lock needed */
+    if (it && !it->t_start) /* ours now: no lock needed; a resumed one keeps its first start */
+        it->t_start = pfs_now_ns();
     return it;
 }
 
@@ -488,6 +489,43 @@ void pfs_qos_done(struct pfs_qos *q, int t, struct pfs_qos_item *it)
                     pthread_cond_broadcast(&q->cv);
                     break;
                 }
+    }
+    pthread_mutex_unlock(&q->mtx);
+}
+
+int pfs_qos_should_yield(struct pfs_qos *q, int t)
+{
+    if (!q || t < 0 || t >= q->nthreads)
+        return 0;
+    pthread_mutex_lock(&q->mtx);
+    struct thr *th = &q->thr[t];
+    struct pfs_qos_item *prev;
+    int r = th->busy && th->cls != th->home && eligible(q, th->home, &prev) != NULL;
+    pthread_mutex_unlock(&q->mtx);
+    return r;
+}
+
+void pfs_qos_yield(struct pfs_qos *q, int t, struct pfs_qos_item *it)
+{
+    if (!q || !it || t < 0 || t >= q->nthreads)
+        return;
+    pthread_mutex_lock(&q->mtx);
+    struct thr *th = &q->thr[t];
+    if (th->busy) {
+        struct qclass *c = &q->cls[th->cls];
+        c->busy--;
+        if (th->cls != th->home)
+            c->borrowed--;
+        c->yielded++;
+        th->busy = 0;
+        th->user[0] = '\0';
+        it->cls = th->cls;
+        it->next = c->head; /* first in line again: it had its turn */
+        c->head = it;
+        if (!c->tail)
+            c->tail = it;
+        c->queued++;
+        pthread_cond_broadcast(&q->cv);
     }
     pthread_mutex_unlock(&q->mtx);
 }
@@ -561,6 +599,7 @@ int pfs_qos_stats(struct pfs_qos *q, struct pfs_qos_stats *st, int max, int rese
         s->borrowed_max = k->borrowed_max;
         s->queued = k->queued;
         s->served = k->served;
+        s->yielded = k->yielded;
         s->wait_max_us = k->wait_max_us;
         nw[c] = ns[c] = 0;
         if (copy) {
@@ -571,6 +610,7 @@ int pfs_qos_stats(struct pfs_qos *q, struct pfs_qos_stats *st, int max, int rese
         }
         if (reset) {
             k->served = 0;
+            k->yielded = 0;
             k->wait_max_us = 0;
             k->busy_max = k->busy;
             k->borrowed_max = k->borrowed;
@@ -601,15 +641,15 @@ size_t pfs_qos_format(const struct pfs_qos_stats *st, int n, char *buf, size_t c
         buf[0] = '\0';
     for (int i = 0; i < n && used + 1 < cap; i++) {
         const struct pfs_qos_stats *s = &st[i];
-        int k =
-            snprintf(buf + used, cap - used,
-                     "class %s threads=%d busy=%d borrowed=%d busy_max=%d borrowed_max=%d "
-                     "queued=%d served=%llu wait_p50_us=%llu wait_p99_us=%llu "
-                     "wait_max_us=%llu svc_p50_us=%llu svc_p99_us=%llu\n",
-                     s->name, s->threads, s->busy, s->borrowed, s->busy_max, s->borrowed_max,
-                     s->queued, (unsigned long long)s->served, (unsigned long long)s->wait_p50_us,
-                     (unsigned long long)s->wait_p99_us, (unsigned long long)s->wait_max_us,
-                     (unsigned long long)s->svc_p50_us, (unsigned long long)s->svc_p99_us);
+        int k = snprintf(buf + used, cap - used,
+                         "class %s threads=%d busy=%d borrowed=%d busy_max=%d borrowed_max=%d "
+                         "queued=%d served=%llu yielded=%llu wait_p50_us=%llu wait_p99_us=%llu "
+                         "wait_max_us=%llu svc_p50_us=%llu svc_p99_us=%llu\n",
+                         s->name, s->threads, s->busy, s->borrowed, s->busy_max, s->borrowed_max,
+                         s->queued, (unsigned long long)s->served, (unsigned long long)s->yielded,
+                         (unsigned long long)s->wait_p50_us, (unsigned long long)s->wait_p99_us,
+                         (unsigned long long)s->wait_max_us, (unsigned long long)s->svc_p50_us,
+                         (unsigned long long)s->svc_p99_us);
         if (k < 0)
             break;
         if ((size_t)k >= cap - used) { /* cut: keep only whole lines */

@@ -9,7 +9,12 @@
  * `borrow` borrowed threads busy; when its home class has work again it
  * returns after the request in hand (requests are at most PFS_IO_MAX bytes,
  * so an owner waits at most one request-time). With `borrow` 0 the shares
- * are hard limits; with no classes configured, one class gets every thread
+ * are hard limits. Give-back can also be sooner: a borrowed thread that asks
+ * pfs_qos_should_yield between steps of a long request (the I/O server
+ * works in 256 KiB steps) puts the rest of it back at the head of its
+ * class's queue (pfs_qos_yield), for one of that class's threads to finish,
+ * and serves its owner; an owner then waits one step, not one request. With
+ * no classes configured, one class gets every thread
  * (QoS off: one FIFO).
  *
  * A per-user cap bounds the requests of one user in service at once (0 =
@@ -76,6 +81,16 @@ struct pfs_qos_item *pfs_qos_pop(struct pfs_qos *q, int t, int timeout_ms);
 /* pfs_qos_done - thread t finished it (service time recorded). */
 void pfs_qos_done(struct pfs_qos *q, int t, struct pfs_qos_item *it);
 
+/* pfs_qos_should_yield - 1 when thread t is serving a request of another
+ * class (borrowed) and a request of t's home class is waiting. */
+int pfs_qos_should_yield(struct pfs_qos *q, int t);
+
+/* pfs_qos_yield - thread t gives it (not finished) back: it goes to the head
+ * of its class's queue, keeping its arrival and first start (its wait is
+ * counted once, its service time runs on), and t is idle. The caller keeps
+ * what it needs to resume the request with the item. */
+void pfs_qos_yield(struct pfs_qos *q, int t, struct pfs_qos_item *it);
+
 /* pfs_qos_stop - wake every waiting pop; later pops return NULL. */
 void pfs_qos_stop(struct pfs_qos *q);
 
@@ -94,6 +109,7 @@ struct pfs_qos_stats {
     int borrowed_max; /* most borrowed at once since the last reset */
     int queued;
     uint64_t served;
+    uint64_t yielded; /* times a borrowed thread gave a request of this class back */
     uint64_t wait_p50_us, wait_p99_us, wait_max_us; /* arrival -> start */
     uint64_t svc_p50_us, svc_p99_us;                /* start -> done */
 };
@@ -104,7 +120,7 @@ int pfs_qos_stats(struct pfs_qos *q, struct pfs_qos_stats *st, int max, int rese
 
 /* pfs_qos_format - st as text, one line per class:
  * "class NAME threads=T busy=B borrowed=R busy_max=.. borrowed_max=..
- *  queued=Q served=S wait_p50_us=.. wait_p99_us=.. wait_max_us=..
+ *  queued=Q served=S yielded=Y wait_p50_us=.. wait_p99_us=.. wait_max_us=..
  *  svc_p50_us=.. svc_p99_us=..". Returns bytes written (NUL not counted). */
 size_t pfs_qos_format(const struct pfs_qos_stats *st, int n, char *buf, size_t cap);
 

@@ -204,6 +204,8 @@ qos_field() {
   echo "# interactive wait max ${wait_max} us, one staging request takes ${svc} us" >&3
   # "within one request-time" (+ 20 % for timer and scheduling slack)
   [ "$wait_max" -le $((svc * 12 / 10)) ]
+  # and the borrowed threads gave staging requests back between steps
+  [ "$(qos_field staging yielded)" -gt 0 ]
   wait "$(cat "$DIR/load2.pid")"
 }
 

@@ -299,6 +299,48 @@ static void test_give_back(void **state)
     pfs_qos_free(q);
 }
 
+/* A borrowed thread gives the rest of its request back between steps: the
+ * request goes to the head of its class and keeps its first start. */
+static void test_yield(void **state)
+{
+    (void)state;
+    struct pfs_qos *q = new_two(-1, 0);
+    struct titem st_items[12], x;
+    struct titem *held[10];
+    for (int i = 0; i < 12; i++)
+        push(q, &st_items[i], 1, i, NULL);
+    for (int t = 0; t < 10; t++)
+        held[t] = pop0(q, t);
+    /* threads 0 and 1 are interactive's, both borrowed by staging */
+    assert_int_equal(pfs_qos_home(q, 0), 0);
+    assert_int_equal(held[0]->it.cls, 1);
+    assert_false(pfs_qos_should_yield(q, 0)); /* the owner has no work yet */
+    assert_false(pfs_qos_should_yield(q, 5)); /* a staging thread on staging work */
+    int64_t first = held[0]->it.t_start;
+    assert_true(first > 0);
+    push(q, &x, 0, 100, NULL);
+    assert_true(pfs_qos_should_yield(q, 0));
+    assert_false(pfs_qos_should_yield(q, 5));
+    pfs_qos_yield(q, 0, &held[0]->it);
+    struct pfs_qos_stats st[2];
+    pfs_qos_stats(q, st, 2, 0);
+    assert_int_equal(st[1].yielded, 1);
+    assert_int_equal(st[1].busy, 9);
+    assert_int_equal(st[1].borrowed, 1);
+    assert_int_equal(st[1].queued, 3); /* 2 never taken + the one given back */
+    /* thread 0 now serves its owner */
+    assert_ptr_equal(pop0(q, 0), &x);
+    /* the next staging thread resumes the given-back request first */
+    pfs_qos_done(q, 5, &held[5]->it);
+    struct titem *r = pop0(q, 5);
+    assert_ptr_equal(r, held[0]);
+    assert_true(r->it.t_start == first); /* its wait counts once */
+    /* a thread that is not busy never yields */
+    pfs_qos_done(q, 0, &x.it);
+    assert_false(pfs_qos_should_yield(q, 0));
+    pfs_qos_free(q);
+}
+
 static void test_borrow_oldest(void **state)
 {
     (void)state;
@@ -614,19 +656,13 @@ static void test_fifo_baseline(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_deal_two),
-    cmocka_unit_test(test_deal_three),
-    cmocka_unit_test(test_fifo),
-    cmocka_unit_test(test_borrow_all),
-    cmocka_unit_test(test_borrow_zero),
-    cmocka_unit_test(test_give_back),
-    cmocka_unit_test(test_borrow_oldest),
-    cmocka_unit_test(test_user_cap),
-    cmocka_unit_test(test_stats),
-    cmocka_unit_test(test_ring),
-    cmocka_unit_test(test_stop),
-    cmocka_unit_test(test_parse),
-    cmocka_unit_test(test_interactive_latency),
+    cmocka_unit_test(test_deal_two),      cmocka_unit_test(test_deal_three),
+    cmocka_unit_test(test_fifo),          cmocka_unit_test(test_borrow_all),
+    cmocka_unit_test(test_borrow_zero),   cmocka_unit_test(test_give_back),
+    cmocka_unit_test(test_yield),         cmocka_unit_test(test_borrow_oldest),
+    cmocka_unit_test(test_user_cap),      cmocka_unit_test(test_stats),
+    cmocka_unit_test(test_ring),          cmocka_unit_test(test_stop),
+    cmocka_unit_test(test_parse),         cmocka_unit_test(test_interactive_latency),
     cmocka_unit_test(test_fifo_baseline),
 };
 
