@@ -13,10 +13,10 @@
 # servers, not the links, are the bottleneck, as the object storage targets
 # were in the published system.
 #
-# The staging job: one `pfs stage-out -j 8` on h6 and one on h7 (16 copies
-# in flight, up to 8 MiB of each: requests queue up at the servers, as
-# under a real staging job), each of PFS_SIZES (MiB) files, in class
-# "staging"; with stripe
+# The staging job: PFS_STAGERS (2) `pfs stage-out -j 8` processes on h6
+# and as many on h7 (32 copies in flight, up to 8 MiB of each: a backlog
+# of requests builds up at the servers, as under a real staging job), each
+# of PFS_SIZES (MiB) files, in class "staging"; with stripe
 # count 1 (-c 1), the policy (min(ceil(size/16 MiB), 32, 4)), and the
 # maximum (-c 32, capped at 4 servers). The probe (pfs-check probe-all, h5,
 # class "interactive") writes 1 MiB to a 1-stripe file on each server every
@@ -35,12 +35,13 @@
 # time, probe p99 / idle, bytes per server). PASS/MISS lines for the targets:
 # with the policy and QoS 20:80, probe p99 <= 2 x idle while staging time <=
 # 1.1 x the policy without QoS; stripe count 1 shows the imbalance of bytes
-# per server (max / mean) that the policy removes.
+# per server that the policy removes (busiest server >= 1.10 x the mean with
+# count 1, <= 1.05 with the policy; QoS-off runs).
 #
 # Exit status: 0 when every run completed (a MISS is reported, not an error)
 # or when skipped for want of root; 1 when something failed.
 # Environment: BUILD (build/default), PFS_SIZES ("16 24 32 48 64 80 96 128"),
-# PFS_JOBS (8: files in flight per stager),
+# PFS_JOBS (8: files in flight per stager), PFS_STAGERS (2 per client host),
 # PFS_DISK_RATE (20M), PFS_DISK_LANES (10), PFS_THREADS (10), PFS_IOD_LINK
 # (200mbit), PFS_QOS ("off 10:90 20:80 30:70"), PFS_STRIPES ("1 policy max"),
 # PFS_PROC_POOL (256M: piod proc-pool), PIO_BENCH_RESULTS (bench/results).
@@ -54,6 +55,7 @@ SCRIPT=bench/pfs.sh
 RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 SIZES=${PFS_SIZES:-16 24 32 48 64 80 96 128}
 JOBS=${PFS_JOBS:-8}
+STAGERS=${PFS_STAGERS:-2}
 DISK_RATE=${PFS_DISK_RATE:-20M}
 DISK_LANES=${PFS_DISK_LANES:-10}
 THREADS=${PFS_THREADS:-10}
@@ -115,10 +117,12 @@ pfs_on 5 "$CHECK" probe-setup /probe >"$work/probe-setup.txt" 2>&1 ||
 
 # the staging data: the same sizes on both client hosts
 for h in 6 7; do
-  mkdir -p "$work/data/h$h"
-  for s in $SIZES; do head -c $((s << 20)) /dev/urandom >"$work/data/h$h/f$s"; done
+  for ((k = 1; k <= STAGERS; k++)); do
+    mkdir -p "$work/data/h$h.$k"
+    for s in $SIZES; do head -c $((s << 20)) /dev/urandom >"$work/data/h$h.$k/f$s"; done
+  done
 done
-total_mib=$(echo "$SIZES" | awk '{ for (i = 1; i <= NF; i++) t += $i; print 2 * t }')
+total_mib=$(echo "$SIZES" | awk -v n=$((2 * STAGERS)) '{ for (i = 1; i <= NF; i++) t += $i; print n * t }')
 
 # ---- baselines ---------------------------------------------------------------
 echo "baselines: iperf3 h6 -> h1 (one I/O server link), one pfs put of 64 MiB to one server"
@@ -155,9 +159,11 @@ for stripe in $STRIPE_LIST; do
     t0=$(date +%s.%N)
     pids=()
     for h in 6 7; do
-      pfs_on "$h" pfs stage-out -j "$JOBS" "${copt[@]}" "$work/data/h$h" "/stage/h$h" \
-        >"$work/stage.h$h.log" 2>&1 &
-      pids+=($!)
+      for ((k = 1; k <= STAGERS; k++)); do
+        pfs_on "$h" pfs stage-out -j "$JOBS" "${copt[@]}" "$work/data/h$h.$k" "/stage/h$h.$k" \
+          >"$work/stage.h$h.$k.log" 2>&1 &
+        pids+=($!)
+      done
     done
     ok=1
     for p in "${pids[@]}"; do wait "$p" || ok=0; done
@@ -238,7 +244,7 @@ for r in rows:
     r["stage_rel"] = r["stage_s"] / base[r["stripe"]] if r["stripe"] in base else float("nan")
 
 print()
-print("pfs staging experiment: %s MiB staged per run by 2 stagers; servers: device %s/s, link %s"
+print("pfs staging experiment: %s MiB staged per run; servers: device %s/s, link %s"
       % (total_mib, disk, link))
 print("baselines: one server link (iperf3, 1 TCP stream) %s MB/s; one server alone (pfs put -c 1) %s MB/s"
       % (link_mbs, one_mbs))
@@ -286,9 +292,12 @@ if pol and off:
     print("  without QoS (policy): probe p99 = %.2f x idle" % off["p99_idle"])
 one, po = find("1", "off"), find("policy", "off")
 if one and po:
-    ok = one["imbalance"] >= 1.2 * po["imbalance"]
-    print("%s: stripe count 1 leaves bytes per server %.2f x the mean at the busiest server, the policy %.2f"
-          % ("PASS" if ok else "MISS", one["imbalance"], po["imbalance"]))
+    # "shows the imbalance": the busiest server 10 % or more above the mean
+    # with count 1, within 5 % with the policy
+    ok = one["imbalance"] >= 1.10 and po["imbalance"] <= 1.05
+    print("%s: stripe count 1 leaves the busiest server %.2f x the mean bytes (target >= 1.10), the policy "
+          "%.2f (<= 1.05); staging takes %.2f x the policy's" % ("PASS" if ok else "MISS", one["imbalance"],
+          po["imbalance"], one["stage_s"] / po["stage_s"]))
 
 try:
     import matplotlib
@@ -301,8 +310,9 @@ except ImportError:
     sys.exit(0)
 stripes = list(dict.fromkeys(r["stripe"] for r in rows))
 qoss = list(dict.fromkeys(r["qos"] for r in rows))
-fig, axes = plt.subplots(len(stripes), len(qoss), figsize=(3.6 * len(qoss), 2.2 * len(stripes)),
+fig, axes = plt.subplots(len(stripes), len(qoss), figsize=(3.6 * len(qoss), 2.7 * len(stripes)),
                          squeeze=False, sharey=True)
+fig.subplots_adjust(hspace=0.55, wspace=0.12, right=0.86)
 idle_all = [r["idle_p50"] for r in rows if r["idle_p50"] == r["idle_p50"]]
 vmin = min(idle_all) * 0.8 if idle_all else 1
 vmax = max([lat for v in probes.values() for _, _, lat in v] + [vmin * 10])
@@ -314,11 +324,14 @@ for i, s in enumerate(stripes):
         if not pr:
             ax.set_axis_off()
             continue
-        tmax = int(max(t for t, _, _ in pr)) + 1
+        # each second shows the latency of the probe write in progress then
+        # (a write slower than a second covers the seconds it took)
+        tmax = int(max(t + lat / 1000 for t, _, lat in pr)) + 1
         grid = np.full((4, tmax), np.nan)
-        for t, srv, lat in pr:
+        for t, srv, lat in sorted(pr):
             if 0 <= srv < 4:
-                grid[srv][int(t)] = lat
+                for sec in range(int(t), min(tmax, int(t + lat / 1000) + 1)):
+                    grid[srv][sec] = lat
         im = ax.imshow(grid, aspect="auto", cmap="inferno", norm=LogNorm(vmin=vmin, vmax=vmax),
                        interpolation="nearest")
         r = find(s, q)
@@ -331,7 +344,8 @@ for i, s in enumerate(stripes):
         if i == len(stripes) - 1:
             ax.set_xlabel("time (s); cyan: staging start and end", fontsize=7)
 if im is not None:
-    fig.colorbar(im, ax=axes, shrink=0.8, label="probe 1 MiB write latency (ms)")
+    fig.colorbar(im, cax=fig.add_axes([0.89, 0.15, 0.015, 0.7]),
+                 label="probe 1 MiB write latency (ms)")
 fig.suptitle("pfs: front-end probe latency per I/O server during staging", fontsize=10)
 fig.savefig(os.path.join(out, "pfs_heatmap.png"), dpi=110)
 

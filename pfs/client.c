@@ -441,25 +441,38 @@ int pfs_mkdir(pfs_fs *fs, const char *path, uint32_t mode)
     return meta(fs, PFS_OP_MKDIR, path, NULL, 0, mode & 07777, &rep);
 }
 
-/* destroy - remove the objects of a removed file on every server of l. */
-static int destroy(pfs_fs *fs, uint64_t fid, const struct pfs_layout *l)
+/* each_object - op (PFS_OP_DESTROY, PFS_OP_TRUNC or PFS_OP_SYNC) on the
+ * object of file fid on every server of l, one after the other; TRUNC sets
+ * each object to the size it has in a file of size bytes. all: go on after
+ * a failure. Returns the first failure. */
+static int each_object(pfs_fs *fs, uint64_t fid, const struct pfs_layout *l, uint32_t op,
+                       uint64_t size, int all)
 {
     int rc = PIO_OK;
-    for (uint32_t i = 0; i < l->count; i++) {
+    for (uint32_t i = 0; i < l->count && (all || rc == PIO_OK); i++) {
         int s = (int)l->servers[i], cls;
         if (s >= fs->nservers)
             continue;
         int r = server_ready(fs, s, &cls);
         if (r == PIO_OK) {
             struct pfs_msg m, rep;
-            req_init(fs, &m, PFS_OP_DESTROY);
+            req_init(fs, &m, op);
             m.fid = fid;
+            if (op == PFS_OP_TRUNC)
+                m.off = pfs_object_size(l, i, size);
             r = rpc(fs, s, cls, &m, &rep, NULL, 0);
         }
         if (r != PIO_OK && rc == PIO_OK)
             rc = r;
     }
     return rc;
+}
+
+/* destroy - remove the objects of a removed file (the name is gone already:
+ * what fails only leaves an orphan object behind). */
+static int destroy(pfs_fs *fs, uint64_t fid, const struct pfs_layout *l)
+{
+    return each_object(fs, fid, l, PFS_OP_DESTROY, 0, 1);
 }
 
 int pfs_unlink(pfs_fs *fs, const char *path)
@@ -607,25 +620,6 @@ static int file_new(pfs_fs *fs, const char *path, int flags, const struct pfs_ms
     return PIO_OK;
 }
 
-/* objects_truncate - every object of f to the size it has in a file of
- * size bytes. */
-static int objects_truncate(pfs_file *f, uint64_t size)
-{
-    int rc = PIO_OK;
-    for (uint32_t i = 0; i < f->lay.count && rc == PIO_OK; i++) {
-        int s = (int)f->lay.servers[i], cls;
-        rc = server_ready(f->fs, s, &cls);
-        if (rc != PIO_OK)
-            break;
-        struct pfs_msg m, rep;
-        req_init(f->fs, &m, PFS_OP_TRUNC);
-        m.fid = f->attr.fid;
-        m.off = pfs_object_size(&f->lay, i, size);
-        rc = rpc(f->fs, s, cls, &m, &rep, NULL, 0);
-    }
-    return rc;
-}
-
 static int create_req(pfs_fs *fs, const char *path, uint32_t flags, uint32_t mode,
                       const pfs_stripe *stripe, uint64_t size_hint, struct pfs_msg *rep)
 {
@@ -672,7 +666,7 @@ int pfs_open(pfs_fs *fs, const char *path, int flags, uint32_t mode, pfs_file **
         return rc;
     rc = file_new(fs, path, flags, &rep, f);
     if (rc == PIO_OK && (flags & PFS_TRUNC) && acc != PFS_RDONLY &&
-        (rc = objects_truncate(*f, 0)) != PIO_OK) {
+        (rc = each_object(fs, (*f)->attr.fid, &(*f)->lay, PFS_OP_TRUNC, 0, 0)) != PIO_OK) {
         free(*f);
         *f = NULL;
     }
@@ -977,17 +971,7 @@ static int publish_size(pfs_file *f)
 
 int pfs_fsync(pfs_file *f)
 {
-    int rc = PIO_OK;
-    for (uint32_t i = 0; i < f->lay.count && rc == PIO_OK; i++) {
-        int s = (int)f->lay.servers[i], cls;
-        rc = server_ready(f->fs, s, &cls);
-        if (rc != PIO_OK)
-            break;
-        struct pfs_msg m, rep;
-        req_init(f->fs, &m, PFS_OP_SYNC);
-        m.fid = f->attr.fid;
-        rc = rpc(f->fs, s, cls, &m, &rep, NULL, 0);
-    }
+    int rc = each_object(f->fs, f->attr.fid, &f->lay, PFS_OP_SYNC, 0, 0);
     return rc == PIO_OK ? publish_size(f) : rc;
 }
 
