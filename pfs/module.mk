@@ -52,3 +52,10 @@ $(B)/fuzz/fuzz_pfs: pfs/fuzz_pfs.c pfs/proto.c pfs/proto.h pfs/module.mk
 # generic one in tests/module.mk: it needs libpfs too).
 $(B)/tests/prog/pfs-check: $(B)/tests/prog/pfs-check.o $(LIBPFS_A) $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# GAS (gather-arrange-scatter, issue 11) lives in pfs/gas/, prefix gas_.
+GAS_OBJS := $(B)/pfs/gas/arrange.o
+OBJS += $(GAS_OBJS)
+$(B)/tests/unit/test_gas_arrange: $(B)/tests/unit/test_gas_arrange.o $(GAS_OBJS) $(PFS_CORE_OBJS) \
+  $(LIBPIO_A)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(call pkg,--libs,cmocka)
