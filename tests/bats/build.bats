@@ -30,9 +30,11 @@ setup() { cd "$PIO_SRC"; }
   [ -f "$prefix/lib/libpio.a" ]
   [ -L "$prefix/lib/libpio.so" ]
   [ -f "$prefix/lib/pkgconfig/pio.pc" ]
-  # only pio.h and the Fortran module are installed
-  [ "$(ls "$prefix/include" | tr '\n' ' ')" = "pio.h pio.mod " ]
+  # only the public headers are installed: pio.h, the Fortran module and
+  # pfs.h (libpfs, the parallel file system's client library)
+  [ "$(ls "$prefix/include" | tr '\n' ' ')" = "pfs.h pio.h pio.mod " ]
   [ -f "$prefix/lib/libpiof.a" ]
+  [ -f "$prefix/lib/libpfs.a" ]
   cat >"$BATS_TEST_TMPDIR/p.c" <<'C'
 #include <pio.h>
 #include <stdio.h>
@@ -42,6 +44,16 @@ C
   run bash -c "cc -o '$BATS_TEST_TMPDIR/p' '$BATS_TEST_TMPDIR/p.c' \$(pkg-config --cflags --libs pio) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/p'"
   assert_success
   assert_output "timed out"
+  # a pfs client builds from the installed pfs.h and libpfs.a alone
+  cat >"$BATS_TEST_TMPDIR/f.c" <<'C'
+#include <pfs.h>
+#include <pio.h>
+#include <stdio.h>
+int main(void) { pfs_fs *fs; printf("%s\n", PIO_Strerror(pfs_mount(NULL, NULL, &fs))); return 0; }
+C
+  run bash -c "cc -o '$BATS_TEST_TMPDIR/f' '$BATS_TEST_TMPDIR/f.c' -I'$prefix/include' -L'$prefix/lib' -lpfs \$(pkg-config --cflags --libs pio libxxhash) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/f'"
+  assert_success
+  assert_output --partial "PIO is not initialized"
 }
 
 @test "make deps is quiet when everything is installed" {

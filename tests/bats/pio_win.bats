@@ -69,6 +69,13 @@ win() {
   bed=$(pio_unique_name pw)
   pio_bed_up "$bed" --hosts 2 --links 1 >/dev/null
   pio_pair_testbed "$BATS_TEST_TMPDIR" "$bed" 1
+  # UCX lists only interfaces that are up and running when a process
+  # starts: on a fresh bed the link's carrier can lag, and a client that
+  # saw only lo failed ("no active messages transport ... tcp/lo")
+  local h
+  for h in h1 h2; do
+    pio_wait_until 20 "$PIO_TESTBED" exec "$bed" "$h" grep -qx 1 /sys/class/net/eth0/carrier
+  done
   # UCX_TLS=tcp: UCX would otherwise take shared memory between the
   # namespaces and bypass the links
   pio_spawn "$BATS_TEST_TMPDIR/srv.log" "$PIO_TESTBED" exec "$bed" h2 env UCX_TLS=tcp \

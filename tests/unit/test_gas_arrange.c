@@ -191,8 +191,11 @@ static void split(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(adjacent),    cmocka_unit_test(overlap_last_wins),
-    cmocka_unit_test(same_offset_twice), cmocka_unit_test(files_apart_and_gaps),
-    cmocka_unit_test(model),       cmocka_unit_test(split),
+    cmocka_unit_test(adjacent),
+    cmocka_unit_test(overlap_last_wins),
+    cmocka_unit_test(same_offset_twice),
+    cmocka_unit_test(files_apart_and_gaps),
+    cmocka_unit_test(model),
+    cmocka_unit_test(split),
 };
 PIO_UNIT_MAIN(tests)
