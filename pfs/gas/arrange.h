@@ -24,7 +24,7 @@ struct gas_req {
     uint64_t file; /* the file (its pfs fid) */
     uint64_t off;  /* offset in the object (or the file: the caller's choice, one per buffer) */
     uint64_t len;
-    uint64_t seq;  /* issue order: a later write has a higher seq */
+    uint64_t seq; /* issue order: a later write has a higher seq */
     const uint8_t *data;
 };
 
