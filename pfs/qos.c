@@ -460,6 +460,19 @@ static void ring_add(struct ring *r, uint64_t v)
         r->n++;
 }
 
+/* thr_release - busy thread th is free again: its class's busy (and
+ * borrowed) counts drop. Returns that class (mutex held). */
+static struct qclass *thr_release(struct pfs_qos *q, struct thr *th)
+{
+    struct qclass *c = &q->cls[th->cls];
+    c->busy--;
+    if (th->cls != th->home)
+        c->borrowed--;
+    th->busy = 0;
+    th->user[0] = '\0';
+    return c;
+}
+
 void pfs_qos_done(struct pfs_qos *q, int t, struct pfs_qos_item *it)
 {
     if (!q || !it || t < 0 || t >= q->nthreads)
@@ -471,17 +484,12 @@ void pfs_qos_done(struct pfs_qos *q, int t, struct pfs_qos_item *it)
     pthread_mutex_lock(&q->mtx);
     struct thr *th = &q->thr[t];
     if (th->busy) {
-        struct qclass *c = &q->cls[th->cls];
-        c->busy--;
-        if (th->cls != th->home)
-            c->borrowed--;
+        struct qclass *c = thr_release(q, th);
         c->served++;
         ring_add(&c->wait, wait_us);
         ring_add(&c->svc, svc_us);
         if (wait_us > c->wait_max_us)
             c->wait_max_us = wait_us;
-        th->busy = 0;
-        th->user[0] = '\0';
         int held = q->user_cap > 0 || q->borrow >= 0;
         if (held)
             for (int d = 0; d < q->ncls; d++)
@@ -512,14 +520,9 @@ void pfs_qos_yield(struct pfs_qos *q, int t, struct pfs_qos_item *it)
     pthread_mutex_lock(&q->mtx);
     struct thr *th = &q->thr[t];
     if (th->busy) {
-        struct qclass *c = &q->cls[th->cls];
-        c->busy--;
-        if (th->cls != th->home)
-            c->borrowed--;
-        c->yielded++;
-        th->busy = 0;
-        th->user[0] = '\0';
         it->cls = th->cls;
+        struct qclass *c = thr_release(q, th);
+        c->yielded++;
         it->next = c->head; /* first in line again: it had its turn */
         c->head = it;
         if (!c->tail)
