@@ -75,6 +75,7 @@ TEST_BINS :=     # helper programs the tests use
 MANS :=          # Markdown man pages (docs/man/NAME.SECTION.md)
 INSTALL_LIBS :=      # more libraries installed under lib/ (libpiof.a)
 INSTALL_INCLUDES :=  # more files installed under include/ (pio.mod)
+INSTALL_SOS :=       # shared objects installed under lib/ as they are (libpgas.so)
 
 include libpio/module.mk
 include libpio/wire/module.mk
@@ -95,7 +96,7 @@ $(B)/%.o: %.c $(SETTINGS)
 	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 .PHONY: all deps test demo demo-viz bench install uninstall clean format format-check check-root
-all: $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_INCLUDES) $(BINS) $(SBINS) $(UNIT_TESTS) \
+all: $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_SOS) $(INSTALL_INCLUDES) $(BINS) $(SBINS) $(UNIT_TESTS) \
   $(TEST_BINS) $(MAN_ROFF)
 
 deps:
@@ -131,6 +132,7 @@ install: all
 	ln -sf libpio.so.$(PIO_SOVERSION) $(DESTDIR)$(PREFIX)/lib/libpio.so
 	install -m 644 libpio/pio.h $(INSTALL_INCLUDES) $(DESTDIR)$(PREFIX)/include/
 	$(if $(strip $(INSTALL_LIBS)),install -m 644 $(INSTALL_LIBS) $(DESTDIR)$(PREFIX)/lib/)
+	$(if $(strip $(INSTALL_SOS)),install -m 755 $(INSTALL_SOS) $(DESTDIR)$(PREFIX)/lib/)
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(PIO_VERSION)|; s|@REQUIRES@|$(PKG_DEPS)|' \
 	  libpio/pio.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pio.pc
 	$(if $(strip $(BINS)),install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)

@@ -14,3 +14,22 @@ $(BENCH_BINS): $(B)/bench/%: $(B)/bench/%.o $(B)/tools/pio-perf/perf_sizes.o
 
 $(B)/bench/skew: $(B)/bench/skew.o $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(LIBPIO_A) $(LDLIBS)
+
+# GAS (bench/gas.sh): gas-btio is the BTIO-like writer (plain C: it writes
+# with pwrite or lseek+write, to a local file or, under libpgas.so, to a
+# `pgas:` path); gas-btio-mpi the same pattern through MPI-IO (ROMIO
+# collective buffering, or independent writes); gas-ipc measures the two ways
+# from a process to the dispatcher (Unix socket, shared-memory ring).
+GAS_BENCH := $(B)/bench/gas-btio $(B)/bench/gas-ipc
+TEST_BINS += $(GAS_BENCH) $(B)/bench/gas-btio-mpi
+OBJS      += $(B)/bench/gas_btio.o $(B)/bench/gas_ipc.o
+
+$(GAS_BENCH): $(B)/bench/gas-%: $(B)/bench/gas_%.o
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $< -lrt
+
+$(B)/bench/gas_btio_mpi.o: bench/gas_btio_mpi.c $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/bench/gas-btio-mpi: $(B)/bench/gas_btio_mpi.o
+	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^

@@ -687,9 +687,13 @@ int pfs_create(pfs_fs *fs, const char *path, uint32_t mode, const pfs_stripe *st
     return file_new(fs, path, PFS_WRONLY | PFS_CREAT, &rep, f);
 }
 
-/* Striped transfer of a range: up to PIPE pieces in flight, one slot each. */
+/* Striped transfer: up to PIPE pieces in flight, one slot each. The pieces
+ * come from a file range (xfer_run) or from a list of object extents on one
+ * server (pfs_batch_write); either way the oldest piece posted is waited for
+ * first. */
 struct xfer {
-    pfs_file *f;
+    pfs_fs *fs;
+    pfs_file *f; /* NULL for a batch */
     int write;
     int direct; /* reads: the servers put into the window, slot k at k * PFS_IO_MAX */
     struct call c[PIPE];
@@ -697,6 +701,9 @@ struct xfer {
     uint8_t *dst[PIPE];  /* reads: where the piece goes in the caller's buffer */
     uint64_t hash[PIPE]; /* writes: XXH3-64 of the piece sent */
     int busy[PIPE];
+    uint64_t fid[PIPE];   /* the file whose object slot k's piece is in */
+    uint64_t order[PIPE]; /* when slot k was posted */
+    uint64_t posted;
     uint64_t end; /* reads: end of the bytes the servers had */
 };
 
@@ -720,6 +727,7 @@ static struct xfer *xfer_get(pfs_file *f, int write, int direct)
     if (!*xp && !(*xp = calloc(1, sizeof(**xp))))
         return NULL;
     struct xfer *x = *xp;
+    x->fs = f->fs;
     x->f = f;
     x->write = write;
     x->direct = direct;
@@ -746,10 +754,13 @@ static int slot_buffers(struct xfer *x, int k)
     return PIO_OK;
 }
 
-static int slot_post(struct xfer *x, int k, struct pfs_piece pc, const uint8_t *src)
+/* slot_post - post piece pc of file fid's object on server s in slot k
+ * (writes: its bytes are src). */
+static int slot_post(struct xfer *x, int k, int s, uint64_t fid, struct pfs_piece pc,
+                     const uint8_t *src)
 {
-    pfs_fs *fs = x->f->fs;
-    int s = (int)x->f->lay.servers[pc.stripe], cls;
+    pfs_fs *fs = x->fs;
+    int cls;
     int rc = server_ready(fs, s, &cls);
     if (rc != PIO_OK)
         return rc;
@@ -758,12 +769,13 @@ static int slot_post(struct xfer *x, int k, struct pfs_piece pc, const uint8_t *
     struct call *c = &x->c[k];
     struct pfs_msg m;
     req_init(fs, &m, x->write ? PFS_OP_WRITE : PFS_OP_READ);
-    m.fid = x->f->attr.fid;
+    m.fid = fid;
     m.off = pc.obj_off;
     m.len = pc.len;
     m.cls = (uint32_t)cls;
     c->server = s;
     x->p[k] = pc;
+    x->fid[k] = fid;
     size_t n;
     if (x->write) {
         m.dlen = (size_t)pc.len;
@@ -786,26 +798,36 @@ static int slot_post(struct xfer *x, int k, struct pfs_piece pc, const uint8_t *
     if (rc != PIO_OK)
         return fail(rc, "I/O server %s: %s", fs->names[s], PIO_Strerror(rc));
     x->busy[k] = 1;
+    x->order[k] = x->posted++;
     return PIO_OK;
+}
+
+/* damaged - the failure of a piece whose checksum did not match. */
+static int damaged(struct xfer *x, int k, uint64_t bytes)
+{
+    const char *srv = x->fs->names[x->c[k].server];
+    if (x->f)
+        return fail(PIO_EIO,
+                    "I/O server %s: the %" PRIu64 " bytes at %" PRIu64
+                    " of %s arrived damaged (checksum)",
+                    srv, bytes, x->p[k].file_off, x->f->path);
+    return fail(PIO_EIO,
+                "I/O server %s: the %" PRIu64 " bytes at %" PRIu64 " of object 0x%016" PRIx64
+                " arrived damaged (checksum)",
+                srv, bytes, x->p[k].obj_off, x->fid[k]);
 }
 
 static int slot_finish(struct xfer *x, int k)
 {
     struct pfs_msg rep;
     x->busy[k] = 0;
-    int rc = call_wait(x->f->fs, &x->c[k], &rep);
+    int rc = call_wait(x->fs, &x->c[k], &rep);
     if (rc != PIO_OK)
         return rc;
     struct pfs_piece *pc = &x->p[k];
-    const char *srv = x->f->fs->names[x->c[k].server];
-    if (x->write) {
-        if (rep.len != pc->len || rep.off != x->hash[k])
-            return fail(PIO_EIO,
-                        "I/O server %s: the %" PRIu64 " bytes at %" PRIu64
-                        " of %s arrived damaged (checksum)",
-                        srv, pc->len, pc->file_off, x->f->path);
-        return PIO_OK;
-    }
+    const char *srv = x->fs->names[x->c[k].server];
+    if (x->write)
+        return rep.len != pc->len || rep.off != x->hash[k] ? damaged(x, k, pc->len) : PIO_OK;
     uint64_t got = rep.len < pc->len ? rep.len : pc->len;
     if (x->direct)
         memcpy(x->dst[k], x->f->winbuf + (size_t)k * PFS_IO_MAX, (size_t)got);
@@ -814,54 +836,84 @@ static int slot_finish(struct xfer *x, int k)
     else
         return fail(PIO_EPROTO, "I/O server %s: short read reply", srv);
     if (XXH3_64bits(x->dst[k], (size_t)got) != rep.off)
-        return fail(PIO_EIO,
-                    "I/O server %s: the %" PRIu64 " bytes at %" PRIu64
-                    " of %s arrived damaged (checksum)",
-                    srv, got, pc->file_off, x->f->path);
+        return damaged(x, k, got);
     memset(x->dst[k] + got, 0, (size_t)(pc->len - got)); /* a hole, or past the object's end */
     if (got && pc->file_off + got > x->end)
         x->end = pc->file_off + got;
     return PIO_OK;
 }
 
-/* xfer_run - move [off, off + len) between buf and the servers. */
-static int xfer_run(struct xfer *x, uint8_t *buf, uint64_t off, uint64_t len)
+/* The next piece of a transfer: on server s, of file fid's object. */
+struct next_piece {
+    int s;
+    uint64_t fid;
+    struct pfs_piece pc;
+    uint8_t *buf; /* its bytes (writes) or where they go (reads) */
+};
+
+/* xfer_pump - post the pieces next() gives (it returns 0 when there are no
+ * more) with up to PIPE in flight, waiting for the oldest when all slots
+ * are busy; stops posting at the first failure and returns it once the
+ * pieces in flight are in. */
+static int xfer_pump(struct xfer *x, int (*next)(void *ctx, struct next_piece *np), void *ctx)
 {
-    int rc = PIO_OK, next = 0;
-    uint64_t done = 0;
-    while (done < len || next > 0) {
+    int rc = PIO_OK, inflight = 0, more = 1;
+    while (more || inflight > 0) {
         int k = -1;
-        for (int i = 0; i < PIPE; i++)
-            if (!x->busy[i]) {
+        for (int i = 0; i < PIPE && k < 0; i++)
+            if (!x->busy[i])
                 k = i;
-                break;
-            }
-        if (rc == PIO_OK && done < len && k >= 0) {
-            struct pfs_piece pc = pfs_map(&x->f->lay, off + done, len - done, PFS_IO_MAX);
-            x->dst[k] = buf + done;
-            int r = slot_post(x, k, pc, buf + done);
-            if (r == PIO_OK) {
-                done += pc.len;
-                next++;
+        if (rc == PIO_OK && more && k >= 0) {
+            struct next_piece np;
+            if (!(more = next(ctx, &np)))
+                continue;
+            x->dst[k] = np.buf;
+            rc = slot_post(x, k, np.s, np.fid, np.pc, np.buf);
+            if (rc == PIO_OK) {
+                inflight++;
                 continue;
             }
-            rc = r;
         }
-        if (rc != PIO_OK && next == 0)
+        if (rc != PIO_OK && inflight == 0)
             break;
-        /* wait for the oldest piece in flight: the one at the lowest file offset */
-        int o = -1;
+        int o = -1; /* the oldest piece in flight */
         for (int i = 0; i < PIPE; i++)
-            if (x->busy[i] && (o < 0 || x->p[i].file_off < x->p[o].file_off))
+            if (x->busy[i] && (o < 0 || x->order[i] < x->order[o]))
                 o = i;
         if (o < 0)
             break;
         int r = slot_finish(x, o);
-        next--;
+        inflight--;
         if (r != PIO_OK && rc == PIO_OK)
             rc = r;
     }
     return rc;
+}
+
+struct range_src {
+    pfs_file *f;
+    uint8_t *buf;
+    uint64_t off, len, done;
+};
+
+static int range_next(void *ctx, struct next_piece *np)
+{
+    struct range_src *r = ctx;
+    if (r->done >= r->len)
+        return 0;
+    np->pc = pfs_map(&r->f->lay, r->off + r->done, r->len - r->done, PFS_IO_MAX);
+    np->s = (int)r->f->lay.servers[np->pc.stripe];
+    np->fid = r->f->attr.fid;
+    np->buf = r->buf + r->done;
+    r->done += np->pc.len;
+    return 1;
+}
+
+/* xfer_run - move [off, off + len) between buf and the servers. */
+static int xfer_run(struct xfer *x, uint8_t *buf, uint64_t off, uint64_t len)
+{
+    struct range_src r = {.f = x->f, .buf = buf, .off = off, .len = len};
+    return xfer_pump(x, range_next, &r);
 }
 
 static int ensure_window(pfs_file *f)
@@ -1071,6 +1123,100 @@ int pfs_df(pfs_fs *fs, int server, uint64_t *used, uint64_t *avail, uint64_t *ob
         *used = rep.off;
         *avail = rep.len;
         *objects = rep.fid;
+    }
+    return rc;
+}
+
+/* ---- batches of object extents (aggregators) ------------------------------------ */
+
+struct pfs_batch {
+    struct xfer x;
+};
+
+int pfs_batch_new(pfs_fs *fs, pfs_batch **b)
+{
+    *b = calloc(1, sizeof(**b));
+    if (!*b)
+        return PIO_ENOMEM;
+    (*b)->x.fs = fs;
+    (*b)->x.write = 1;
+    return PIO_OK;
+}
+
+void pfs_batch_free(pfs_batch *b)
+{
+    if (!b)
+        return;
+    for (int k = 0; k < PIPE; k++) {
+        free(b->x.c[k].sbuf);
+        if (!b->x.c[k].leak)
+            free(b->x.c[k].rbuf);
+    }
+    free(b);
+}
+
+struct extent_src {
+    int server;
+    const pfs_extent *v;
+    size_t n, i;
+    uint64_t done; /* bytes of v[i] posted */
+};
+
+static int extent_next(void *ctx, struct next_piece *np)
+{
+    struct extent_src *e = ctx;
+    while (e->i < e->n && e->done >= e->v[e->i].len) {
+        e->i++;
+        e->done = 0;
+    }
+    if (e->i >= e->n)
+        return 0;
+    const pfs_extent *v = &e->v[e->i];
+    uint64_t left = v->len - e->done;
+    np->s = e->server;
+    np->fid = v->fid;
+    np->pc = (struct pfs_piece){.obj_off = v->off + e->done,
+                                .file_off = v->off + e->done,
+                                .len = left < PFS_IO_MAX ? left : PFS_IO_MAX};
+    np->buf = (uint8_t *)v->data + e->done;
+    e->done += np->pc.len;
+    return 1;
+}
+
+int pfs_batch_write(pfs_batch *b, int server, const pfs_extent *v, size_t n)
+{
+    if (server < 0 || server >= b->x.fs->nservers)
+        return fail(PIO_EINVAL, "no I/O server %d", server);
+    struct extent_src e = {.server = server, .v = v, .n = n};
+    return xfer_pump(&b->x, extent_next, &e);
+}
+
+int pfs_grow(pfs_fs *fs, uint64_t fid, uint64_t size)
+{
+    struct pfs_msg m, rep;
+    req_init(fs, &m, PFS_OP_SETSIZE);
+    m.fid = fid;
+    m.off = size;
+    return mds_rpc(fs, &m, &rep);
+}
+
+int pfs_ftruncate(pfs_file *f, uint64_t size)
+{
+    if ((f->flags & 3) == PFS_RDONLY)
+        return fail(PIO_EINVAL, "%s: opened read-only", f->path);
+    int rc = each_object(f->fs, f->attr.fid, &f->lay, PFS_OP_TRUNC, size, 0);
+    if (rc != PIO_OK)
+        return rc;
+    struct pfs_msg m, rep;
+    req_init(f->fs, &m, PFS_OP_SETSIZE);
+    m.fid = f->attr.fid;
+    m.off = size;
+    m.flags = PFS_F_EXACT;
+    rc = mds_rpc(f->fs, &m, &rep);
+    if (rc == PIO_OK) {
+        f->size = size;
+        if (f->wrote > size)
+            f->wrote = size;
     }
     return rc;
 }

@@ -42,6 +42,7 @@
  * records of one tag exist at once. READ data is read into the request's own
  * buffer (a READ carries no data), so a resumed read keeps what it has.
  */
+#include "pfs/iostat.h"
 #include "pfs/proto.h"
 #include "pfs/qos.h"
 #include "pfs/srv.h"
@@ -80,6 +81,7 @@ struct req {
 static struct pfs_qos *q;
 static const struct pfs_store_ops *ops;
 static struct pfs_store *store;
+static struct pfs_iostat iostat; /* requests, bytes, seeks (QSTAT's "io" line) */
 static int queue_max = 64;
 static atomic_int stopping;
 
@@ -149,8 +151,10 @@ static void do_qstat(const struct pfs_msg *m)
 {
     struct pfs_qos_stats st[PFS_CLASS_MAX];
     int n = pfs_qos_stats(q, st, PFS_CLASS_MAX, (m->flags & PFS_F_RESET) != 0);
-    char text[PFS_CLASS_MAX * 512];
-    size_t len = pfs_qos_format(st, n, text, sizeof(text));
+    char text[PFS_CLASS_MAX * 512 + 256];
+    size_t len = pfs_qos_format(st, n, text, sizeof(text) - 256);
+    struct pfs_iostat_counts io = pfs_iostat_get(&iostat, (m->flags & PFS_F_RESET) != 0);
+    len += pfs_iostat_format(&io, text + len, sizeof(text) - len); /* after the class lines */
     struct pfs_msg rep;
     memset(&rep, 0, sizeof(rep));
     rep.len = (uint64_t)n;
@@ -209,6 +213,8 @@ static int do_read(struct req *r, int t)
     }
     uint8_t *io = r->buf;
     int rc = PIO_OK;
+    if (r->done == 0) /* not a resumed one */
+        pfs_iostat_note(&iostat, m->fid, m->off, m->len, 0);
     while (r->done < m->len) {
         size_t want = m->len - r->done < STEP ? (size_t)(m->len - r->done) : STEP, got = 0;
         rc = ops->read(store, m->fid, m->off + r->done, io + r->done, want, &got);
@@ -257,6 +263,8 @@ static int do_write(struct req *r, int t)
         fail(m, PIO_EINVAL, "write", "more than PFS_IO_MAX bytes in one request");
         return 0;
     }
+    if (r->done == 0)
+        pfs_iostat_note(&iostat, m->fid, m->off, m->dlen, 1);
     while (r->done < m->dlen) {
         size_t n = m->dlen - r->done < STEP ? (size_t)(m->dlen - r->done) : STEP;
         int rc = ops->write(store, m->fid, m->off + r->done, m->data + r->done, n);
@@ -439,52 +447,6 @@ static void usage(FILE *f)
                "  --disk-lanes N   requests the emulated device serves at once (default 1)\n");
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_bytes(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (*s < '0' || *s > '9')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    uint64_t mul = 1;
-    switch (*end) {
-    case '\0': break;
-    case 'k':
-    case 'K':
-        mul = 1ull << 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        mul = 1ull << 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        mul = 1ull << 30;
-        end++;
-        break;
-    default: return -1;
-    }
-    if (*end || v > UINT64_MAX / mul)
-        return -1;
-    *out = v * mul;
-    return 0;
-}
-
 static int bad(const char *fmt, const char *arg)
 {
     fprintf(stderr, "pfs-iod: ");
@@ -518,31 +480,31 @@ int main(int argc, char **argv)
         case 'd': dir = optarg; break;
         case 'n': name = optarg; break;
         case 't':
-            if (parse_int(optarg, 1, 4096, &nthreads) != 0)
+            if (pfs_parse_int(optarg, 1, 4096, &nthreads) != 0)
                 return bad("--threads %s: give a whole number 1..4096", optarg);
             break;
         case 'q': qos_spec = optarg; break;
         case 'b':
-            if (parse_int(optarg, -1, 4096, &borrow) != 0)
+            if (pfs_parse_int(optarg, -1, 4096, &borrow) != 0)
                 return bad("--borrow %s: give -1 (no limit) or a whole number 0..4096", optarg);
             break;
         case 'u':
-            if (parse_int(optarg, 0, 1000000, &user_cap) != 0)
+            if (pfs_parse_int(optarg, 0, 1000000, &user_cap) != 0)
                 return bad("--user-cap %s: give 0 (none) or a whole number of requests", optarg);
             break;
         case 'Q':
-            if (parse_int(optarg, 1, 65536, &qmax) != 0)
+            if (pfs_parse_int(optarg, 1, 65536, &qmax) != 0)
                 return bad("--queue %s: give a whole number 1..65536", optarg);
             break;
         case 's': store_name = optarg; break;
         case 'r':
-            if (parse_bytes(optarg, &rate) != 0)
+            if (pfs_parse_bytes(optarg, &rate) != 0)
                 return bad("--disk-rate %s: give bytes per second, e.g. 200M (K, M, G: powers "
                            "of 1024; 0: no limit)",
                            optarg);
             break;
         case 'l':
-            if (parse_int(optarg, 1, 1024, &lanes) != 0)
+            if (pfs_parse_int(optarg, 1, 1024, &lanes) != 0)
                 return bad("--disk-lanes %s: give a whole number 1..1024", optarg);
             lanes_given = 1;
             break;
@@ -594,7 +556,7 @@ int main(int argc, char **argv)
     queue_max = (int)qmax;
 
     q = pfs_qos_new(cfg, ncls, (int)nthreads, (int)borrow, (int)user_cap);
-    if (!q) {
+    if (!q || pfs_iostat_init(&iostat) != 0) {
         fprintf(stderr, "pfs-iod: cannot set up the service classes (out of memory?)\n");
         return 1;
     }
@@ -695,6 +657,7 @@ int main(int argc, char **argv)
     PIO_Exit();
     ops->close(store);
     pfs_qos_free(q);
+    pfs_iostat_fini(&iostat);
     for (int i = 0; i < PFS_CLASS_MAX; i++)
         while (free_list[i]) {
             struct req *r = free_list[i];

@@ -5,7 +5,7 @@ PFS_CORE_OBJS := $(B)/pfs/proto.o $(B)/pfs/layout.o
 LIBPFS_OBJS   := $(PFS_CORE_OBJS) $(B)/pfs/client.o
 LIBPFS_A      := $(B)/lib/libpfs.a
 PFS_MDS_OBJS  := $(B)/pfs/mds.o $(B)/pfs/mdb.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
-PFS_IOD_OBJS  := $(B)/pfs/iod.o $(B)/pfs/qos.o $(B)/pfs/store_posix.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
+PFS_IOD_OBJS  := $(B)/pfs/iod.o $(B)/pfs/qos.o $(B)/pfs/iostat.o $(B)/pfs/store_posix.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
 PFS_CLI_OBJS  := $(B)/pfs/cli.o
 OBJS  += $(sort $(LIBPFS_OBJS) $(PFS_MDS_OBJS) $(PFS_IOD_OBJS) $(PFS_CLI_OBJS))
 BINS  += $(B)/bin/pfs
@@ -35,7 +35,7 @@ $(B)/sbin/pfs-iod: $(PFS_IOD_OBJS) $(LIBPIO_A)
 # tests, named below, besides libpio (this pattern beats tests/module.mk's).
 $(B)/tests/unit/test_pfs_layout: $(PFS_CORE_OBJS)
 $(B)/tests/unit/test_pfs_mdb: $(B)/pfs/mdb.o $(PFS_CORE_OBJS)
-$(B)/tests/unit/test_pfs_qos: $(B)/pfs/qos.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
+$(B)/tests/unit/test_pfs_qos: $(B)/pfs/qos.o $(B)/pfs/srv.o $(B)/pfs/iostat.o $(PFS_CORE_OBJS)
 $(B)/tests/unit/test_pfs_%: $(B)/tests/unit/test_pfs_%.o $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPIO_A) $(LDLIBS) \
 	  $(SQLITE_LIBS) $(call pkg,--libs,cmocka)
@@ -53,9 +53,41 @@ $(B)/fuzz/fuzz_pfs: pfs/fuzz_pfs.c pfs/proto.c pfs/proto.h pfs/module.mk
 $(B)/tests/prog/pfs-check: $(B)/tests/prog/pfs-check.o $(LIBPFS_A) $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# GAS (gather-arrange-scatter, issue 11) lives in pfs/gas/, prefix gas_.
-GAS_OBJS := $(B)/pfs/gas/arrange.o
-OBJS += $(GAS_OBJS)
+# GAS (gather-arrange-scatter, issue 11) lives in pfs/gas/, prefix gas_:
+# gas-dispatcher (a PIO client of the I/O servers, one per compute host),
+# gas-stat (its counters), and libpgas.so, the LD_PRELOAD library that sends
+# `pgas:` paths to the dispatcher. libpgas.so is loaded into programs built
+# without sanitizers (cp, dd, gfortran's runtime), so it is always built
+# without them: a sanitizer runtime must come first in a process, and a
+# preloaded library cannot ask for that. It links libc only.
+GAS_OBJS      := $(B)/pfs/gas/arrange.o $(B)/pfs/gas/wire.o
+GAS_DISP_OBJS := $(B)/pfs/gas/dispatcher.o $(B)/pfs/srv.o $(GAS_OBJS)
+GAS_STAT_OBJS := $(B)/pfs/gas/stat.o $(B)/pfs/gas/wire.o
+LIBPGAS_SO    := $(B)/lib/libpgas.so
+LIBPGAS_OBJS  := $(B)/pfs/gas/pic/preload.o $(B)/pfs/gas/pic/wire.o
+OBJS  += $(sort $(GAS_OBJS) $(GAS_DISP_OBJS) $(GAS_STAT_OBJS))
+BINS  += $(B)/bin/gas-stat
+SBINS += $(B)/sbin/gas-dispatcher
+TEST_BINS += $(LIBPGAS_SO)
+INSTALL_SOS += $(LIBPGAS_SO)
+
+$(B)/sbin/gas-dispatcher: $(GAS_DISP_OBJS) $(LIBPFS_A) $(LIBPIO_A)
+	@mkdir -p $(@D)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/bin/gas-stat: $(GAS_STAT_OBJS)
+	@mkdir -p $(@D)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^
+
+$(LIBPGAS_OBJS): $(B)/pfs/gas/pic/%.o: pfs/gas/%.c $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(filter-out $(SANFLAGS),$(CFLAGS)) -c -o $@ $<
+-include $(LIBPGAS_OBJS:.o=.d)
+
+$(LIBPGAS_SO): $(LIBPGAS_OBJS)
+	@mkdir -p $(@D)
+	$(call msg,LD,$@)$(CC) -shared -pthread -Wl,-soname,libpgas.so -o $@ $^ -ldl
+
 $(B)/tests/unit/test_gas_arrange: $(B)/tests/unit/test_gas_arrange.o $(GAS_OBJS) $(PFS_CORE_OBJS) \
   $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(call pkg,--libs,cmocka)

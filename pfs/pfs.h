@@ -158,6 +158,42 @@ int pfs_df(pfs_fs *fs, int server, uint64_t *used, uint64_t *avail, uint64_t *ob
  * (0 when it holds none): which servers hold the file's data. */
 int pfs_server_bytes(pfs_file *f, int server, uint64_t *bytes);
 
+/* pfs_ftruncate - set f's size to size (cut or extended with a hole) at
+ * every server of its layout and at the metadata server. */
+int pfs_ftruncate(pfs_file *f, uint64_t size);
+
+/* ---- for aggregators (GAS's dispatcher): writes by object, not by file ---- */
+
+/* One extent of one file's object on one server: len bytes at offset off of
+ * the object (the layout maps file ranges to objects: stripe unit u of a
+ * file lives on layout server u % count at object offset (u / count) *
+ * stripe_size). data stays the caller's. */
+typedef struct pfs_extent {
+    uint64_t fid;
+    uint64_t off;
+    uint64_t len;
+    const void *data;
+} pfs_extent;
+
+typedef struct pfs_batch pfs_batch;
+
+/* pfs_batch_new / pfs_batch_free - the request slots of one writer thread;
+ * a batch is used by one thread at a time. */
+int pfs_batch_new(pfs_fs *fs, pfs_batch **b);
+void pfs_batch_free(pfs_batch *b);
+
+/* pfs_batch_write - write v[0..n) to I/O server `server` (index as in
+ * pfs_server_name), one request per extent (cut at 1 MiB), posted in the
+ * order given with up to 16 in flight. Returns when every request is
+ * acknowledged and checked (XXH3), or the first failure (PIO_EIO with the
+ * server in pfs_errtext, PIO_EGONE...). Sizes at the metadata server are the
+ * caller's business: pfs_grow. */
+int pfs_batch_write(pfs_batch *b, int server, const pfs_extent *v, size_t n);
+
+/* pfs_grow - make the size of file fid at least size at the metadata server
+ * (grow-only, as a writer's close does). */
+int pfs_grow(pfs_fs *fs, uint64_t fid, uint64_t size);
+
 /* pfs_errtext - the last failure's explanation in the calling thread ("" if
  * none): the server's own words, or which server failed. */
 const char *pfs_errtext(void);

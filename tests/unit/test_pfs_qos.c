@@ -10,6 +10,7 @@
  * arriving behind a deep staging backlog waits about one service time; with
  * one FIFO class (the baseline), it waits behind the whole backlog.
  */
+#include "pfs/iostat.h"
 #include "pfs/qos.h"
 #include "pfs/srv.h"
 #include "tests/lib/unit.h"
@@ -655,14 +656,53 @@ static void test_fifo_baseline(void **state)
     pfs_qos_free(q);
 }
 
+/* The servers' seek counter: a request is a seek when it does not start
+ * where the previous request on its object ended. */
+static void test_iostat_seeks(void **state)
+{
+    (void)state;
+    struct pfs_iostat s;
+    assert_int_equal(pfs_iostat_init(&s), 0);
+    pfs_iostat_note(&s, 1, 0, 40, 1);   /* a new object at 0: no seek */
+    pfs_iostat_note(&s, 1, 40, 40, 1);  /* contiguous */
+    pfs_iostat_note(&s, 2, 0, 100, 1);  /* another object: its own end */
+    pfs_iostat_note(&s, 1, 80, 10, 0);  /* still contiguous on object 1, a read */
+    pfs_iostat_note(&s, 1, 200, 10, 1); /* forward: a seek */
+    pfs_iostat_note(&s, 2, 50, 10, 1);  /* backward: a seek */
+    pfs_iostat_note(&s, 3, 4096, 1, 1); /* a new object not at 0: a seek */
+    struct pfs_iostat_counts c = pfs_iostat_get(&s, 1);
+    assert_int_equal(c.writes, 6);
+    assert_int_equal(c.reads, 1);
+    assert_int_equal(c.bytes_written, 40 + 40 + 100 + 10 + 10 + 1);
+    assert_int_equal(c.bytes_read, 10);
+    assert_int_equal(c.seeks, 3);
+    char line[256];
+    assert_true(pfs_iostat_format(&c, line, sizeof(line)) > 0);
+    assert_string_equal(line, "io requests=7 writes=6 reads=1 bytes_written=201 bytes_read=10 "
+                              "seeks=3\n");
+    c = pfs_iostat_get(&s, 0); /* reset zeroed the counts but kept the ends */
+    assert_int_equal(c.writes + c.reads + c.seeks, 0);
+    pfs_iostat_note(&s, 1, 210, 5, 1);
+    assert_int_equal(pfs_iostat_get(&s, 0).seeks, 0);
+    pfs_iostat_fini(&s);
+}
+
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_deal_two),      cmocka_unit_test(test_deal_three),
-    cmocka_unit_test(test_fifo),          cmocka_unit_test(test_borrow_all),
-    cmocka_unit_test(test_borrow_zero),   cmocka_unit_test(test_give_back),
-    cmocka_unit_test(test_yield),         cmocka_unit_test(test_borrow_oldest),
-    cmocka_unit_test(test_user_cap),      cmocka_unit_test(test_stats),
-    cmocka_unit_test(test_ring),          cmocka_unit_test(test_stop),
-    cmocka_unit_test(test_parse),         cmocka_unit_test(test_interactive_latency),
+    cmocka_unit_test(test_iostat_seeks),
+    cmocka_unit_test(test_deal_two),
+    cmocka_unit_test(test_deal_three),
+    cmocka_unit_test(test_fifo),
+    cmocka_unit_test(test_borrow_all),
+    cmocka_unit_test(test_borrow_zero),
+    cmocka_unit_test(test_give_back),
+    cmocka_unit_test(test_yield),
+    cmocka_unit_test(test_borrow_oldest),
+    cmocka_unit_test(test_user_cap),
+    cmocka_unit_test(test_stats),
+    cmocka_unit_test(test_ring),
+    cmocka_unit_test(test_stop),
+    cmocka_unit_test(test_parse),
+    cmocka_unit_test(test_interactive_latency),
     cmocka_unit_test(test_fifo_baseline),
 };
 
