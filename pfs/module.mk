@@ -79,9 +79,11 @@ $(B)/bin/gas-stat: $(GAS_STAT_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^
 
+# the wire codec is linked in hidden: a program's own symbols never clash with it
+$(B)/pfs/gas/pic/wire.o: PIC_VIS := -fvisibility=hidden
 $(LIBPGAS_OBJS): $(B)/pfs/gas/pic/%.o: pfs/gas/%.c $(SETTINGS)
 	@mkdir -p $(@D)
-	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(filter-out $(SANFLAGS),$(CFLAGS)) -c -o $@ $<
+	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(filter-out $(SANFLAGS),$(CFLAGS)) $(PIC_VIS) -c -o $@ $<
 -include $(LIBPGAS_OBJS:.o=.d)
 
 $(LIBPGAS_SO): $(LIBPGAS_OBJS)
@@ -91,3 +93,10 @@ $(LIBPGAS_SO): $(LIBPGAS_OBJS)
 $(B)/tests/unit/test_gas_arrange: $(B)/tests/unit/test_gas_arrange.o $(GAS_OBJS) $(PFS_CORE_OBJS) \
   $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(call pkg,--libs,cmocka)
+
+# `make fuzz`: $(B)/fuzz/fuzz_gas, libFuzzer + ASan over the GAS frame decoder.
+fuzz: $(B)/fuzz/fuzz_gas
+$(B)/fuzz/fuzz_gas: pfs/gas/fuzz_gas.c pfs/gas/wire.c pfs/gas/wire.h pfs/module.mk
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
+	  pfs/gas/fuzz_gas.c pfs/gas/wire.c

@@ -312,7 +312,8 @@ static void *flusher(void *arg)
 /* ---- one connection ----------------------------------------------------------- */
 
 struct handle {
-    struct dfile *f;
+    struct dfile *f; /* NULL: a directory (dir holds its path) */
+    char *dir;
     int acc; /* GAS_O_RDONLY / WRONLY / RDWR */
     int append;
     uint64_t gen[PFS_STRIPES_MAX]; /* per stripe: generation of our last piece there */
@@ -462,6 +463,57 @@ static void file_put(struct dfile *f)
     free(f);
 }
 
+/* open_dir - a read-only handle on directory path (cp opens its target
+ * directory to write into it by name). */
+static int open_dir(struct conn *c, const struct gas_hdr *q, const char *path, int slot)
+{
+    pfs_stat st;
+    struct gas_hdr rep = {0};
+    int rc = pfs_stat_path(fs, path, &st);
+    if (rc != PIO_OK)
+        return reply(c, q, &rep, rc, NULL, 0);
+    struct handle *h = calloc(1, sizeof(*h));
+    if (!h || !(h->dir = strdup(path))) {
+        free(h);
+        return fail_text(c, q, PIO_ENOMEM, "out of memory");
+    }
+    c->h[slot] = h;
+    rep.handle = (uint32_t)slot;
+    rep.len = GAS_MODE_DIR | (st.mode & 07777);
+    rep.aux = (uint64_t)st.mtime_ns;
+    return reply(c, q, &rep, PIO_OK, NULL, 0);
+}
+
+/* handle_free - forget handle i of c (closing its file if it has one). */
+static void handle_free(struct conn *c, int i)
+{
+    struct handle *h = c->h[i];
+    c->h[i] = NULL;
+    if (h->f)
+        file_put(h->f);
+    free(h->dir);
+    free(h);
+}
+
+/* do_dir - a request on a directory handle. */
+static int do_dir(struct conn *c, const struct gas_hdr *q, struct handle *h)
+{
+    struct gas_hdr rep = {0};
+    pfs_stat st;
+    int rc;
+    switch (q->op) {
+    case GAS_OP_CLOSE: handle_free(c, (int)q->handle); return reply(c, q, &rep, PIO_OK, NULL, 0);
+    case GAS_OP_FSYNC: return reply(c, q, &rep, PIO_OK, NULL, 0);
+    case GAS_OP_FSTAT:
+        if ((rc = pfs_stat_path(fs, h->dir, &st)) == PIO_OK) {
+            rep.len = GAS_MODE_DIR | (st.mode & 07777);
+            rep.aux = (uint64_t)st.mtime_ns;
+        }
+        return reply(c, q, &rep, rc, NULL, 0);
+    default: return fail_text(c, q, PIO_EISDIR, "%s: is a directory", h->dir);
+    }
+}
+
 /* do_open - open or create q's path; the file is shared with the other
  * handles on it (keyed by fid). */
 static int do_open(struct conn *c, const struct gas_hdr *q, const char *path)
@@ -481,6 +533,8 @@ static int do_open(struct conn *c, const struct gas_hdr *q, const char *path)
     pfs_file *pf;
     int rc = pfs_open(fs, path, fl, (uint32_t)q->aux, &pf);
     struct gas_hdr rep = {0};
+    if (rc == PIO_EISDIR && acc == GAS_O_RDONLY)
+        return open_dir(c, q, path, slot);
     if (rc != PIO_OK)
         return reply(c, q, &rep, rc, NULL, 0);
     pfs_stat st;
@@ -598,7 +652,9 @@ static int serve(struct conn *c, const struct gas_hdr *q, const uint8_t *p)
         if (q->op == GAS_OP_OPEN)
             return do_open(c, q, path);
         if (q->op == GAS_OP_UNLINK)
-            return reply(c, q, &rep, pfs_unlink(fs, path), NULL, 0);
+            return reply(c, q, &rep,
+                         q->flags & GAS_F_DIR ? pfs_rmdir(fs, path) : pfs_unlink(fs, path), NULL,
+                         0);
         pfs_stat st;
         rc = pfs_stat_path(fs, path, &st);
         if (rc == PIO_OK) {
@@ -618,6 +674,8 @@ static int serve(struct conn *c, const struct gas_hdr *q, const uint8_t *p)
     struct handle *h = q->handle < HANDLES_MAX ? c->h[q->handle] : NULL;
     if (!h)
         return fail_text(c, q, PIO_EINVAL, "no open file with handle %u", q->handle);
+    if (!h->f)
+        return do_dir(c, q, h);
     struct dfile *f = h->f;
     switch (q->op) {
     case GAS_OP_WRITE:
@@ -653,11 +711,8 @@ static int serve(struct conn *c, const struct gas_hdr *q, const uint8_t *p)
         rc = barrier(h, why, sizeof(why));
         if (rc) {
             snprintf(path, sizeof(path), "%s", f->path);
-            if (q->op == GAS_OP_CLOSE) {
-                c->h[q->handle] = NULL;
-                file_put(f);
-                free(h);
-            }
+            if (q->op == GAS_OP_CLOSE)
+                handle_free(c, (int)q->handle);
             return fail_text(c, q, rc, "%s: %s", path, why);
         }
         if (q->op == GAS_OP_TRUNC) {
@@ -675,11 +730,8 @@ static int serve(struct conn *c, const struct gas_hdr *q, const uint8_t *p)
         }
         if (rc == PIO_OK)
             rc = publish(f);
-        if (q->op == GAS_OP_CLOSE) {
-            c->h[q->handle] = NULL;
-            file_put(f);
-            free(h);
-        }
+        if (q->op == GAS_OP_CLOSE)
+            handle_free(c, (int)q->handle);
         return reply(c, q, &rep, rc, NULL, 0);
     case GAS_OP_FSTAT: attrs(f, &rep, &rc); return reply(c, q, &rep, rc, NULL, 0);
     default: return fail_text(c, q, PIO_ENOSYS, "%s is not a request", gas_op_name(q->op));
@@ -709,10 +761,11 @@ static void *connection(void *arg)
     for (int i = 1; i < HANDLES_MAX; i++)
         if (c->h[i]) {
             char why[256];
-            barrier(c->h[i], why, sizeof(why));
-            publish(c->h[i]->f);
-            file_put(c->h[i]->f);
-            free(c->h[i]);
+            if (c->h[i]->f) {
+                barrier(c->h[i], why, sizeof(why));
+                publish(c->h[i]->f);
+            }
+            handle_free(c, i);
         }
     close(c->fd);
     free(c->rb);

@@ -10,15 +10,18 @@
  * earlier write of the same process.
  *
  * Requests (id != 0 expects a reply with that id; id 0 only for async writes):
- *   OPEN    payload = pfs path (absolute, no NUL), flags = GAS_O_*, aux = mode
- *           -> handle, off = size, len = GAS_MODE_DIR bit | permission bits,
- *              aux = mtime (ns)
+ *   OPEN    payload = pfs path (absolute, no NUL, < 1024 bytes), flags =
+ *           GAS_O_*, aux = mode (the process's umask applied already)
+ *           -> handle (never 0), off = size, len = GAS_MODE_DIR bit |
+ *              permission bits, aux = mtime (ns). A directory opens
+ *              read-only only: its handle answers FSTAT and CLOSE.
  *   WRITE   handle, off, payload = the bytes (plen = len). flags GAS_F_SYNC:
  *           reply once the bytes are applied at the I/O servers; else id = 0
  *           and no reply: the write is queued (relaxed semantics) and an error
  *           in applying it is reported by the next FSYNC / CLOSE / sync op
  *           on the handle
- *   READ    handle, off, len -> off = bytes read, payload = the bytes
+ *   READ    handle, off, len (at most GAS_PAYLOAD_MAX) -> off = bytes read,
+ *           payload = the bytes (plen = off)
  *   FSYNC   handle -> once every earlier request of this connection is
  *           applied at the servers and durable there, and the size is known
  *           to the metadata server
@@ -29,11 +32,16 @@
  *           holds for the file, not only what the servers have)
  *   STAT    payload = path -> as OPEN (handle 0)
  *   TRUNC   handle, off = new size -> after earlier writes are applied
- *   UNLINK  payload = path
+ *   UNLINK  payload = path; flags GAS_F_DIR: remove an empty directory
  *   STATS   flags GAS_F_RESET: zero the counters after reading -> payload =
  *           text, one "key=value ..." line
  * Reply: op GAS_OP_REPLY, id echoed, status = a PIO status (pio.h, PIO_OK 0);
- * on failure the payload is the explanation (text, no NUL).
+ * on failure the payload is the explanation (text, no NUL). A synchronous
+ * write is all or nothing. A queued write's failure is reported by every
+ * later barrier of its file (FSYNC, CLOSE, TRUNC, READ, a synchronous
+ * WRITE): the bytes are lost.
+ * A connection that ends without CLOSE (the process died): its queued
+ * writes are still applied and its handles closed.
  */
 #ifndef GAS_WIRE_H
 #define GAS_WIRE_H
@@ -73,6 +81,7 @@ enum gas_op {
 
 #define GAS_F_SYNC  0x1 /* WRITE: reply once applied */
 #define GAS_F_RESET 0x2 /* STATS: reset after reading */
+#define GAS_F_DIR   0x4 /* UNLINK: the path is a directory (rmdir) */
 
 #define GAS_MODE_DIR 0x80000000u /* in a reply's len: the path is a directory */
 

@@ -87,3 +87,7 @@ fuzz_15s() {
 @test "the pfs message decoder: 15 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
   fuzz_15s fuzz_pfs 13 PFS1
 }
+
+@test "the GAS frame decoder: 15 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
+  fuzz_15s fuzz_gas 17 GAS1
+}

@@ -1,0 +1,210 @@
+#!/usr/bin/env bats
+# gas.bats - GAS, the gather-arrange-scatter pipeline: unmodified programs
+# write through libpgas.so and a gas-dispatcher to pfs, on a test bed of 7
+# hosts (tests/lib/pfs.bash): h1..h4 one I/O server each, h5 the metadata
+# server "pfs.gmds", h6 the compute host with two dispatchers (arranged,
+# and --no-arrange for the comparison), h7 a host that reads with `pfs`.
+# SPDX-License-Identifier: BSD-3-Clause
+
+load "$BATS_TEST_DIRNAME/../lib/helpers"
+source "$BATS_TEST_DIRNAME/../lib/piod.bash"
+source "$BATS_TEST_DIRNAME/../lib/pfs.bash"
+
+MIB=$((1 << 20))
+BTIO=$PIO_BUILD/bench/gas-btio
+PGAS=$PIO_BUILD/lib/libpgas.so
+
+# gas_up NAME SOCKET [ARGS...]: a dispatcher on h6 serving SOCKET
+gas_up() {
+  local name=$1 sock=$2 i; shift 2
+  _pfs_launch "$name" 6 "$PIO_BUILD/sbin/gas-dispatcher" --socket "$sock" --mds pfs.gmds \
+    --name "$name" "$@"
+  for ((i = 0; i < 100; i++)); do
+    [ -S "$sock" ] && grep -q serving "$DIR/$name.log" && return 0
+    sleep 0.1
+  done
+  cat "$DIR/$name.log" >&2
+  return 1
+}
+
+setup_file() {
+  [ "$(id -u)" -eq 0 ] || return 0
+  export BED DIR
+  BED=$(pio_unique_name gas)
+  DIR=$BATS_FILE_TMPDIR/gas
+  pfs_cluster_up "$DIR" "$BED" 1gbit
+  local h
+  for h in 1 2 3 4; do pfs_iod_start "$DIR" "$h" "pfs.g.$h" --threads 4 --qos off; done
+  pfs_mds_start "$DIR" pfs.gmds "$DIR/g.db" pfs.g.1,pfs.g.2,pfs.g.3,pfs.g.4
+  pfs_ready 6 pfs.gmds 90
+  # files under /t are striped over the 4 servers in 64 KiB units
+  pfs_on 6 pfs --mds pfs.gmds mkdir /t
+  pfs_on 6 pfs --mds pfs.gmds setstripe -c 4 -S 64K /t
+  gas_up gas.a "$DIR/gas.sock"
+  gas_up gas.n "$DIR/gas-n.sock" --no-arrange
+}
+
+teardown_file() {
+  pio_cleanup
+}
+
+setup() {
+  pio_need_root
+  W=$BATS_TEST_TMPDIR
+}
+
+# gas_on SOCKET CMD...: CMD on h6 with libpgas.so preloaded, talking to SOCKET
+gas_on() {
+  local sock=$1; shift
+  pfs_on 6 env LD_PRELOAD="$PGAS" GAS_SOCKET="$sock" "$@"
+}
+
+# pget PATH LOCAL: fetch a pfs file from h7 (another host than the writer's)
+pget() {
+  pfs_on 7 pfs --mds pfs.gmds get "$1" "$2"
+}
+
+# io_sum FIELD: FIELD of the servers' "io" lines, summed (pfs qos)
+io_sum() {
+  pfs_on 7 pfs --mds pfs.gmds qos | awk -v f="$1" '
+    / io / { for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2 && kv[1] == f) s += kv[2] }
+    END { print s + 0 }'
+}
+
+@test "cp, cat and dd run unmodified on pgas: paths and give back the source" {
+  head -c $((5 * MIB + 123)) /dev/urandom >"$W/src"
+  run gas_on "$DIR/gas.sock" cp "$W/src" pgas:/t/cp
+  assert_success
+  gas_on "$DIR/gas.sock" cat pgas:/t/cp >"$W/cat"
+  cmp "$W/src" "$W/cat"
+  run gas_on "$DIR/gas.sock" cp pgas:/t/cp "$W/back"
+  assert_success
+  cmp "$W/src" "$W/back"
+  pget /t/cp "$W/h7"
+  cmp "$W/src" "$W/h7"
+
+  # dd: whole file in 4 KiB blocks, then a patch in the middle without truncation
+  run gas_on "$DIR/gas.sock" dd if="$W/src" of=pgas:/t/dd bs=4k status=none
+  assert_success
+  cp "$W/src" "$W/dd.local"
+  head -c 100000 /dev/urandom >"$W/patch"
+  run gas_on "$DIR/gas.sock" dd if="$W/patch" of=pgas:/t/dd bs=1000 seek=777 conv=notrunc status=none
+  assert_success
+  dd if="$W/patch" of="$W/dd.local" bs=1000 seek=777 conv=notrunc status=none
+  pget /t/dd "$W/dd.h7"
+  cmp "$W/dd.local" "$W/dd.h7"
+  # and reading with skip
+  gas_on "$DIR/gas.sock" dd if=pgas:/t/dd of="$W/skip" bs=64k skip=3 status=none
+  dd if="$W/dd.local" of="$W/skip.local" bs=64k skip=3 status=none
+  cmp "$W/skip.local" "$W/skip"
+}
+
+@test "16 processes' interleaved 40-byte records equal their local file; after close h7 reads them" {
+  gas_on "$DIR/gas.sock" gas-stat --socket "$DIR/gas.sock" --reset >/dev/null
+  run gas_on "$DIR/gas.sock" "$BTIO" --procs 16 --grid 16 --steps 3 --out pgas:/t/btio
+  assert_success
+  assert_output --partial "btio procs=16"
+  # no fsync: close returning is the promise; h7 reads right away
+  pget /t/btio "$W/btio.h7"
+  "$BTIO" --procs 16 --grid 16 --steps 3 --out "$W/btio.local"
+  cmp "$W/btio.local" "$W/btio.h7"
+  run "$BTIO" --procs 16 --grid 16 --steps 3 --verify "$W/btio.h7"
+  assert_output --partial "verify ok"
+  # the dispatcher gathered 16 x 16^3 x 3 / 16 records per process and merged most
+  run gas_on "$DIR/gas.sock" gas-stat --socket "$DIR/gas.sock"
+  assert_output --regexp "received=12288 "
+  local sent merged
+  sent=$(grep -o 'sent=[0-9]*' <<<"$output" | cut -d= -f2)
+  merged=$(grep -o 'merged=[0-9]*' <<<"$output" | cut -d= -f2)
+  [ "$sent" -gt 0 ] && [ "$merged" -gt $((12288 / 2)) ]
+}
+
+@test "arranged vs --no-arrange: the same bytes, far fewer requests and seeks at the servers" {
+  local req_a seek_a req_n seek_n
+  pfs_on 7 pfs --mds pfs.gmds qos --reset >/dev/null
+  run gas_on "$DIR/gas.sock" "$BTIO" --procs 16 --grid 16 --steps 2 --out pgas:/t/arr
+  assert_success
+  req_a=$(io_sum writes) seek_a=$(io_sum seeks)
+  pfs_on 7 pfs --mds pfs.gmds qos --reset >/dev/null
+  run gas_on "$DIR/gas-n.sock" "$BTIO" --procs 16 --grid 16 --steps 2 --out pgas:/t/noarr
+  assert_success
+  req_n=$(io_sum writes) seek_n=$(io_sum seeks)
+  echo "arranged: $req_a requests, $seek_a seeks; not arranged: $req_n requests, $seek_n seeks" >&3
+  pget /t/arr "$W/a"
+  pget /t/noarr "$W/n"
+  cmp "$W/a" "$W/n"
+  # 8192 records of 40 bytes: unarranged, every record is a request (and a
+  # few more: pieces cut at the 64 KiB stripe units); arranged, runs of
+  # records merge into one request each (about 1/15 at this 64 KiB
+  # sub-buffer) and so do the seeks between them
+  [ "$req_n" -ge 8192 ]
+  [ $((req_a * 10)) -le "$req_n" ]
+  [ $((seek_a * 2)) -le "$seek_n" ]
+}
+
+@test "gfortran unformatted sequential and direct access through the hook equal local files" {
+  local prog=$PIO_BUILD/tests/prog/gas_fortran
+  run gas_on "$DIR/gas.sock" "$prog" pgas:/t/f.seq pgas:/t/f.dir
+  assert_success
+  assert_output --partial "gas_fortran: ok"
+  (cd "$W" && "$prog" "$W/seq.local" "$W/dir.local")
+  pget /t/f.seq "$W/seq.h7"
+  pget /t/f.dir "$W/dir.h7"
+  cmp "$W/seq.local" "$W/seq.h7"
+  cmp "$W/dir.local" "$W/dir.h7"
+}
+
+@test "a process sending garbage is cut off; the dispatcher serves the others" {
+  run pfs_on 6 python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"GET / HTTP/1.0\r\n" * 10 + bytes(range(256)) * 4)
+s.settimeout(10)
+print("closed" if s.recv(100) == b"" else "answered")' "$DIR/gas.sock"
+  assert_output "closed"
+  grep -q "not a GAS frame" "$DIR/gas.a.log"
+  head -c 300000 /dev/urandom >"$W/src"
+  run gas_on "$DIR/gas.sock" cp "$W/src" pgas:/t/after
+  assert_success
+  pget /t/after "$W/back"
+  cmp "$W/src" "$W/back"
+}
+
+@test "the dispatcher killed: the next call fails clearly; what fsync acknowledged survives" {
+  head -c $((2 * MIB)) /dev/urandom >"$W/a"
+  cat >"$W/writer.py" <<'EOF'
+import os, sys, time
+fd = os.open("pgas:/t/killed", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+data = open(sys.argv[1], "rb").read()
+for i in range(0, len(data), 40):
+    os.write(fd, data[i:i + 40])
+os.fsync(fd)
+print("synced", flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+try:
+    for i in range(1000):
+        os.write(fd, b"x" * 40)
+    os.fsync(fd)
+    print("no error")
+except OSError as e:
+    print("error:", e.strerror)
+EOF
+  gas_on "$DIR/gas.sock" python3 "$W/writer.py" "$W/a" "$W/go" >"$W/out" 2>"$W/err" &
+  local pid=$! i
+  for ((i = 0; i < 600; i++)); do grep -q synced "$W/out" && break; sleep 0.1; done
+  grep -q synced "$W/out"
+  pfs_kill9 "$DIR/gas.a.pid"
+  touch "$W/go"
+  wait "$pid" || true
+  cat "$W/out" "$W/err"
+  grep -q "error: Input/output error" "$W/out"
+  grep -q "went away" "$W/err"
+  # everything before the acknowledged fsync is there, from another host
+  pget /t/killed "$W/got"
+  cmp -n $((2 * MIB)) "$W/a" "$W/got"
+  # a new dispatcher takes over the socket (the old one left it behind)
+  gas_up gas.a2 "$DIR/gas.sock"
+  run gas_on "$DIR/gas.sock" cp "$W/a" pgas:/t/again
+  assert_success
+}
