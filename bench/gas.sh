@@ -160,7 +160,6 @@ for sb in $SWEEP; do
   gas_run arranged "$sb" || exit 1
   gas_run noarrange "$sb" --no-arrange || exit 1
 done
-gas_run noarrange 64K --no-arrange >/dev/null || true # keep the pairs complete (64K done above)
 
 "$PY" - "$work/runs.txt" "$RESULTS" "$GRID" "$STEPS" "$PROCS" "$link_mbs" <<'EOF'
 import csv, os, sys

@@ -70,7 +70,7 @@
 
 #define PFS_TAG_REQ   100
 #define PFS_TAG_REP   1000000
-#define PFS_RID_SPAN  (1u << 20)
+#define PFS_RID_SPAN  (1u << 16)
 #define PFS_CLASS_MAX 8
 
 #define PFS_IO_MAX      (1u << 20) /* most data bytes in one WRITE or READ */

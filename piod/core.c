@@ -333,26 +333,93 @@ static void pending_partners(struct piod *d, uint64_t now)
 
 /* ---- streams (ordering) ---- */
 
-static struct piod_stream *stream_get(struct piod_stream **list, int peer, const char *src_app,
+static uint64_t stream_hash(int peer, const char *src_app, uint32_t src_proc, const char *dst_app,
+                            uint32_t dst_proc, int32_t tag)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    uint32_t nums[4] = {(uint32_t)peer, src_proc, dst_proc, (uint32_t)tag};
+    const uint8_t *p = (const uint8_t *)nums;
+    for (size_t i = 0; i < sizeof(nums); i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    for (const char *c = src_app; *c; c++)
+        h = (h ^ (uint8_t)*c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull; /* "ab"+"c" differs from "a"+"bc" */
+    for (const char *c = dst_app; *c; c++)
+        h = (h ^ (uint8_t)*c) * 1099511628211ull;
+    return h;
+}
+
+/* streams_grow - double t's buckets (the first call makes 1024). */
+static int streams_grow(struct piod_streams *t)
+{
+    size_t nb = t->nb ? t->nb * 2 : 1024;
+    struct piod_stream **b = calloc(nb, sizeof(*b));
+    if (!b)
+        return -1;
+    for (size_t i = 0; i < t->nb; i++)
+        while (t->b[i]) {
+            struct piod_stream *s = t->b[i];
+            t->b[i] = s->next;
+            s->next = b[s->hash % nb];
+            b[s->hash % nb] = s;
+        }
+    free(t->b);
+    t->b = b;
+    t->nb = nb;
+    return 0;
+}
+
+/* stream_get - the stream of that tuple in t, made (next_seq 0) if new;
+ * NULL out of memory. */
+static struct piod_stream *stream_get(struct piod_streams *t, int peer, const char *src_app,
                                       uint32_t src_proc, const char *dst_app, uint32_t dst_proc,
                                       int32_t tag)
 {
-    for (struct piod_stream *s = *list; s; s = s->next)
-        if (s->peer == peer && s->src_proc == src_proc && s->dst_proc == dst_proc &&
-            s->tag == tag && strcmp(s->src_app, src_app) == 0 && strcmp(s->dst_app, dst_app) == 0)
-            return s;
+    uint64_t h = stream_hash(peer, src_app, src_proc, dst_app, dst_proc, tag);
+    if (t->nb)
+        for (struct piod_stream *s = t->b[h % t->nb]; s; s = s->next)
+            if (s->hash == h && s->peer == peer && s->src_proc == src_proc &&
+                s->dst_proc == dst_proc && s->tag == tag && strcmp(s->src_app, src_app) == 0 &&
+                strcmp(s->dst_app, dst_app) == 0)
+                return s;
+    if ((t->n >= 2 * t->nb) && streams_grow(t) != 0)
+        return NULL;
     struct piod_stream *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
+    s->hash = h;
     s->peer = peer;
     snprintf(s->src_app, sizeof(s->src_app), "%s", src_app);
     snprintf(s->dst_app, sizeof(s->dst_app), "%s", dst_app);
     s->src_proc = src_proc;
     s->dst_proc = dst_proc;
     s->tag = tag;
-    s->next = *list;
-    *list = s;
+    s->next = t->b[h % t->nb];
+    t->b[h % t->nb] = s;
+    t->n++;
     return s;
+}
+
+/* streams_drop - forget the streams of peer (every stream if peer < 0;
+ * then the buckets go too). */
+static void streams_drop(struct piod_streams *t, int peer)
+{
+    for (size_t i = 0; i < t->nb; i++)
+        for (struct piod_stream **sp = &t->b[i]; *sp;) {
+            if (peer < 0 || (*sp)->peer == peer) {
+                struct piod_stream *s = *sp;
+                *sp = s->next;
+                free(s);
+                t->n--;
+            } else {
+                sp = &(*sp)->next;
+            }
+        }
+    if (peer < 0) {
+        free(t->b);
+        t->b = NULL;
+        t->nb = t->n = 0;
+    }
 }
 
 /* ---- message lookup ---- */
@@ -1510,17 +1577,8 @@ static void peer_reset(struct piod *d, int peer)
         m = next;
     }
     /* both ends number every stream afresh: the new piod starts from 0 */
-    struct piod_stream **lists[2] = {&d->rx_streams, &d->tx_streams};
-    for (int k = 0; k < 2; k++)
-        for (struct piod_stream **sp = lists[k]; *sp;) {
-            if ((*sp)->peer == peer) {
-                struct piod_stream *s = *sp;
-                *sp = s->next;
-                free(s);
-            } else {
-                sp = &(*sp)->next;
-            }
-        }
+    streams_drop(&d->rx_streams, peer);
+    streams_drop(&d->tx_streams, peer);
 }
 
 /* Our DEALER's handshakes with a peer: a CURVE refusal means the peer's key
@@ -2500,14 +2558,8 @@ void piod_fini(struct piod *d)
         d->pending = p->next;
         free(p);
     }
-    struct piod_stream *lists[2] = {d->tx_streams, d->rx_streams};
-    for (int k = 0; k < 2; k++)
-        while (lists[k]) {
-            struct piod_stream *s = lists[k];
-            lists[k] = s->next;
-            free(s);
-        }
-    d->tx_streams = d->rx_streams = NULL;
+    streams_drop(&d->tx_streams, -1);
+    streams_drop(&d->rx_streams, -1);
     for (size_t h = 0; d->grants && h < d->ngrant_buckets; h++)
         while (d->grants[h]) {
             struct piod_grant *g = d->grants[h];

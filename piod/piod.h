@@ -247,13 +247,22 @@ struct piod_conn {
     struct pio_fout out; /* frames the socket had no room for */
 };
 
-struct piod_stream { /* per (peer, src app, src proc, dst app, dst proc, tag) */
-    struct piod_stream *next;
+struct piod_stream {          /* per (peer, src app, src proc, dst app, dst proc, tag) */
+    struct piod_stream *next; /* in its hash bucket */
+    uint64_t hash;
     int peer;
     char src_app[PIO_WIRE_NAME], dst_app[PIO_WIRE_NAME];
     uint32_t src_proc, dst_proc;
     int32_t tag;
     uint64_t next_seq;
+};
+
+/* The streams of one direction: a hash table (chained buckets, doubled when
+ * it holds twice as many streams as buckets). Applications that give every
+ * request its own reply tag (pfs) make hundreds of thousands of them. */
+struct piod_streams {
+    struct piod_stream **b;
+    size_t nb, n;
 };
 
 struct piod_splice;
@@ -292,7 +301,7 @@ struct piod {
     int nrx;
     struct piod_omsg *omsgs;
     struct piod_imsg *imsgs;
-    struct piod_stream *tx_streams, *rx_streams;
+    struct piod_streams tx_streams, rx_streams;
     struct piod_pending_partner *pending;
     uint64_t next_msgid;
     uint64_t last_tick_ms;

@@ -134,13 +134,15 @@ struct sbuf {
 struct server {
     int idx;
     pthread_mutex_t mtx;
-    pthread_cond_t cv; /* the flusher waits for work; writers and barriers for it */
-    struct sbuf fill;  /* connections append here */
-    uint64_t gen;      /* generation of fill */
-    uint64_t done;     /* every generation <= done is applied */
-    int64_t first_ns;  /* when fill got its first piece */
-    int want;          /* flush fill now: a barrier or a full buffer asks */
-    int full;          /* ... because it was full */
+    pthread_cond_t work;    /* the flusher waits for a full, old or wanted buffer */
+    pthread_cond_t room;    /* writers wait for the full buffer to be swapped out */
+    pthread_cond_t done_cv; /* barriers wait for done to advance */
+    struct sbuf fill;       /* connections append here */
+    uint64_t gen;           /* generation of fill */
+    uint64_t done;          /* every generation <= done is applied */
+    int64_t first_ns;       /* when fill got its first piece */
+    int want;               /* flush fill now: a barrier or a full buffer asks */
+    int full;               /* ... because it was full */
     pthread_t th;
 };
 
@@ -171,8 +173,8 @@ static uint64_t server_append(struct server *s, uint64_t fid, uint64_t off, cons
     pthread_mutex_lock(&s->mtx);
     while (s->fill.used + len > cfg.sub_buffer || s->fill.nreq == s->fill.capreq) {
         s->want = s->full = 1;
-        pthread_cond_broadcast(&s->cv);
-        pthread_cond_wait(&s->cv, &s->mtx);
+        pthread_cond_signal(&s->work); /* only the flusher waits there */
+        pthread_cond_wait(&s->room, &s->mtx);
     }
     struct sbuf *b = &s->fill;
     if (b->nreq == 0)
@@ -187,7 +189,7 @@ static uint64_t server_append(struct server *s, uint64_t fid, uint64_t off, cons
     uint64_t gen = s->gen;
     if (b->used == cfg.sub_buffer) { /* exactly full: go now */
         s->want = s->full = 1;
-        pthread_cond_broadcast(&s->cv);
+        pthread_cond_signal(&s->work);
     }
     pthread_mutex_unlock(&s->mtx);
     return gen;
@@ -200,10 +202,10 @@ static void server_barrier(struct server *s, uint64_t gen)
     pthread_mutex_lock(&s->mtx);
     if (gen == s->gen && s->fill.nreq > 0) {
         s->want = 1;
-        pthread_cond_broadcast(&s->cv);
+        pthread_cond_signal(&s->work);
     }
     while (s->done < gen && !(gen == s->gen && s->fill.nreq == 0))
-        pthread_cond_wait(&s->cv, &s->mtx);
+        pthread_cond_wait(&s->done_cv, &s->mtx);
     pthread_mutex_unlock(&s->mtx);
 }
 
@@ -279,13 +281,13 @@ static void *flusher(void *arg)
             uint64_t gen = s->gen++;
             atomic_fetch_add(s->full ? &ctr.full : s->want ? &ctr.sync : &ctr.timer, 1);
             s->want = s->full = 0;
-            pthread_cond_broadcast(&s->cv); /* writers waiting for room */
+            pthread_cond_broadcast(&s->room);
             pthread_mutex_unlock(&s->mtx);
             flush_out(s, batch, &out, ext, pe, merged);
             out.nreq = out.used = 0;
             pthread_mutex_lock(&s->mtx);
             s->done = gen;
-            pthread_cond_broadcast(&s->cv);
+            pthread_cond_broadcast(&s->done_cv);
             continue;
         }
         if (atomic_load(&stopping) && s->fill.nreq == 0)
@@ -298,7 +300,7 @@ static void *flusher(void *arg)
         ts.tv_nsec += (long)wait;
         ts.tv_sec += ts.tv_nsec / 1000000000;
         ts.tv_nsec %= 1000000000;
-        pthread_cond_timedwait(&s->cv, &s->mtx, &ts);
+        pthread_cond_timedwait(&s->work, &s->mtx, &ts);
     }
     pthread_mutex_unlock(&s->mtx);
     pfs_batch_free(batch);
@@ -953,7 +955,9 @@ int main(int argc, char **argv)
         s->idx = started;
         s->gen = 1;
         pthread_mutex_init(&s->mtx, NULL);
-        pthread_cond_init(&s->cv, NULL);
+        pthread_cond_init(&s->work, NULL);
+        pthread_cond_init(&s->room, NULL);
+        pthread_cond_init(&s->done_cv, NULL);
         if (sbuf_init(&s->fill) != 0 || pthread_create(&s->th, NULL, flusher, s) != 0)
             break;
     }
@@ -976,7 +980,7 @@ int main(int argc, char **argv)
     atomic_store(&stopping, 1);
     for (int i = 0; i < started; i++) {
         pthread_mutex_lock(&srvs[i].mtx);
-        pthread_cond_broadcast(&srvs[i].cv);
+        pthread_cond_signal(&srvs[i].work);
         pthread_mutex_unlock(&srvs[i].mtx);
         pthread_join(srvs[i].th, NULL);
     }
