@@ -125,7 +125,8 @@ gas_run() {
   # the file is right (read back from h7, another host)
   pfs_on 7 pfs get "/b/$label.$sb" "$work/check" >/dev/null &&
     "$BTIO" --procs "$PROCS" --grid "$GRID" --steps "$STEPS" --verify "$work/check" | grep -q "verify ok" ||
-    { echo "FAIL: /b/$label.$sb is not the pattern" >&2; return 1; }
+    { echo "FAIL: /b/$label.$sb is not the pattern (daemon logs in $RESULTS/gas-fail)" >&2
+      mkdir -p "$RESULTS/gas-fail" && cp "$work"/c/*.log "$RESULTS/gas-fail/"; return 1; }
   rm -f "$work/check"
   pfs_on 6 pfs rm "/b/$label.$sb" >/dev/null
   echo "$line" >>"$work/runs.txt"

@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * usage: gas-btio --procs P --grid N --steps S --out PATH [--api pwrite|seekwrite] [--fsync]
+ *                 [--no-step-barrier]
  *        gas-btio --grid N --steps S --verify FILE
  *
  * The file holds the solution u(5,N,N,N) of doubles for each of S steps: one
@@ -16,6 +17,12 @@
  * its cells in k order, and in a cell z, y, x (x fastest), one record per
  * system call: pwrite (--api pwrite), or lseek + write as gfortran's direct
  * access does (--api seekwrite).
+ *
+ * Steps: as in BT, where the solution is written every few time steps and
+ * the computation between keeps the processes in step, every process waits
+ * for the others before it writes the next step (a barrier of atomics in
+ * shared memory; --no-step-barrier writes all steps back to back). A child
+ * that fails raises a flag the others see in the barrier, so none hangs.
  *
  * Processes: the parent creates (truncates) PATH and forks P children. Each
  * child opens PATH (O_WRONLY|O_CREAT, 0644), says "ready" on a pipe and
@@ -33,10 +40,12 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -56,7 +65,34 @@ struct bt_opts {
     const char *verify;
     enum bt_api api;
     int fsync;
+    int no_step_barrier;
 };
+
+/* Shared by the children (MAP_SHARED): the step barrier and the fail flag. */
+struct bt_shared {
+    atomic_int count;
+    atomic_int phase;
+    atomic_int failed;
+};
+
+static struct bt_shared *bt_sh;
+
+/* bt_step_barrier - wait until all procs arrived; -1 if one failed. */
+static int bt_step_barrier(int procs)
+{
+    int ph = atomic_load(&bt_sh->phase);
+    if (atomic_fetch_add(&bt_sh->count, 1) == procs - 1) {
+        atomic_store(&bt_sh->count, 0);
+        atomic_fetch_add(&bt_sh->phase, 1);
+        return 0;
+    }
+    while (atomic_load(&bt_sh->phase) == ph) {
+        if (atomic_load(&bt_sh->failed))
+            return -1;
+        usleep(200);
+    }
+    return 0;
+}
 
 /* What a child sends on the done pipe once its close returned. */
 struct bt_done {
@@ -82,7 +118,7 @@ static void bt_record(int64_t s, int64_t r, double u[BT_REC_DOUBLES])
 static void bt_usage(FILE *f)
 {
     fprintf(f, "usage: gas-btio --procs P --grid N --steps S --out PATH\n"
-               "                [--api pwrite|seekwrite] [--fsync]\n"
+               "                [--api pwrite|seekwrite] [--fsync] [--no-step-barrier]\n"
                "       gas-btio --grid N --steps S --verify FILE\n"
                "P must be a square q*q and N divisible by q.\n");
 }
@@ -111,15 +147,11 @@ static int bt_parse_int(const char *name, const char *s, int *out)
 static int bt_parse(int argc, char **argv, struct bt_opts *o)
 {
     static const struct option longopts[] = {
-        {"procs", required_argument, NULL, 'p'},
-        {"grid", required_argument, NULL, 'n'},
-        {"steps", required_argument, NULL, 's'},
-        {"out", required_argument, NULL, 'o'},
-        {"api", required_argument, NULL, 'a'},
-        {"verify", required_argument, NULL, 'v'},
-        {"fsync", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"procs", required_argument, NULL, 'p'}, {"grid", required_argument, NULL, 'n'},
+        {"steps", required_argument, NULL, 's'}, {"out", required_argument, NULL, 'o'},
+        {"api", required_argument, NULL, 'a'},   {"verify", required_argument, NULL, 'v'},
+        {"fsync", no_argument, NULL, 'f'},       {"no-step-barrier", no_argument, NULL, 'B'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     int c;
 
@@ -142,6 +174,7 @@ static int bt_parse(int argc, char **argv, struct bt_opts *o)
         case 'o': o->out = optarg; break;
         case 'v': o->verify = optarg; break;
         case 'f': o->fsync = 1; break;
+        case 'B': o->no_step_barrier = 1; break;
         case 'a':
             if (strcmp(optarg, "pwrite") == 0) {
                 o->api = BT_PWRITE;
@@ -241,6 +274,11 @@ static void bt_child(const struct bt_opts *o, int rank, int ready_w, int go_r, i
     close(go_r);
 
     for (int64_t s = 0; s < o->steps; s++) {
+        if (s > 0 && !o->no_step_barrier && bt_step_barrier(o->procs) != 0) {
+            call = "step barrier (another process failed)";
+            errno = ECANCELED;
+            goto fail;
+        }
         for (int k = 0; k < q; k++) {
             const int64_t x0 = (int64_t)((pi + k) % q) * c;
             const int64_t y0 = (int64_t)((pj + k) % q) * c;
@@ -274,11 +312,13 @@ static void bt_child(const struct bt_opts *o, int rank, int ready_w, int go_r, i
     _exit(0);
 
 fail:
+    atomic_store(&bt_sh->failed, 1);
     bt_fail(rank, call, errno);
     if (fd >= 0)
         close(fd);
     _exit(1);
 fail_noclose:
+    atomic_store(&bt_sh->failed, 1);
     bt_fail(rank, call, errno);
     _exit(1);
 }
@@ -303,6 +343,14 @@ static int bt_run(const struct bt_opts *o)
         fprintf(stderr, "gas-btio: close %s: %s\n", o->out, strerror(errno));
         return 1;
     }
+    bt_sh = mmap(NULL, sizeof(*bt_sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (bt_sh == MAP_FAILED) {
+        fprintf(stderr, "gas-btio: mmap: %s\n", strerror(errno));
+        return 1;
+    }
+    atomic_init(&bt_sh->count, 0);
+    atomic_init(&bt_sh->phase, 0);
+    atomic_init(&bt_sh->failed, 0);
     pids = calloc((size_t)o->procs, sizeof(*pids));
     if (pids == NULL || pipe(ready) != 0 || pipe(go) != 0 || pipe(done) != 0) {
         fprintf(stderr, "gas-btio: setup: %s\n", strerror(errno));
