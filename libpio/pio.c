@@ -1124,6 +1124,10 @@ static int add_partner(const char *name, int *partner, int reset, int timeout_ms
             free(p->left);
             p->nprocs = a->u.p_partner_info.nprocs;
             p->left = calloc(p->nprocs, 1);
+        } else {
+            /* the piod just said the application is there: a name that left
+             * and came back (a new process, a reused pid) is no longer gone */
+            memset(p->left, 0, p->nprocs);
         }
         for (struct inmsg *m = g.msgs; m; m = m->next)
             if (strcmp(m->src_app, name) == 0)

@@ -239,6 +239,12 @@ static int do_read(struct req *r, int t)
             rc = pfs_srv_partner(m->client, &partner);
             if (rc == PIO_OK)
                 rc = pio_win_put_id(partner, (int)m->proc, m->wid, m->disp, io, got, NULL);
+            if (rc == PIO_EGONE) { /* a stale cached handle: once more, looked up afresh */
+                pfs_srv_partner_forget(m->client, partner);
+                rc = pfs_srv_partner(m->client, &partner);
+                if (rc == PIO_OK)
+                    rc = pio_win_put_id(partner, (int)m->proc, m->wid, m->disp, io, got, NULL);
+            }
             if (rc != PIO_OK) {
                 char d[160];
                 snprintf(d, sizeof(d), "putting %zu bytes into window %d of %s at %" PRIu64 ": %s",

@@ -109,6 +109,17 @@ int pfs_srv_partner(const char *name, int *partner)
     return PIO_OK;
 }
 
+void pfs_srv_partner_forget(const char *name, int partner)
+{
+    pthread_mutex_lock(&part_mtx);
+    for (int i = 0; i < nparts; i++)
+        if (parts[i].handle == partner && strcmp(parts[i].name, name) == 0) {
+            parts[i] = parts[--nparts];
+            break;
+        }
+    pthread_mutex_unlock(&part_mtx);
+}
+
 int pfs_srv_reply(const struct pfs_msg *req, struct pfs_msg *rep)
 {
     int partner, rc = pfs_srv_partner(req->client, &partner);
@@ -123,9 +134,18 @@ int pfs_srv_reply(const struct pfs_msg *req, struct pfs_msg *rep)
     if (!buf)
         return PIO_ENOMEM;
     size_t n = pfs_msg_encode(rep, buf, cap);
-    rc = n ? PIO_Send(partner, (int)req->proc, PFS_TAG_REP + (int)(req->rid % PFS_RID_SPAN),
-                      PIO_DYNAMIC, buf, PIO_BYTE, n, PIO_BLOCKING)
-           : PIO_EINTERNAL;
+    for (int tries = 0; tries < 2; tries++) {
+        rc = n ? PIO_Send(partner, (int)req->proc, PFS_TAG_REP + (int)(req->rid % PFS_RID_SPAN),
+                          PIO_DYNAMIC, buf, PIO_BYTE, n, PIO_BLOCKING)
+               : PIO_EINTERNAL;
+        /* a cached handle of a departed process whose name came back (a
+         * reused pid): look the name up afresh, once */
+        if (rc != PIO_EGONE || tries > 0)
+            break;
+        pfs_srv_partner_forget(req->client, partner);
+        if (pfs_srv_partner(req->client, &partner) != PIO_OK)
+            break;
+    }
     if (buf != stackbuf)
         free(buf);
     return rc;

@@ -25,8 +25,13 @@ int pfs_srv_recv(int cls, uint8_t *buf, size_t cap, int timeout, struct pfs_msg 
  * once and cached (up to PIO's 64 partners). */
 int pfs_srv_partner(const char *name, int *partner);
 
+/* pfs_srv_partner_forget - drop name's cached handle partner (it answered
+ * PIO_EGONE: that process left, and a new one may have taken its name). */
+void pfs_srv_partner_forget(const char *name, int partner);
+
 /* pfs_srv_reply - send rep (op, rid and proc are set from req) to req's
- * sender, with rep->data / dlen as data. Returns a PIO status. */
+ * sender, with rep->data / dlen as data; a cached partner handle that
+ * turns out stale is looked up again once. Returns a PIO status. */
 int pfs_srv_reply(const struct pfs_msg *req, struct pfs_msg *rep);
 
 /* pfs_srv_fail - reply to req with status st and text made by fmt. */
