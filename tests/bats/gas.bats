@@ -53,10 +53,14 @@ setup() {
   W=$BATS_TEST_TMPDIR
 }
 
-# gas_on SOCKET CMD...: CMD on h6 with libpgas.so preloaded, talking to SOCKET
+# gas_on SOCKET CMD...: CMD on h6 with libpgas.so preloaded, talking to SOCKET.
+# In a sanitizer build the test programs carry ASan, whose runtime wants to
+# be first in the process; libpgas.so (built without, see pfs/module.mk) is
+# preloaded before it, which ASan accepts when told so.
 gas_on() {
   local sock=$1; shift
-  pfs_on 6 env LD_PRELOAD="$PGAS" GAS_SOCKET="$sock" "$@"
+  pfs_on 6 env LD_PRELOAD="$PGAS" GAS_SOCKET="$sock" \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$@"
 }
 
 # pget PATH LOCAL: fetch a pfs file from h7 (another host than the writer's)

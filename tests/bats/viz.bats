@@ -99,7 +99,10 @@ PY
   pio_wait_until 10 sh -c "[ \$($PY -c 'import json;print(json.load(open(\"$W/st.json\"))[\"outputs\"][0][\"skipped\"])' ) -gt 0 ]"
   cat "$W/st.json"
   [ "$(st memory_peak)" -le "$(st memory_limit)" ]
-  # far fewer frames than steps: only the newest step is rendered
+  # far fewer frames than steps: only the newest step is rendered. The
+  # renderer goes on with the newest step after the run (a loaded machine
+  # may have finished only the first frame by now): wait for the second
+  pio_wait_until 20 sh -c "[ \$($PY -c 'import json;print(json.load(open(\"$W/st.json\"))[\"outputs\"][0][\"done\"])' ) -ge 2 ]"
   frames=$(ls "$W/png"/frame_*.png | wc -l)
   [ "$frames" -ge 2 ] && [ "$frames" -lt 30 ]
 }
