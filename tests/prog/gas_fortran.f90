@@ -130,6 +130,8 @@ program gas_fortran
   end do
   close (u)
 
+  if (allocated(ia)) deallocate (ia) ! the main program's arrays are never freed
+  if (allocated(ra)) deallocate (ra) ! otherwise: LeakSanitizer reports them
   write (*, '(a)') 'gas_fortran: ok'
 
 contains
