@@ -56,11 +56,14 @@ setup() {
 # gas_on SOCKET CMD...: CMD on h6 with libpgas.so preloaded, talking to SOCKET.
 # In a sanitizer build the test programs carry ASan, whose runtime wants to
 # be first in the process; libpgas.so (built without, see pfs/module.mk) is
-# preloaded before it, which ASan accepts when told so.
+# preloaded before it, which ASan accepts when told so. gas-btio forks its
+# writers after its first pgas open started libpgas's I/O thread, which TSan
+# refuses unless told (the children only start threads of their own).
 gas_on() {
   local sock=$1; shift
   pfs_on 6 env LD_PRELOAD="$PGAS" GAS_SOCKET="$sock" \
-    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$@"
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    TSAN_OPTIONS="${TSAN_OPTIONS:-} die_after_fork=0" "$@"
 }
 
 # pget PATH LOCAL: fetch a pfs file from h7 (another host than the writer's)
