@@ -84,6 +84,7 @@ include piod/module.mk
 include tools/module.mk
 include tools/pcp/module.mk
 include pfs/module.mk
+include anco/module.mk
 include viz/module.mk
 include tests/module.mk
 include docs/module.mk

@@ -1,0 +1,221 @@
+/* test_anco.c - anco's pure parts: the singlet and general lists, the
+ * directory cell encoding, group mapping and directory placement.
+ * SPDX-License-Identifier: BSD-3-Clause */
+#include "anco/dir.h"
+#include "anco/lists.h"
+#include "tests/lib/unit.h"
+
+#include <string.h>
+
+/* is_singlet callback: entries whose flag is set are singlets */
+static int flagged(void *ctx, int32_t i)
+{
+    return ((const int *)ctx)[i];
+}
+
+static void test_lru(void **state)
+{
+    (void)state;
+    struct anco_lists l;
+    assert_int_equal(anco_lists_init(&l, 4, 0.5), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(anco_lists_take_free(&l), i);
+    assert_int_equal(anco_lists_take_free(&l), -1);
+    /* taken in order 0 1 2 3: 0 is least recently used; a hit on 0 saves it */
+    anco_lists_hit(&l, 0);
+    int none[4] = {0};
+    assert_int_equal(anco_lists_victim(&l, flagged, none), 1);
+    assert_int_equal(l.where[1], ANCO_OUT);
+    anco_lists_hit(&l, 1); /* refilled: now the most recent */
+    assert_int_equal(anco_lists_victim(&l, flagged, none), 2);
+    anco_lists_release(&l, 2);
+    assert_int_equal(l.len[ANCO_FREE], 1);
+    assert_int_equal(anco_lists_take_free(&l), 2);
+    assert_int_equal(anco_lists_victim(&l, flagged, none), 3);
+    anco_lists_fini(&l);
+}
+
+static void test_singlet_moves(void **state)
+{
+    (void)state;
+    struct anco_lists l;
+    assert_int_equal(anco_lists_init(&l, 4, 0.5), 0); /* at most 2 singlets */
+    for (int i = 0; i < 4; i++)
+        anco_lists_take_free(&l);
+    int single[4] = {1, 0, 0, 0};
+    /* the LRU (0) is the only copy in the job: it moves to the singlet list */
+    assert_int_equal(anco_lists_victim(&l, flagged, single), 1);
+    assert_int_equal(l.where[0], ANCO_SINGLET);
+    assert_int_equal(l.len[ANCO_SINGLET], 1);
+    /* a hit on a singlet brings it back to the general list's head */
+    anco_lists_hit(&l, 0);
+    assert_int_equal(l.where[0], ANCO_GENERAL);
+    assert_int_equal(l.head[ANCO_GENERAL], 0);
+    assert_int_equal(l.len[ANCO_SINGLET], 0);
+    anco_lists_fini(&l);
+}
+
+static void test_singlet_fifo_limit(void **state)
+{
+    (void)state;
+    struct anco_lists l;
+    assert_int_equal(anco_lists_init(&l, 6, 0.5), 0); /* at most 3 singlets */
+    for (int i = 0; i < 6; i++)
+        anco_lists_take_free(&l);
+    int all[6] = {1, 1, 1, 1, 1, 1};
+    /* every block a singlet: 0, 1, 2, 3 move aside; with 4 the list is over
+     * its length and its oldest (0) goes: FIFO */
+    assert_int_equal(anco_lists_victim(&l, flagged, all), 0);
+    assert_int_equal(l.len[ANCO_SINGLET], 3);
+    assert_int_equal(l.tail[ANCO_SINGLET], 1);
+    assert_int_equal(anco_lists_victim(&l, flagged, all), 1);
+    anco_lists_fini(&l);
+    /* ratio 0: singlets are not kept, the LRU goes */
+    assert_int_equal(anco_lists_init(&l, 3, 0.0), 0);
+    for (int i = 0; i < 3; i++)
+        anco_lists_take_free(&l);
+    assert_int_equal(anco_lists_victim(&l, flagged, all), 0);
+    assert_int_equal(l.len[ANCO_SINGLET], 0);
+    anco_lists_fini(&l);
+    assert_int_equal(anco_lists_init(&l, 0, 0.5), -1);
+    assert_int_equal(anco_lists_init(&l, 4, 1.5), -1);
+}
+
+static void test_lists_random(void **state)
+{
+    (void)state;
+    /* random operations: the three lists and the entries out always add up */
+    struct anco_lists l;
+    assert_int_equal(anco_lists_init(&l, 64, 0.5), 0);
+    int flags[64] = {0};
+    unsigned seed = 7;
+    int out[64] = {0};
+    for (int step = 0; step < 20000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        int32_t i = (int32_t)((seed >> 8) % 64);
+        flags[i] = (seed >> 20) & 1;
+        switch ((seed >> 4) % 4) {
+        case 0: {
+            int32_t f = anco_lists_take_free(&l);
+            if (f >= 0)
+                assert_int_equal(l.where[f], ANCO_GENERAL);
+            break;
+        }
+        case 1:
+            if (l.where[i] != ANCO_FREE) {
+                anco_lists_hit(&l, i);
+                out[i] = 0;
+            }
+            break;
+        case 2: {
+            int32_t v = anco_lists_victim(&l, flagged, flags);
+            if (v >= 0) {
+                assert_int_equal(l.where[v], ANCO_OUT);
+                out[v] = 1;
+            }
+            break;
+        }
+        default: anco_lists_release(&l, i); out[i] = 0;
+        }
+        uint32_t nout = 0;
+        for (int k = 0; k < 64; k++) {
+            nout += l.where[k] == ANCO_OUT;
+            assert_int_equal(l.where[k] == ANCO_OUT, out[k]); /* out until hit or released */
+        }
+        assert_int_equal(l.len[0] + l.len[1] + l.len[2] + nout, 64);
+        assert_true(l.len[ANCO_SINGLET] <= l.singlet_max + 1);
+    }
+    /* walking each list from its head visits exactly len entries */
+    for (int w = 0; w < 3; w++) {
+        uint32_t n = 0;
+        for (int32_t e = l.head[w]; e >= 0; e = l.next[e])
+            n++;
+        assert_int_equal(n, l.len[w]);
+    }
+    anco_lists_fini(&l);
+}
+
+static void test_cell(void **state)
+{
+    (void)state;
+    assert_int_equal(anco_cell(ANCO_INVALID, 5, 7), 0);
+    uint64_t c = anco_cell(ANCO_LOADING, 12345, 0xfffffffeu);
+    assert_int_equal(anco_cell_state(c), ANCO_LOADING);
+    assert_int_equal(anco_cell_rank(c), 12345);
+    assert_int_equal(anco_cell_index(c), 0xfffffffeu);
+    c = anco_cell(ANCO_LOADED, ANCO_RANK_MAX, 0);
+    assert_int_equal(anco_cell_state(c), ANCO_LOADED);
+    assert_int_equal(anco_cell_rank(c), ANCO_RANK_MAX);
+    assert_int_equal(anco_cell_index(c), 0);
+    /* loading and loaded of the same holder differ: a CAS tells them apart */
+    assert_true(anco_cell(ANCO_LOADING, 3, 4) != anco_cell(ANCO_LOADED, 3, 4));
+}
+
+static void test_groups(void **state)
+{
+    (void)state;
+    for (uint32_t size = 1; size <= 40; size++)
+        for (uint32_t G = 1; G <= size; G++) {
+            int seen[40] = {0};
+            uint32_t total = 0;
+            for (uint32_t g = 0; g < G; g++) {
+                uint32_t n = anco_group_size(g, size, G);
+                total += n;
+                for (uint32_t k = 0; k < n; k++) {
+                    uint32_t r = anco_group_member(g, k, G);
+                    assert_true(r < size);
+                    assert_int_equal(anco_group(r, G), g);
+                    seen[r]++;
+                }
+            }
+            assert_int_equal(total, size);
+            for (uint32_t r = 0; r < size; r++)
+                assert_int_equal(seen[r], 1);
+        }
+    /* neighbouring ranks fall in different groups */
+    assert_true(anco_group(4, 4) != anco_group(5, 4));
+}
+
+static void test_places(void **state)
+{
+    (void)state;
+    uint32_t owner;
+    uint64_t disp;
+    /* rows round-robin: blocks 0..7 over 4 ranks, two rows each */
+    for (uint64_t b = 0; b < 8; b++) {
+        anco_row_place(b, 4, 3, &owner, &disp);
+        assert_int_equal(owner, b % 4);
+        assert_int_equal(disp, (b / 4) * 3 * ANCO_CELL_SIZE);
+    }
+    /* alternative directory: the slot is on a member of the group, in range,
+     * the same every time; slots are used roughly evenly */
+    int use[8][16];
+    memset(use, 0, sizeof(use));
+    for (uint64_t b = 0; b < 4096; b++) {
+        uint32_t g = (uint32_t)(b % 2);
+        anco_alt_place(b, g, 8, 2, 16, &owner, &disp);
+        assert_int_equal(anco_group(owner, 2), g);
+        assert_true(disp < 16 * ANCO_SLOT_SIZE && disp % ANCO_SLOT_SIZE == 0);
+        uint32_t o2;
+        uint64_t d2;
+        anco_alt_place(b, g, 8, 2, 16, &o2, &d2);
+        assert_int_equal(o2, owner);
+        assert_int_equal(d2, disp);
+        use[owner][disp / ANCO_SLOT_SIZE]++;
+    }
+    for (int r = 0; r < 8; r++)
+        for (int s = 0; s < 16; s++)
+            assert_true(use[r][s] > 0 && use[r][s] < 80); /* 4096 / 64 = 64 on average */
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_lru),
+    cmocka_unit_test(test_singlet_moves),
+    cmocka_unit_test(test_singlet_fifo_limit),
+    cmocka_unit_test(test_lists_random),
+    cmocka_unit_test(test_cell),
+    cmocka_unit_test(test_groups),
+    cmocka_unit_test(test_places),
+};
+
+PIO_UNIT_MAIN(tests)
