@@ -2,6 +2,7 @@
  * directory cell encoding, group mapping and directory placement.
  * SPDX-License-Identifier: BSD-3-Clause */
 #include "anco/dir.h"
+#include "anco/entry.h"
 #include "anco/lists.h"
 #include "tests/lib/unit.h"
 
@@ -208,14 +209,127 @@ static void test_places(void **state)
             assert_true(use[r][s] > 0 && use[r][s] < 80); /* 4096 / 64 = 64 on average */
 }
 
+/* ---- the cache entry's checked read, with the two races injected ------ */
+
+#define BLK 64
+
+/* A fake remote process: its cache window, and a fault to inject in the
+ * middle of the data get (the second get of a read: header, data, header). */
+struct fake {
+    uint8_t win[4 * (ANCO_ENTRY_HDR + BLK)];
+    int gets;
+    int inject_at; /* the get during which the fault happens (0: never) */
+    void (*fault)(struct fake *f);
+    int faults; /* how many times the fault may still happen */
+};
+
+static int fake_get(void *ctx, uint32_t rank, uint64_t disp, void *buf, size_t len)
+{
+    struct fake *f = ctx;
+    (void)rank;
+    f->gets++;
+    if (f->gets == f->inject_at && f->faults > 0) {
+        /* a torn read: the first half before the fault, the rest after */
+        memcpy(buf, f->win + disp, len / 2);
+        f->faults--;
+        f->fault(f);
+        memcpy((uint8_t *)buf + len / 2, f->win + disp + len / 2, len - len / 2);
+        return 0;
+    }
+    memcpy(buf, f->win + disp, len);
+    return 0;
+}
+
+static void fill_with(uint8_t *d, uint8_t v)
+{
+    memset(d, v, BLK);
+}
+
+/* race 1: entry 1 is given up and refilled with another block (ID 99) */
+static void replace_other(struct fake *f)
+{
+    uint8_t d[BLK];
+    fill_with(d, 0xEE);
+    anco_entry_clear(f->win, BLK, 1);
+    anco_entry_fill(f->win, BLK, 1, 99, 1000, d, BLK);
+}
+
+/* race 2: entry 1 is given up and filled again with the same block 7, new
+ * token; the new fill's bytes differ in this test so a torn read shows */
+static void replace_same(struct fake *f)
+{
+    uint8_t d[BLK];
+    fill_with(d, 0xBB);
+    anco_entry_clear(f->win, BLK, 1);
+    anco_entry_fill(f->win, BLK, 1, 7, 2000, d, BLK);
+}
+
+static void test_entry_races(void **state)
+{
+    (void)state;
+    static struct fake f;
+    struct anco_rma rma = {fake_get, &f};
+    uint8_t d[BLK], out[BLK];
+    uint32_t retries;
+
+    /* no fault: the data comes back */
+    memset(&f, 0, sizeof(f));
+    fill_with(d, 0xAA);
+    anco_entry_fill(f.win, BLK, 1, 7, 5, d, BLK);
+    assert_int_equal(anco_entry_read(&rma, 3, BLK, 1, 7, out, BLK, 4, &retries), 0);
+    assert_memory_equal(out, d, BLK);
+    assert_int_equal(retries, 0);
+    /* asking for a block the entry does not hold */
+    assert_int_equal(anco_entry_read(&rma, 3, BLK, 1, 8, out, BLK, 4, NULL), ANCO_STALE);
+    /* an empty entry */
+    assert_int_equal(anco_entry_read(&rma, 3, BLK, 0, 7, out, BLK, 4, NULL), ANCO_STALE);
+
+    /* race 1 during the data get: the second header shows another ID */
+    f.gets = 0;
+    f.inject_at = 2;
+    f.fault = replace_other;
+    f.faults = 1;
+    assert_int_equal(anco_entry_read(&rma, 3, BLK, 1, 7, out, BLK, 4, &retries), ANCO_STALE);
+    assert_int_equal(f.faults, 0); /* it did happen */
+
+    /* race 2 during the data get: same ID, new token; the torn first read is
+     * thrown away and the retry returns the new fill, whole */
+    memset(&f, 0, sizeof(f));
+    anco_entry_fill(f.win, BLK, 1, 7, 5, d, BLK);
+    f.inject_at = 2;
+    f.fault = replace_same;
+    f.faults = 1;
+    assert_int_equal(anco_entry_read(&rma, 3, BLK, 1, 7, out, BLK, 4, &retries), 0);
+    assert_int_equal(f.faults, 0);
+    assert_int_equal(retries, 1);
+    uint8_t want[BLK];
+    fill_with(want, 0xBB);
+    assert_memory_equal(out, want, BLK);
+
+    /* an ID check alone would have kept the torn bytes: show they were torn */
+    memset(&f, 0, sizeof(f));
+    anco_entry_fill(f.win, BLK, 1, 7, 5, d, BLK);
+    f.inject_at = 1;
+    f.fault = replace_same;
+    f.faults = 1;
+    uint8_t torn[BLK];
+    fake_get(&f, 3, anco_entry_disp(1, BLK) + ANCO_ENTRY_HDR, torn, BLK);
+    assert_true(torn[0] == 0xAA && torn[BLK - 1] == 0xBB);
+
+    /* refilled with the same ID on every try: gives up as stale */
+    memset(&f, 0, sizeof(f));
+    anco_entry_fill(f.win, BLK, 1, 7, 5, d, BLK);
+    f.inject_at = 2;
+    f.fault = replace_same;
+    f.faults = 1;
+    assert_int_equal(anco_entry_read(&rma, 3, BLK, 1, 7, out, BLK, 1, &retries), ANCO_STALE);
+}
+
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_lru),
-    cmocka_unit_test(test_singlet_moves),
-    cmocka_unit_test(test_singlet_fifo_limit),
-    cmocka_unit_test(test_lists_random),
-    cmocka_unit_test(test_cell),
-    cmocka_unit_test(test_groups),
-    cmocka_unit_test(test_places),
+    cmocka_unit_test(test_entry_races),   cmocka_unit_test(test_lru),
+    cmocka_unit_test(test_singlet_moves), cmocka_unit_test(test_singlet_fifo_limit),
+    cmocka_unit_test(test_lists_random),  cmocka_unit_test(test_cell),
+    cmocka_unit_test(test_groups),        cmocka_unit_test(test_places),
 };
 
 PIO_UNIT_MAIN(tests)
