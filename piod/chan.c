@@ -673,9 +673,11 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
     PIO_TRY(chan_recv_frame(d, rx->conn, buf, cap, &f), rc, out);
     PIO_CHECK(f.type != PIO_F_C_PROOF, rc, PIO_EPROTO, out);
     rc = PIO_EAUTH;
-    if (peer >= 0 && (index < (uint32_t)d->peers[peer].nchan || index == PIOD_EXPRESS_INDEX)) {
+    if (peer >= 0) {
+        /* nchan too is the main thread's, written under key_mtx (core.c) */
         pthread_mutex_lock(&d->key_mtx);
-        int ok = d->peers[peer].hello_seen;
+        int ok = d->peers[peer].hello_seen &&
+                 (index < (uint32_t)d->peers[peer].nchan || index == PIOD_EXPRESS_INDEX);
         memcpy(key, d->peers[peer].my_key, sizeof(key));
         pthread_mutex_unlock(&d->key_mtx);
         chan_mac(expect, key, challenge, index, system);
