@@ -1,11 +1,15 @@
 /* test_anco.c - anco's pure parts: the singlet and general lists, the
  * directory cell encoding, group mapping and directory placement.
  * SPDX-License-Identifier: BSD-3-Clause */
+#include "anco/core.h"
 #include "anco/dir.h"
 #include "anco/entry.h"
 #include "anco/lists.h"
 #include "tests/lib/unit.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* is_singlet callback: entries whose flag is set are singlets */
@@ -325,11 +329,183 @@ static void test_entry_races(void **state)
     assert_int_equal(anco_entry_read(&rma, 3, BLK, 1, 7, out, BLK, 1, &retries), ANCO_STALE);
 }
 
+/* ---- the acquire and give-up paths over a fake job of threads ---------- */
+
+#define JOB_RANKS   8
+#define JOB_ENTRIES 4
+#define JOB_BLK     256
+#define JOB_ROWS    16 /* rows per rank: block IDs below JOB_RANKS * JOB_ROWS */
+
+struct job {
+    uint8_t cache[JOB_RANKS][JOB_ENTRIES * (ANCO_ENTRY_HDR + JOB_BLK)];
+    _Atomic uint64_t dir[JOB_RANKS][JOB_ROWS * 8]; /* up to 8 groups a row */
+    atomic_int store_reads[JOB_RANKS * JOB_ROWS];
+};
+
+static struct job job;
+
+/* the block's bytes: a function of its ID */
+static void block_bytes(uint64_t id, uint8_t *d, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        d[i] = (uint8_t)(id * 31 + i * 7);
+}
+
+static int job_cache_get(void *ctx, uint32_t rank, uint64_t disp, void *buf, size_t len)
+{
+    (void)ctx;
+    /* word by word where aligned, as a NIC or the progress thread would */
+    const uint8_t *src = job.cache[rank] + disp;
+    if (len % 8 == 0 && disp % 8 == 0) {
+        for (size_t i = 0; i < len; i += 8) {
+            uint64_t w = atomic_load((_Atomic uint64_t *)(void *)(src + i));
+            memcpy((uint8_t *)buf + i, &w, 8);
+        }
+        return 0;
+    }
+    memcpy(buf, src, len);
+    return 0;
+}
+
+static int job_dir_get(void *ctx, uint32_t rank, uint64_t disp, void *buf, size_t len)
+{
+    (void)ctx;
+    for (size_t i = 0; i < len / 8; i++) {
+        uint64_t w = atomic_load(&job.dir[rank][disp / 8 + i]);
+        memcpy((uint8_t *)buf + 8 * i, &w, 8);
+    }
+    return 0;
+}
+
+static int job_dir_cas(void *ctx, uint32_t rank, uint64_t disp, uint64_t compare, uint64_t swap,
+                       uint64_t *old)
+{
+    (void)ctx;
+    uint64_t c = compare;
+    atomic_compare_exchange_strong(&job.dir[rank][disp / 8], &c, swap);
+    *old = c;
+    return 0;
+}
+
+static int job_store_read(void *ctx, uint64_t id, void *buf, size_t len)
+{
+    (void)ctx;
+    atomic_fetch_add(&job.store_reads[id], 1);
+    block_bytes(id, buf, len);
+    sched_yield(); /* a slow file system: let the others find the cell loading */
+    return 0;
+}
+
+static void job_pause(void *ctx)
+{
+    (void)ctx;
+    sched_yield();
+}
+
+static void job_node(struct anco_node *n, uint32_t rank, uint32_t groups)
+{
+    memset(n, 0, sizeof(*n));
+    n->rank = rank;
+    n->size = JOB_RANKS;
+    n->groups = groups;
+    n->block = JOB_BLK;
+    n->cache = job.cache[rank];
+    n->ops = (struct anco_ops){.cache = {job_cache_get, NULL},
+                               .dir_get = job_dir_get,
+                               .dir_cas = job_dir_cas,
+                               .store_read = job_store_read,
+                               .pause = job_pause};
+}
+
+static void test_acquire_sequence(void **state)
+{
+    (void)state;
+    memset(&job, 0, sizeof(job));
+    struct anco_node n[JOB_RANKS];
+    for (uint32_t r = 0; r < JOB_RANKS; r++)
+        job_node(&n[r], r, 2);
+    uint8_t out[JOB_BLK], want[JOB_BLK];
+    enum anco_from from;
+    block_bytes(5, want, JOB_BLK);
+    /* rank 0 (group 0): nobody has block 5: the file system */
+    assert_int_equal(anco_acquire(&n[0], 5, 0, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_STORE);
+    assert_memory_equal(out, want, JOB_BLK);
+    /* rank 1 (group 1): its group's cell is invalid, group 0 has it */
+    memset(out, 0, sizeof(out));
+    assert_int_equal(anco_acquire(&n[1], 5, 2, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_OTHER_GROUP);
+    assert_memory_equal(out, want, JOB_BLK);
+    /* rank 2 (group 0): its group has it loaded at rank 0 */
+    memset(out, 0, sizeof(out));
+    assert_int_equal(anco_acquire(&n[2], 5, 1, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_GROUP);
+    assert_memory_equal(out, want, JOB_BLK);
+    assert_int_equal(atomic_load(&job.store_reads[5]), 1);
+    /* rank 0 gives it up: group 0's cell is invalid again; rank 4 (group 0)
+     * becomes the representative and copies from group 1 (rank 1) */
+    assert_int_equal(anco_give_up(&n[0], 5, 0), 0);
+    memset(out, 0, sizeof(out));
+    assert_int_equal(anco_acquire(&n[4], 5, 3, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_OTHER_GROUP);
+    assert_memory_equal(out, want, JOB_BLK);
+    assert_int_equal(atomic_load(&job.store_reads[5]), 1);
+    /* both groups give up: the next reader goes to the file system again */
+    assert_int_equal(anco_give_up(&n[4], 5, 3), 0);
+    assert_int_equal(anco_give_up(&n[1], 5, 2), 0);
+    assert_int_equal(anco_acquire(&n[6], 5, 0, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_STORE);
+    assert_int_equal(atomic_load(&job.store_reads[5]), 2);
+}
+
+struct racer {
+    uint32_t rank, groups;
+    uint64_t id;
+    int ok;
+};
+
+static void *racer_main(void *arg)
+{
+    struct racer *r = arg;
+    struct anco_node n;
+    job_node(&n, r->rank, r->groups);
+    uint8_t out[JOB_BLK], want[JOB_BLK];
+    enum anco_from from;
+    block_bytes(r->id, want, JOB_BLK);
+    r->ok = anco_acquire(&n, r->id, 0, out, JOB_BLK, &from) == 0 && memcmp(out, want, JOB_BLK) == 0;
+    return NULL;
+}
+
+/* every process wants the same block at once: the file system is read at
+ * most once per group, and everyone gets the right bytes */
+static void test_acquire_at_once(void **state)
+{
+    (void)state;
+    for (uint32_t groups = 1; groups <= 4; groups *= 2)
+        for (int round = 0; round < 20; round++) {
+            memset(&job, 0, sizeof(job));
+            uint64_t id = (uint64_t)(round % (JOB_RANKS * JOB_ROWS));
+            struct racer r[JOB_RANKS];
+            pthread_t th[JOB_RANKS];
+            for (uint32_t k = 0; k < JOB_RANKS; k++) {
+                r[k] = (struct racer){.rank = k, .groups = groups, .id = id};
+                assert_int_equal(pthread_create(&th[k], NULL, racer_main, &r[k]), 0);
+            }
+            for (uint32_t k = 0; k < JOB_RANKS; k++) {
+                pthread_join(th[k], NULL);
+                assert_true(r[k].ok);
+            }
+            int reads = atomic_load(&job.store_reads[id]);
+            assert_true(reads >= 1 && reads <= (int)groups);
+        }
+}
+
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_entry_races),   cmocka_unit_test(test_lru),
-    cmocka_unit_test(test_singlet_moves), cmocka_unit_test(test_singlet_fifo_limit),
-    cmocka_unit_test(test_lists_random),  cmocka_unit_test(test_cell),
-    cmocka_unit_test(test_groups),        cmocka_unit_test(test_places),
+    cmocka_unit_test(test_acquire_sequence), cmocka_unit_test(test_acquire_at_once),
+    cmocka_unit_test(test_entry_races),      cmocka_unit_test(test_lru),
+    cmocka_unit_test(test_singlet_moves),    cmocka_unit_test(test_singlet_fifo_limit),
+    cmocka_unit_test(test_lists_random),     cmocka_unit_test(test_cell),
+    cmocka_unit_test(test_groups),           cmocka_unit_test(test_places),
 };
 
 PIO_UNIT_MAIN(tests)
