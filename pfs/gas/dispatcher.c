@@ -372,20 +372,12 @@ static int send_all(int fd, struct iovec *iov, int n)
     return 0;
 }
 
-/* reply - answer request q: rep's fields, status, and payload (or, on
- * failure, the text: pfs's own words when it has some). */
-static int reply(struct conn *c, const struct gas_hdr *q, struct gas_hdr *rep, int status,
-                 const void *payload, size_t plen)
+/* send_reply - rep (op, id, status and plen set here) and its payload. */
+static int send_reply(struct conn *c, const struct gas_hdr *q, struct gas_hdr *rep, int status,
+                      const void *payload, size_t plen)
 {
     if (q->id == 0)
         return 0; /* an asynchronous write: nobody waits */
-    char text[320];
-    if (status != PIO_OK) {
-        const char *why = pfs_errtext();
-        snprintf(text, sizeof(text), "%s", why[0] ? why : PIO_Strerror(status));
-        payload = text;
-        plen = strlen(text);
-    }
     rep->op = GAS_OP_REPLY;
     rep->id = q->id;
     rep->status = status;
@@ -396,6 +388,22 @@ static int reply(struct conn *c, const struct gas_hdr *q, struct gas_hdr *rep, i
     return send_all(c->fd, iov, plen ? 2 : 1);
 }
 
+/* reply - answer request q: rep's fields, status, and payload (or, on
+ * failure, the text: pfs's own words when it has some). */
+static int reply(struct conn *c, const struct gas_hdr *q, struct gas_hdr *rep, int status,
+                 const void *payload, size_t plen)
+{
+    char text[320];
+    if (status != PIO_OK) {
+        const char *why = pfs_errtext();
+        snprintf(text, sizeof(text), "%s", why[0] ? why : PIO_Strerror(status));
+        payload = text;
+        plen = strlen(text);
+    }
+    return send_reply(c, q, rep, status, payload, plen);
+}
+
+/* fail_text - answer q with status and a text of our own. */
 static int fail_text(struct conn *c, const struct gas_hdr *q, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail_text(struct conn *c, const struct gas_hdr *q, int status, const char *fmt, ...)
@@ -406,16 +414,7 @@ static int fail_text(struct conn *c, const struct gas_hdr *q, int status, const 
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
     struct gas_hdr rep = {0};
-    rep.op = GAS_OP_REPLY;
-    rep.id = q->id;
-    rep.status = status;
-    rep.plen = (uint32_t)strlen(text);
-    if (q->id == 0)
-        return 0;
-    uint8_t hdr[GAS_HDR_SIZE];
-    gas_hdr_encode(&rep, hdr);
-    struct iovec iov[2] = {{hdr, sizeof(hdr)}, {text, rep.plen}};
-    return send_all(c->fd, iov, 2);
+    return send_reply(c, q, &rep, status, text, strlen(text));
 }
 
 /* barrier - every earlier write of handle h applied at the servers; then
