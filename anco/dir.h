@@ -8,15 +8,24 @@
  * neighbouring data) fall in different groups; group g's members are
  * g, g + G, g + 2G, ... (anco_group_size of them).
  *
- * Representative directory: one row per block ID, one 64-bit cell per group,
- * rows dealt round-robin over all processes: block b's row is row b / size
- * at rank b % size, G cells of 8 bytes from byte (b / size) * G * 8 of that
- * rank's directory window. A whole row is read with one get; a cell changes
- * only by compare-and-swap. A cell is
+ * Representative directory: a hash table of rows, one row per block ID,
+ * dealt over all processes. Block IDs are sparse (anco.c hashes a file and
+ * a block index into 64 bits), so a row is a tag word (the block ID that
+ * owns the row; 0: free) and one 64-bit cell per group. Global row
+ * r = (mix(id) + probe) % (size x rows), probe 0..ANCO_PROBES-1 (linear
+ * probing), lives at rank r % size, row r / size, byte ANCO_DIR_HDR +
+ * (r / size) x (1 + G) x 8 of that rank's directory window. A row is
+ * claimed for an ID by compare-and-swap on its tag, and never given back
+ * (a reader that read the tag could not tell a freed-and-reclaimed row
+ * from its own); when all probes hold other IDs, that block is read around
+ * the cache (counted as uncached). A whole row is read with one get; a
+ * cell changes only by compare-and-swap. A cell is
  *     bits 63..62  state: 0 invalid, 1 loading, 2 loaded
  *     bits 61..32  rank of the holder (30 bits)
  *     bits 31..0   index of the entry in the holder's cache array
- * so the invalid cell is 0 and a cell names its holder completely.
+ * so the invalid cell is 0 and a cell names its holder completely. The
+ * first ANCO_DIR_HDR bytes of a directory window are unused (room for a
+ * version word).
  *
  * Alternative directory: per group, a hash table from block ID to a cell
  * (the group's own copy), its slots dealt over the group's members:
@@ -74,14 +83,23 @@ static inline uint32_t anco_group_member(uint32_t g, uint32_t k, uint32_t ngroup
     return g + k * ngroups;
 }
 
-/* Where block b's representative row is: at rank *owner, byte *disp of its
- * directory window (ngroups cells). */
-static inline void anco_row_place(uint64_t b, uint32_t size, uint32_t ngroups, uint32_t *owner,
-                                  uint64_t *disp)
+#define ANCO_DIR_HDR 64 /* bytes before the rows */
+#define ANCO_PROBES  4  /* rows tried for one block ID */
+
+/* anco_mix - a 64-bit mixer (splitmix64's finaliser). */
+uint64_t anco_mix(uint64_t x);
+
+/* anco_row_bytes - bytes of one representative row (tag + G cells). */
+static inline uint64_t anco_row_bytes(uint32_t ngroups)
 {
-    *owner = (uint32_t)(b % size);
-    *disp = (b / size) * ngroups * ANCO_CELL_SIZE;
+    return (1 + (uint64_t)ngroups) * ANCO_CELL_SIZE;
 }
+
+/* anco_row_place - where probe p (0..ANCO_PROBES-1) of block id's
+ * representative row is, with rows rows per process: at rank *owner, byte
+ * *disp of its directory window. */
+void anco_row_place(uint64_t id, uint32_t p, uint32_t size, uint32_t rows, uint32_t ngroups,
+                    uint32_t *owner, uint64_t *disp);
 
 /* anco_alt_place - where block b's slot of group g's alternative directory
  * is (slots_per_member slots per member): rank *owner, byte *disp of its

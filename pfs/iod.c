@@ -45,6 +45,7 @@
 #include "pfs/iostat.h"
 #include "pfs/proto.h"
 #include "pfs/qos.h"
+#include "libpio/parse.h"
 #include "pfs/srv.h"
 #include "pfs/store.h"
 #include "pfs/store_posix.h"
@@ -486,31 +487,31 @@ int main(int argc, char **argv)
         case 'd': dir = optarg; break;
         case 'n': name = optarg; break;
         case 't':
-            if (pfs_parse_int(optarg, 1, 4096, &nthreads) != 0)
+            if (pio_parse_int(optarg, 1, 4096, &nthreads) != 0)
                 return bad("--threads %s: give a whole number 1..4096", optarg);
             break;
         case 'q': qos_spec = optarg; break;
         case 'b':
-            if (pfs_parse_int(optarg, -1, 4096, &borrow) != 0)
+            if (pio_parse_int(optarg, -1, 4096, &borrow) != 0)
                 return bad("--borrow %s: give -1 (no limit) or a whole number 0..4096", optarg);
             break;
         case 'u':
-            if (pfs_parse_int(optarg, 0, 1000000, &user_cap) != 0)
+            if (pio_parse_int(optarg, 0, 1000000, &user_cap) != 0)
                 return bad("--user-cap %s: give 0 (none) or a whole number of requests", optarg);
             break;
         case 'Q':
-            if (pfs_parse_int(optarg, 1, 65536, &qmax) != 0)
+            if (pio_parse_int(optarg, 1, 65536, &qmax) != 0)
                 return bad("--queue %s: give a whole number 1..65536", optarg);
             break;
         case 's': store_name = optarg; break;
         case 'r':
-            if (pfs_parse_bytes(optarg, &rate) != 0)
+            if (pio_parse_bytes(optarg, &rate) != 0)
                 return bad("--disk-rate %s: give bytes per second, e.g. 200M (K, M, G: powers "
                            "of 1024; 0: no limit)",
                            optarg);
             break;
         case 'l':
-            if (pfs_parse_int(optarg, 1, 1024, &lanes) != 0)
+            if (pio_parse_int(optarg, 1, 1024, &lanes) != 0)
                 return bad("--disk-lanes %s: give a whole number 1..1024", optarg);
             lanes_given = 1;
             break;

@@ -45,10 +45,4 @@ void pfs_srv_signals(volatile int *stop);
 /* pfs_now_ns - CLOCK_MONOTONIC in nanoseconds. */
 int64_t pfs_now_ns(void);
 
-/* pfs_parse_int - s as a decimal integer in [lo, hi] into *out: 0, or -1
- * when it is not one. pfs_parse_bytes - s as bytes with an optional K, M or G
- * (powers of 1024): 0, or -1. */
-int pfs_parse_int(const char *s, long lo, long hi, long *out);
-int pfs_parse_bytes(const char *s, uint64_t *out);
-
 #endif

@@ -39,6 +39,7 @@
 #include "pfs/gas/wire.h"
 #include "pfs/layout.h"
 #include "pfs/pfs.h"
+#include "libpio/parse.h"
 #include "pfs/srv.h"
 #include "pio.h"
 
@@ -821,17 +822,17 @@ static int parse(int argc, char **argv)
         case 'c': cfg.cls = optarg; break;
         case 'n': snprintf(cfg.name, sizeof(cfg.name), "%s", optarg); break;
         case 'b':
-            if (pfs_parse_bytes(optarg, &cfg.sub_buffer) != 0 || cfg.sub_buffer < 4096 ||
+            if (pio_parse_bytes(optarg, &cfg.sub_buffer) != 0 || cfg.sub_buffer < 4096 ||
                 cfg.sub_buffer > (64u << 20))
                 return bad("--sub-buffer", optarg);
             break;
         case 'k':
-            if (pfs_parse_bytes(optarg, &cfg.block) != 0 || cfg.block < 8 ||
+            if (pio_parse_bytes(optarg, &cfg.block) != 0 || cfg.block < 8 ||
                 cfg.block > (64u << 20))
                 return bad("--block", optarg);
             break;
         case 'i':
-            if (pfs_parse_int(optarg, 1, 3600000, &v) != 0)
+            if (pio_parse_int(optarg, 1, 3600000, &v) != 0)
                 return bad("--interval", optarg);
             cfg.interval_ns = v * 1000000;
             break;

@@ -186,12 +186,26 @@ static void test_places(void **state)
     (void)state;
     uint32_t owner;
     uint64_t disp;
-    /* rows round-robin: blocks 0..7 over 4 ranks, two rows each */
-    for (uint64_t b = 0; b < 8; b++) {
-        anco_row_place(b, 4, 3, &owner, &disp);
-        assert_int_equal(owner, b % 4);
-        assert_int_equal(disp, (b / 4) * 3 * ANCO_CELL_SIZE);
+    /* representative rows: on a rank in range, after the header, on a row
+     * boundary; probes are consecutive global rows; rows used evenly */
+    int rows[4][8];
+    memset(rows, 0, sizeof(rows));
+    for (uint64_t id = 1; id <= 4096; id++) {
+        anco_row_place(id, 0, 4, 8, 3, &owner, &disp);
+        assert_true(owner < 4 && disp >= ANCO_DIR_HDR);
+        assert_int_equal((disp - ANCO_DIR_HDR) % anco_row_bytes(3), 0);
+        uint64_t row = (disp - ANCO_DIR_HDR) / anco_row_bytes(3);
+        assert_true(row < 8);
+        rows[owner][row]++;
+        uint32_t o1;
+        uint64_t d1;
+        anco_row_place(id, 1, 4, 8, 3, &o1, &d1); /* global row + 1 */
+        assert_int_equal((row * 4 + owner + 1) % 32,
+                         ((d1 - ANCO_DIR_HDR) / anco_row_bytes(3)) * 4 + o1);
     }
+    for (int r = 0; r < 4; r++)
+        for (int k = 0; k < 8; k++)
+            assert_true(rows[r][k] > 64 && rows[r][k] < 200); /* 128 on average */
     /* alternative directory: the slot is on a member of the group, in range,
      * the same every time; slots are used roughly evenly */
     int use[8][16];
@@ -334,12 +348,14 @@ static void test_entry_races(void **state)
 #define JOB_RANKS   8
 #define JOB_ENTRIES 4
 #define JOB_BLK     256
-#define JOB_ROWS    16 /* rows per rank: block IDs below JOB_RANKS * JOB_ROWS */
+#define JOB_ROWS    16 /* representative rows and alternative slots per rank */
+#define JOB_IDS     64 /* block IDs used: 1..JOB_IDS-1 */
 
 struct job {
     uint8_t cache[JOB_RANKS][JOB_ENTRIES * (ANCO_ENTRY_HDR + JOB_BLK)];
-    _Atomic uint64_t dir[JOB_RANKS][JOB_ROWS * 8]; /* up to 8 groups a row */
-    atomic_int store_reads[JOB_RANKS * JOB_ROWS];
+    _Atomic uint64_t dir[JOB_RANKS][(ANCO_DIR_HDR + JOB_ROWS * 9 * ANCO_CELL_SIZE) / 8];
+    _Atomic uint64_t alt[JOB_RANKS][JOB_ROWS * ANCO_SLOT_SIZE / 8];
+    atomic_int store_reads[JOB_IDS];
 };
 
 static struct job job;
@@ -351,45 +367,54 @@ static void block_bytes(uint64_t id, uint8_t *d, size_t len)
         d[i] = (uint8_t)(id * 31 + i * 7);
 }
 
-static int job_cache_get(void *ctx, uint32_t rank, uint64_t disp, void *buf, size_t len)
+static _Atomic uint64_t *job_words(enum anco_win w, uint32_t rank, uint64_t disp)
 {
-    (void)ctx;
-    /* word by word where aligned, as a NIC or the progress thread would */
-    const uint8_t *src = job.cache[rank] + disp;
-    if (len % 8 == 0 && disp % 8 == 0) {
-        for (size_t i = 0; i < len; i += 8) {
-            uint64_t w = atomic_load((_Atomic uint64_t *)(void *)(src + i));
-            memcpy((uint8_t *)buf + i, &w, 8);
-        }
-        return 0;
+    switch (w) {
+    case ANCO_WIN_DIR: return &job.dir[rank][disp / 8];
+    case ANCO_WIN_ALT: return &job.alt[rank][disp / 8];
+    default: return (_Atomic uint64_t *)(void *)(job.cache[rank] + disp);
     }
-    memcpy(buf, src, len);
-    return 0;
 }
 
-static int job_dir_get(void *ctx, uint32_t rank, uint64_t disp, void *buf, size_t len)
+static int job_get(void *ctx, enum anco_win w, uint32_t rank, uint64_t disp, void *buf, size_t len)
 {
     (void)ctx;
+    /* word by word, as a NIC or the progress thread would */
+    _Atomic uint64_t *src = job_words(w, rank, disp);
     for (size_t i = 0; i < len / 8; i++) {
-        uint64_t w = atomic_load(&job.dir[rank][disp / 8 + i]);
-        memcpy((uint8_t *)buf + 8 * i, &w, 8);
+        uint64_t v = atomic_load(&src[i]);
+        memcpy((uint8_t *)buf + 8 * i, &v, 8);
     }
     return 0;
 }
 
-static int job_dir_cas(void *ctx, uint32_t rank, uint64_t disp, uint64_t compare, uint64_t swap,
-                       uint64_t *old)
+static int job_put(void *ctx, enum anco_win w, uint32_t rank, uint64_t disp, const void *buf,
+                   size_t len)
+{
+    (void)ctx;
+    _Atomic uint64_t *dst = job_words(w, rank, disp);
+    for (size_t i = 0; i < len / 8; i++) {
+        uint64_t v;
+        memcpy(&v, (const uint8_t *)buf + 8 * i, 8);
+        atomic_store(&dst[i], v);
+    }
+    return 0;
+}
+
+static int job_cas(void *ctx, enum anco_win w, uint32_t rank, uint64_t disp, uint64_t compare,
+                   uint64_t swap, uint64_t *old)
 {
     (void)ctx;
     uint64_t c = compare;
-    atomic_compare_exchange_strong(&job.dir[rank][disp / 8], &c, swap);
+    atomic_compare_exchange_strong(job_words(w, rank, disp), &c, swap);
     *old = c;
     return 0;
 }
 
-static int job_store_read(void *ctx, uint64_t id, void *buf, size_t len)
+static int job_store_read(void *ctx, const void *src, uint64_t id, void *buf, size_t len)
 {
     (void)ctx;
+    (void)src;
     atomic_fetch_add(&job.store_reads[id], 1);
     block_bytes(id, buf, len);
     sched_yield(); /* a slow file system: let the others find the cell loading */
@@ -408,13 +433,12 @@ static void job_node(struct anco_node *n, uint32_t rank, uint32_t groups)
     n->rank = rank;
     n->size = JOB_RANKS;
     n->groups = groups;
+    n->rows = JOB_ROWS;
+    n->slots = JOB_ROWS;
+    n->poll_limit = 1u << 30;
     n->block = JOB_BLK;
     n->cache = job.cache[rank];
-    n->ops = (struct anco_ops){.cache = {job_cache_get, NULL},
-                               .dir_get = job_dir_get,
-                               .dir_cas = job_dir_cas,
-                               .store_read = job_store_read,
-                               .pause = job_pause};
+    n->ops = (struct anco_ops){job_get, job_put, job_cas, job_store_read, job_pause, NULL};
 }
 
 static void test_acquire_sequence(void **state)
@@ -427,35 +451,70 @@ static void test_acquire_sequence(void **state)
     uint8_t out[JOB_BLK], want[JOB_BLK];
     enum anco_from from;
     block_bytes(5, want, JOB_BLK);
-    /* rank 0 (group 0): nobody has block 5: the file system */
-    assert_int_equal(anco_acquire(&n[0], 5, 0, out, JOB_BLK, &from), 0);
+    /* rank 0 (group 0): nobody has block 5: the file system; its copy is
+     * the job's only one */
+    assert_int_equal(anco_acquire(&n[0], 5, 0, NULL, out, JOB_BLK, &from), 0);
     assert_int_equal(from, ANCO_FROM_STORE);
     assert_memory_equal(out, want, JOB_BLK);
+    assert_int_equal(anco_is_singlet(&n[0], 5, 0), 1);
     /* rank 1 (group 1): its group's cell is invalid, group 0 has it */
     memset(out, 0, sizeof(out));
-    assert_int_equal(anco_acquire(&n[1], 5, 2, out, JOB_BLK, &from), 0);
+    assert_int_equal(anco_acquire(&n[1], 5, 2, NULL, out, JOB_BLK, &from), 0);
     assert_int_equal(from, ANCO_FROM_OTHER_GROUP);
     assert_memory_equal(out, want, JOB_BLK);
-    /* rank 2 (group 0): its group has it loaded at rank 0 */
+    assert_int_equal(anco_is_singlet(&n[0], 5, 0), 0);
+    /* rank 2 (group 0): its group has it loaded */
     memset(out, 0, sizeof(out));
-    assert_int_equal(anco_acquire(&n[2], 5, 1, out, JOB_BLK, &from), 0);
+    assert_int_equal(anco_acquire(&n[2], 5, 1, NULL, out, JOB_BLK, &from), 0);
     assert_int_equal(from, ANCO_FROM_GROUP);
     assert_memory_equal(out, want, JOB_BLK);
     assert_int_equal(atomic_load(&job.store_reads[5]), 1);
-    /* rank 0 gives it up: group 0's cell is invalid again; rank 4 (group 0)
-     * becomes the representative and copies from group 1 (rank 1) */
-    assert_int_equal(anco_give_up(&n[0], 5, 0), 0);
+    /* rank 0, group 0's representative, gives it up: the alternative
+     * directory names rank 2's copy, which takes the cell over */
+    anco_give_up(&n[0], 5, 0);
     memset(out, 0, sizeof(out));
-    assert_int_equal(anco_acquire(&n[4], 5, 3, out, JOB_BLK, &from), 0);
-    assert_int_equal(from, ANCO_FROM_OTHER_GROUP);
+    assert_int_equal(anco_acquire(&n[4], 5, 3, NULL, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_GROUP);
     assert_memory_equal(out, want, JOB_BLK);
+    /* rank 2 gives up: rank 4 (the last noted) takes over; rank 4 gives up:
+     * nobody is left in group 0, its cell is invalid; group 1's rank 1 has
+     * the only copy now */
+    anco_give_up(&n[2], 5, 1);
+    assert_int_equal(anco_is_singlet(&n[4], 5, 3), 0);
+    anco_give_up(&n[4], 5, 3);
+    assert_int_equal(anco_is_singlet(&n[1], 5, 2), 1);
+    /* rank 6 (group 0) becomes the representative, copies from group 1 */
+    assert_int_equal(anco_acquire(&n[6], 5, 0, NULL, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_OTHER_GROUP);
     assert_int_equal(atomic_load(&job.store_reads[5]), 1);
     /* both groups give up: the next reader goes to the file system again */
-    assert_int_equal(anco_give_up(&n[4], 5, 3), 0);
-    assert_int_equal(anco_give_up(&n[1], 5, 2), 0);
-    assert_int_equal(anco_acquire(&n[6], 5, 0, out, JOB_BLK, &from), 0);
+    anco_give_up(&n[6], 5, 0);
+    anco_give_up(&n[1], 5, 2);
+    assert_int_equal(anco_acquire(&n[3], 5, 0, NULL, out, JOB_BLK, &from), 0);
     assert_int_equal(from, ANCO_FROM_STORE);
     assert_int_equal(atomic_load(&job.store_reads[5]), 2);
+    assert_memory_equal(out, want, JOB_BLK);
+}
+
+/* a block whose rows are all taken by other blocks is read around the
+ * directories, correctly */
+static void test_directory_full(void **state)
+{
+    (void)state;
+    memset(&job, 0, sizeof(job));
+    struct anco_node n;
+    job_node(&n, 0, 1);
+    /* take every row of every rank */
+    for (uint32_t r = 0; r < JOB_RANKS; r++)
+        for (uint32_t k = 0; k < JOB_ROWS; k++)
+            atomic_store(&job.dir[r][(ANCO_DIR_HDR + k * anco_row_bytes(1)) / 8], 9999);
+    uint8_t out[JOB_BLK], want[JOB_BLK];
+    enum anco_from from;
+    block_bytes(7, want, JOB_BLK);
+    assert_int_equal(anco_acquire(&n, 7, 0, NULL, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_AROUND);
+    assert_memory_equal(out, want, JOB_BLK);
+    assert_int_equal(n.st.uncached, 1);
 }
 
 struct racer {
@@ -472,7 +531,8 @@ static void *racer_main(void *arg)
     uint8_t out[JOB_BLK], want[JOB_BLK];
     enum anco_from from;
     block_bytes(r->id, want, JOB_BLK);
-    r->ok = anco_acquire(&n, r->id, 0, out, JOB_BLK, &from) == 0 && memcmp(out, want, JOB_BLK) == 0;
+    r->ok = anco_acquire(&n, r->id, 0, NULL, out, JOB_BLK, &from) == 0 &&
+            memcmp(out, want, JOB_BLK) == 0;
     return NULL;
 }
 
@@ -484,7 +544,7 @@ static void test_acquire_at_once(void **state)
     for (uint32_t groups = 1; groups <= 4; groups *= 2)
         for (int round = 0; round < 20; round++) {
             memset(&job, 0, sizeof(job));
-            uint64_t id = (uint64_t)(round % (JOB_RANKS * JOB_ROWS));
+            uint64_t id = 1 + (uint64_t)round;
             struct racer r[JOB_RANKS];
             pthread_t th[JOB_RANKS];
             for (uint32_t k = 0; k < JOB_RANKS; k++) {
@@ -501,11 +561,17 @@ static void test_acquire_at_once(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_acquire_sequence), cmocka_unit_test(test_acquire_at_once),
-    cmocka_unit_test(test_entry_races),      cmocka_unit_test(test_lru),
-    cmocka_unit_test(test_singlet_moves),    cmocka_unit_test(test_singlet_fifo_limit),
-    cmocka_unit_test(test_lists_random),     cmocka_unit_test(test_cell),
-    cmocka_unit_test(test_groups),           cmocka_unit_test(test_places),
+    cmocka_unit_test(test_acquire_sequence),
+    cmocka_unit_test(test_acquire_at_once),
+    cmocka_unit_test(test_directory_full),
+    cmocka_unit_test(test_entry_races),
+    cmocka_unit_test(test_lru),
+    cmocka_unit_test(test_singlet_moves),
+    cmocka_unit_test(test_singlet_fifo_limit),
+    cmocka_unit_test(test_lists_random),
+    cmocka_unit_test(test_cell),
+    cmocka_unit_test(test_groups),
+    cmocka_unit_test(test_places),
 };
 
 PIO_UNIT_MAIN(tests)
