@@ -7,12 +7,9 @@
 ANCO_OBJS := $(B)/anco/lists.o $(B)/anco/dir.o $(B)/anco/entry.o $(B)/anco/core.o \
   $(B)/anco/anco.o $(B)/anco/store.o
 LIBANCO_SO := $(B)/lib/libanco.so
-OBJS += $(ANCO_OBJS)
-ifneq ($(wildcard anco/preload.c),)
-OBJS += $(B)/anco/preload.o
+OBJS += $(ANCO_OBJS) $(B)/anco/preload.o
 TEST_BINS += $(LIBANCO_SO)
 INSTALL_SOS += $(LIBANCO_SO)
-endif
 
 $(B)/tests/unit/test_anco: $(B)/tests/unit/test_anco.o $(ANCO_OBJS) $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(call pkg,--libs,cmocka)
