@@ -7,7 +7,10 @@
 ANCO_OBJS := $(B)/anco/lists.o $(B)/anco/dir.o $(B)/anco/entry.o $(B)/anco/core.o \
   $(B)/anco/anco.o $(B)/anco/store.o
 LIBANCO_SO := $(B)/lib/libanco.so
-OBJS += $(ANCO_OBJS) $(B)/anco/preload.o
+# what libanco.so shares with libpgas.so (libpio/interpose.c): not in libpio,
+# linked in hidden so that a program's own symbols never clash with it
+ANCO_IP := $(B)/libpio/interpose.o
+OBJS += $(ANCO_OBJS) $(B)/anco/preload.o $(ANCO_IP)
 TEST_BINS += $(LIBANCO_SO)
 INSTALL_SOS += $(LIBANCO_SO)
 
@@ -18,10 +21,11 @@ $(B)/tests/unit/test_anco: $(B)/tests/unit/test_anco.o $(ANCO_OBJS) $(LIBPIO_A)
 $(B)/tests/prog/anco-job: $(B)/tests/prog/anco-job.o $(ANCO_OBJS) $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(LIBANCO_SO): $(B)/anco/preload.o $(ANCO_OBJS) $(LIBPIO_A)
+$(ANCO_IP): CFLAGS += -fvisibility=hidden
+$(LIBANCO_SO): $(B)/anco/preload.o $(ANCO_IP) $(ANCO_OBJS) $(LIBPIO_A)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) -shared $(LDFLAGS) -Wl,-soname,libanco.so -o $@ \
-	  $(B)/anco/preload.o $(ANCO_OBJS) $(LIBPIO_A) $(LDLIBS) -ldl
+	  $(B)/anco/preload.o $(ANCO_IP) $(ANCO_OBJS) $(LIBPIO_A) $(LDLIBS) -ldl
 
 # anco_preload.bats' MPI reader (plain POSIX reads; it knows nothing about
 # anco), compiled by the MPI wrapper as bench/module.mk does gas-btio-mpi

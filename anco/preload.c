@@ -52,12 +52,17 @@
  * anco_finalize, which waits for the job's other processes: no process's
  * cache goes away while another may read it.
  *
+ * What libpgas.so does alike lives in libpio/interpose.c, compiled into
+ * both libraries hidden: libc's functions behind the hooks (PIO_IP_REAL),
+ * the descriptor table (apl_fds), open's and fcntl's optional arguments,
+ * the fopencookie streams, the one-line messages (pio_ip_say).
+ *
  * Locks, in the order they may be taken (never leftwards):
  *   apl_init_mtx   joining the job (held across anco_init)
  *   apl_file.mtx   one record's position, held across the anco_pread of a
  *                  read (so concurrent reads of one descriptor do not overlap)
  *   anco's own lock, inside anco
- * apl_fds_mtx (slot updates and the reference counts) is only held alone and
+ * apl_fds.mtx (slot updates and the reference counts) is only held alone and
  * never across a call into anco or libc's I/O.
  *
  * Re-entry. anco reads the files it caches through open and pread, and
@@ -73,20 +78,20 @@
  * alone.
  *
  * Not served (they work, through libc, uncached): mmap, ioctl(FICLONE) (cp
- * may clone instead of reading), readahead, a descriptor above APL_FD_MAX, a
- * stream from freopen. A descriptor closed behind our back (by libc itself)
- * keeps its record until the number comes back from an open or dup. A
- * parent does not see its position move when a child reads from a
- * descriptor they share (the position is ours, the kernel's only a copy).
- * Processes that exit with _exit, or that never open a served file, do not
- * reach the barrier of anco_finalize: the others wait there (up to
- * $ANCO_BARRIER_TIMEOUT seconds). A thread still reading at exit races with
- * the destructor.
+ * may clone instead of reading), readahead, a descriptor at or above
+ * PIO_IP_FD_MAX (65536), a stream from freopen. A descriptor closed behind
+ * our back (by libc itself) keeps its record until the number comes back
+ * from an open or dup. A parent does not see its position move when a child
+ * reads from a descriptor they share (the position is ours, the kernel's
+ * only a copy). Processes that exit with _exit, or that never open a served
+ * file, do not reach the barrier of anco_finalize: the others wait there
+ * (up to $ANCO_BARRIER_TIMEOUT seconds). A thread still reading at exit
+ * races with the destructor.
  */
 #include "anco/anco.h"
+#include "libpio/interpose.h"
 #include "pio.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -104,81 +109,54 @@
 
 _Static_assert(sizeof(off_t) == 8 && sizeof(off_t) == sizeof(off64_t), "libanco.so is for LP64");
 
-/* Entry points glibc declares only under _FORTIFY_SOURCE. */
-int __open_2(const char *path, int flags);
-int __open64_2(const char *path, int flags);
-int __openat_2(int dirfd, const char *path, int flags);
-int __openat64_2(int dirfd, const char *path, int flags);
-ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
-ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
-ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
-
-#define APL_FD_MAX    65536
-#define APL_NOT_OURS  (-2)       /* a helper's "not served: ask libc" */
 #define APL_BOUNCE    (1u << 20) /* sendfile's buffer, at most */
 #define APL_STATS_ENV "ANCO_STATS"
 
-/* ---- the real functions ------------------------------------------------ */
+/* ---- the real functions (PIO_IP_REAL) ---------------------------------- */
 
-/* APL_REAL(name) - libc's name (the next definition after ours), looked up
- * on first use: other libraries' constructors call hooks before ours runs. */
-#define APL_REAL(name) ((__typeof__(&name))apl_sym(&apl_sym_##name, #name))
-#define APL_SLOT(name) static void *_Atomic apl_sym_##name
-
-APL_SLOT(open);
-APL_SLOT(open64);
-APL_SLOT(openat);
-APL_SLOT(openat64);
-APL_SLOT(__open_2);
-APL_SLOT(__open64_2);
-APL_SLOT(__openat_2);
-APL_SLOT(__openat64_2);
-APL_SLOT(fopen);
-APL_SLOT(fopen64);
-APL_SLOT(fdopen);
-APL_SLOT(read);
-APL_SLOT(pread);
-APL_SLOT(pread64);
-APL_SLOT(__read_chk);
-APL_SLOT(__pread_chk);
-APL_SLOT(__pread64_chk);
-APL_SLOT(readv);
-APL_SLOT(preadv);
-APL_SLOT(preadv64);
-APL_SLOT(preadv2);
-APL_SLOT(preadv64v2);
-APL_SLOT(lseek);
-APL_SLOT(lseek64);
-APL_SLOT(close);
-APL_SLOT(close_range);
-APL_SLOT(closefrom);
-APL_SLOT(dup);
-APL_SLOT(dup2);
-APL_SLOT(dup3);
-APL_SLOT(fcntl);
-APL_SLOT(fcntl64);
-APL_SLOT(copy_file_range);
-APL_SLOT(sendfile);
-APL_SLOT(sendfile64);
-
-static void *apl_sym(void *_Atomic *slot, const char *name)
-{
-    void *p = atomic_load_explicit(slot, memory_order_relaxed);
-
-    if (!p) {
-        p = dlsym(RTLD_NEXT, name);
-        atomic_store_explicit(slot, p, memory_order_relaxed);
-    }
-    return p;
-}
+PIO_IP_SLOT(open);
+PIO_IP_SLOT(open64);
+PIO_IP_SLOT(openat);
+PIO_IP_SLOT(openat64);
+PIO_IP_SLOT(__open_2);
+PIO_IP_SLOT(__open64_2);
+PIO_IP_SLOT(__openat_2);
+PIO_IP_SLOT(__openat64_2);
+PIO_IP_SLOT(fopen);
+PIO_IP_SLOT(fopen64);
+PIO_IP_SLOT(fdopen);
+PIO_IP_SLOT(read);
+PIO_IP_SLOT(pread);
+PIO_IP_SLOT(pread64);
+PIO_IP_SLOT(__read_chk);
+PIO_IP_SLOT(__pread_chk);
+PIO_IP_SLOT(__pread64_chk);
+PIO_IP_SLOT(readv);
+PIO_IP_SLOT(preadv);
+PIO_IP_SLOT(preadv64);
+PIO_IP_SLOT(preadv2);
+PIO_IP_SLOT(preadv64v2);
+PIO_IP_SLOT(lseek);
+PIO_IP_SLOT(lseek64);
+PIO_IP_SLOT(close);
+PIO_IP_SLOT(close_range);
+PIO_IP_SLOT(closefrom);
+PIO_IP_SLOT(dup);
+PIO_IP_SLOT(dup2);
+PIO_IP_SLOT(dup3);
+PIO_IP_SLOT(fcntl);
+PIO_IP_SLOT(fcntl64);
+PIO_IP_SLOT(copy_file_range);
+PIO_IP_SLOT(sendfile);
+PIO_IP_SLOT(sendfile64);
 
 /* ---- state ------------------------------------------------------------- */
 
 /* One served open; shared by the descriptors dup'ed from it. */
 struct apl_file {
+    struct pio_ip_rec rec; /* first: the references, under apl_fds.mtx */
     anco_file *f;
     uint64_t size;       /* from anco_open */
-    int refs;            /* table slots + calls in progress; under apl_fds_mtx */
     pthread_mutex_t mtx; /* guards pos */
     uint64_t pos;
     char path[]; /* the clean absolute path, for messages */
@@ -186,14 +164,11 @@ struct apl_file {
 
 enum apl_state { APL_NEW, APL_ON, APL_OFF };
 
-static struct apl_file *_Atomic apl_fds[APL_FD_MAX];
-static atomic_int apl_fd_hw; /* one past the highest descriptor ever in the table */
-static pthread_mutex_t apl_fds_mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct pio_ip_fds apl_fds = {.mtx = PTHREAD_MUTEX_INITIALIZER}; /* owner: who joined */
 
 static atomic_int apl_state; /* enum apl_state */
 static pthread_mutex_t apl_init_mtx = PTHREAD_MUTEX_INITIALIZER;
-static anco *apl_anco;       /* set under apl_init_mtx before apl_state is APL_ON */
-static atomic_int apl_owner; /* pid of the process that joined */
+static anco *apl_anco; /* set under apl_init_mtx before apl_state is APL_ON */
 static atomic_int apl_told_open, apl_told_read;
 static int apl_errfd = -1; /* a copy of stderr for the counters at exit, when $ANCO_STATS */
 static dev_t apl_err_dev;  /* what apl_errfd was, to see at exit that it still is */
@@ -206,31 +181,6 @@ static size_t apl_npfx;
 static pthread_once_t apl_pfx_once = PTHREAD_ONCE_INIT;
 
 /* ---- small helpers ----------------------------------------------------- */
-
-/* apl_say - one line on stderr (errno kept). */
-__attribute__((format(printf, 1, 2))) static void apl_say(const char *fmt, ...)
-{
-    char buf[1024];
-    int e = errno, n;
-    va_list ap;
-
-    va_start(ap, fmt);
-    n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-    va_end(ap);
-    if (n >= 0) {
-        if (n > (int)sizeof(buf) - 2)
-            n = (int)sizeof(buf) - 2;
-        buf[n++] = '\n';
-        (void)!write(2, buf, (size_t)n); /* stderr gone: nothing to do */
-    }
-    errno = e;
-}
-
-static int apl_fail(int e)
-{
-    errno = e;
-    return -1;
-}
 
 /* apl_wants - whether open flags ask for what can be served. */
 static int apl_wants(int flags)
@@ -316,7 +266,7 @@ static void apl_pfx_parse(void)
     copy = strdup(s);
     apl_pfx = calloc(n, sizeof(*apl_pfx));
     if (!copy || !apl_pfx) {
-        apl_say("libanco: out of memory reading ANCO_PATHS: nothing is served");
+        pio_ip_say("libanco: out of memory reading ANCO_PATHS: nothing is served");
         free(copy);
         free(apl_pfx);
         apl_pfx = NULL;
@@ -324,7 +274,7 @@ static void apl_pfx_parse(void)
     }
     for (tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
         if (apl_absolute(AT_FDCWD, tok, abs, &len) < 0 || !(apl_pfx[apl_npfx] = strdup(abs)))
-            apl_say("libanco: ANCO_PATHS entry \"%s\" ignored (too long, or no memory)", tok);
+            pio_ip_say("libanco: ANCO_PATHS entry \"%s\" ignored (too long, or no memory)", tok);
         else
             apl_npfx++;
     }
@@ -399,9 +349,9 @@ static int apl_rank(int *rank, int *size)
         if (kr == 0 || ks == 0)
             continue;
         if (kr < 0 || ks < 0 || r >= s || s == 0) {
-            apl_say("libanco: %s=%s and %s=%s are not a rank and a size: serving reads without the "
-                    "cache",
-                    vars[i][0], getenv(vars[i][0]), vars[i][1], getenv(vars[i][1]));
+            pio_ip_say("libanco: %s=%s and %s=%s are not a rank and a size: "
+                       "serving reads without the cache",
+                       vars[i][0], getenv(vars[i][0]), vars[i][1], getenv(vars[i][1]));
             return -1;
         }
         *rank = r;
@@ -447,11 +397,11 @@ static int apl_stderr_copy(void)
 
     if (!stats || !*stats)
         return -1;
-    fd = APL_REAL(fcntl)(2, F_DUPFD_CLOEXEC, 100);
+    fd = PIO_IP_REAL(fcntl)(2, F_DUPFD_CLOEXEC, 100);
     if (fd < 0)
-        fd = APL_REAL(fcntl)(2, F_DUPFD_CLOEXEC, 3);
+        fd = PIO_IP_REAL(fcntl)(2, F_DUPFD_CLOEXEC, 3);
     if (fd >= 0 && fstat(fd, &st) < 0) {
-        APL_REAL(close)(fd);
+        PIO_IP_REAL(close)(fd);
         fd = -1;
     }
     if (fd >= 0) {
@@ -493,15 +443,15 @@ static void apl_join(void)
     rc = anco_init(&cfg, rank, size, &a);
     apl_inside = 0;
     if (rc != PIO_OK) {
-        apl_say("libanco: cannot join the cache as process %d of %d of \"%s\" (piod at %s): %s: "
-                "serving reads without the cache",
-                rank, size, app, sock && *sock ? sock : "/run/pio/piod.sock", PIO_Strerror(rc));
+        pio_ip_say("libanco: cannot join the cache as process %d of %d of \"%s\" (piod at %s): %s: "
+                   "serving reads without the cache",
+                   rank, size, app, sock && *sock ? sock : "/run/pio/piod.sock", PIO_Strerror(rc));
         atomic_store(&apl_state, APL_OFF);
         return;
     }
     apl_anco = a;
     apl_errfd = apl_stderr_copy();
-    atomic_store(&apl_owner, (int)getpid());
+    pio_ip_own(&apl_fds);
     atomic_store(&apl_state, APL_ON);
 }
 
@@ -523,7 +473,7 @@ static int apl_start(void)
  * child sharing our memory). */
 static int apl_mine(void)
 {
-    return atomic_load(&apl_owner) == (int)getpid();
+    return pio_ip_mine(&apl_fds);
 }
 
 /* ---- the descriptor table ---------------------------------------------- */
@@ -531,36 +481,25 @@ static int apl_mine(void)
 /* apl_slot - whether fd has a record (the hooks' fast path). */
 static int apl_slot(int fd)
 {
-    return (unsigned)fd < APL_FD_MAX &&
-           atomic_load_explicit(&apl_fds[fd], memory_order_relaxed) != NULL;
+    return pio_ip_has(&apl_fds, fd);
 }
 
 /* apl_get - fd's record with a reference (dropped by apl_put), or NULL when
  * fd is not served now (no record, anco off, or a call from inside anco). */
 static struct apl_file *apl_get(int fd)
 {
-    struct apl_file *f;
-
     if (!apl_slot(fd) || apl_inside || atomic_load(&apl_state) != APL_ON)
         return NULL;
-    pthread_mutex_lock(&apl_fds_mtx);
-    f = atomic_load_explicit(&apl_fds[fd], memory_order_acquire);
-    if (f)
-        f->refs++;
-    pthread_mutex_unlock(&apl_fds_mtx);
-    return f;
+    return (struct apl_file *)pio_ip_get(&apl_fds, fd);
 }
 
 /* apl_put - drop a reference; the last one closes the anco file and frees
  * f. errno kept. */
 static void apl_put(struct apl_file *f)
 {
-    int last, e = errno;
+    int e = errno;
 
-    pthread_mutex_lock(&apl_fds_mtx);
-    last = --f->refs == 0;
-    pthread_mutex_unlock(&apl_fds_mtx);
-    if (!last)
+    if (!pio_ip_unref(&apl_fds, &f->rec))
         return;
     if (atomic_load(&apl_state) == APL_ON && apl_mine()) {
         apl_inside = 1;
@@ -574,17 +513,10 @@ static void apl_put(struct apl_file *f)
 
 /* apl_install - put f (NULL: nothing) in fd's slot, taking over the
  * caller's reference; returns what was there (its reference now the
- * caller's). fd < APL_FD_MAX. */
+ * caller's). fd < PIO_IP_FD_MAX. */
 static struct apl_file *apl_install(int fd, struct apl_file *f)
 {
-    struct apl_file *old;
-
-    pthread_mutex_lock(&apl_fds_mtx);
-    old = atomic_exchange_explicit(&apl_fds[fd], f, memory_order_acq_rel);
-    if (f && fd >= atomic_load(&apl_fd_hw))
-        atomic_store(&apl_fd_hw, fd + 1);
-    pthread_mutex_unlock(&apl_fds_mtx);
-    return old;
+    return (struct apl_file *)pio_ip_install(&apl_fds, fd, f ? &f->rec : NULL);
 }
 
 /* apl_drop - forget fd's record (closed, or closed behind our back). */
@@ -603,21 +535,25 @@ static void apl_drop(int fd)
  * shares oldfd's record, or has none. Returns newfd. */
 static int apl_dup_to(int oldfd, int newfd)
 {
-    struct apl_file *f, *old;
+    struct apl_file *old;
 
     if (newfd < 0 || newfd == oldfd || (!apl_slot(oldfd) && !apl_slot(newfd)) || !apl_mine())
         return newfd;
-    if ((unsigned)newfd >= APL_FD_MAX) /* not served: libc reads at the kernel's position */
+    if ((unsigned)newfd >= PIO_IP_FD_MAX) /* not served: libc reads at the kernel's position */
         return newfd;
-    pthread_mutex_lock(&apl_fds_mtx);
-    f = atomic_load_explicit(&apl_fds[oldfd], memory_order_acquire);
-    if (f)
-        f->refs++;
-    pthread_mutex_unlock(&apl_fds_mtx);
-    old = apl_install(newfd, f);
+    old = apl_install(newfd, (struct apl_file *)pio_ip_get(&apl_fds, oldfd));
     if (old)
         apl_put(old);
     return newfd;
+}
+
+/* apl_fcntl - the fcntl and fcntl64 hooks, real being libc's: what
+ * F_DUPFD and F_DUPFD_CLOEXEC make shares fd's record. */
+static int apl_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
+{
+    int r = real(fd, cmd, arg);
+
+    return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? apl_dup_to(fd, r) : r;
 }
 
 /* ---- serving ----------------------------------------------------------- */
@@ -631,7 +567,7 @@ static void apl_serve(int dirfd, const char *path, int fd)
     struct apl_file *f, *old;
     int e = errno, rc;
 
-    if ((unsigned)fd >= APL_FD_MAX || !apl_wanted_path(dirfd, path, abs) || fstat(fd, &sf) < 0 ||
+    if ((unsigned)fd >= PIO_IP_FD_MAX || !apl_wanted_path(dirfd, path, abs) || fstat(fd, &sf) < 0 ||
         !S_ISREG(sf.st_mode) || sf.st_size == 0 || stat(abs, &sp) < 0 || sp.st_dev != sf.st_dev ||
         sp.st_ino != sf.st_ino || !apl_start())
         goto out;
@@ -644,14 +580,14 @@ static void apl_serve(int dirfd, const char *path, int fd)
     apl_inside = 0;
     if (rc != PIO_OK) {
         if (!atomic_exchange(&apl_told_open, 1))
-            apl_say("libanco: %s: anco_open: %s: reading it without the cache (later such files "
-                    "not reported)",
-                    abs, PIO_Strerror(rc));
+            pio_ip_say("libanco: %s: anco_open: %s: reading it without the cache "
+                       "(later such files not reported)",
+                       abs, PIO_Strerror(rc));
         free(f);
         goto out;
     }
     pthread_mutex_init(&f->mtx, NULL);
-    f->refs = 1;
+    f->rec.refs = 1;
     f->pos = 0;
     old = apl_install(fd, f);
     if (old)
@@ -691,9 +627,9 @@ static ssize_t apl_pread_f(struct apl_file *f, int fd, void *buf, size_t n, uint
     if (rc == PIO_OK)
         return (ssize_t)got;
     if (!atomic_exchange(&apl_told_read, 1))
-        apl_say("libanco: %s: anco_pread: %s: reading without the cache (said once)", f->path,
-                PIO_Strerror(rc));
-    return APL_REAL(pread)(fd, buf, n, (off_t)off);
+        pio_ip_say("libanco: %s: anco_pread: %s: reading without the cache (said once)", f->path,
+                   PIO_Strerror(rc));
+    return PIO_IP_REAL(pread)(fd, buf, n, (off_t)off);
 }
 
 /* apl_moved - f's position (and fd's kernel position) is now pos. Under
@@ -703,7 +639,7 @@ static void apl_moved(struct apl_file *f, int fd, uint64_t pos)
     int e = errno;
 
     f->pos = pos;
-    (void)APL_REAL(lseek)(fd, (off_t)pos, SEEK_SET); /* only a mirror for libc's users */
+    (void)PIO_IP_REAL(lseek)(fd, (off_t)pos, SEEK_SET); /* only a mirror for libc's users */
     errno = e;
 }
 
@@ -715,7 +651,7 @@ static ssize_t apl_preadv_f(struct apl_file *f, int fd, const struct iovec *iov,
     ssize_t total = 0, r;
 
     if (cnt < 0 || cnt > IOV_MAX)
-        return apl_fail(EINVAL);
+        return pio_ip_fail(EINVAL);
     for (int i = 0; i < cnt; i++) {
         r = apl_pread_f(f, fd, iov[i].iov_base, iov[i].iov_len, off + (uint64_t)total);
         if (r < 0)
@@ -728,14 +664,14 @@ static ssize_t apl_preadv_f(struct apl_file *f, int fd, const struct iovec *iov,
 }
 
 /* apl_readv - readv of served fd at off (< 0: at its position, which
- * moves), or APL_NOT_OURS. */
+ * moves), or PIO_IP_NOT_OURS. */
 static ssize_t apl_readv(int fd, const struct iovec *iov, int cnt, off_t off)
 {
     struct apl_file *f = apl_get(fd);
     ssize_t r;
 
     if (!f)
-        return APL_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     if (off >= 0) {
         r = apl_preadv_f(f, fd, iov, cnt, (uint64_t)off);
     } else {
@@ -755,7 +691,7 @@ static ssize_t apl_read1(int fd, void *buf, size_t n, off_t off, int pos)
     struct iovec v = {buf, n};
 
     if (!apl_slot(fd) || (!pos && off < 0)) /* libc says EINVAL to a negative offset */
-        return APL_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     return apl_readv(fd, &v, 1, pos ? -1 : off);
 }
 
@@ -765,7 +701,7 @@ static off_t apl_lseek(int fd, off_t off, int whence)
     off_t base, to;
 
     if (!apl_slot(fd) || !(f = apl_get(fd)))
-        return APL_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     pthread_mutex_lock(&f->mtx);
     switch (whence) {
     case SEEK_SET: base = 0; break;
@@ -773,16 +709,16 @@ static off_t apl_lseek(int fd, off_t off, int whence)
     case SEEK_END: base = (off_t)f->size; break;
     case SEEK_DATA:
     case SEEK_HOLE:
-        to = APL_REAL(lseek)(fd, off, whence); /* the kernel knows the holes */
+        to = PIO_IP_REAL(lseek)(fd, off, whence); /* the kernel knows the holes */
         if (to >= 0)
             f->pos = (uint64_t)to;
         goto out;
-    default: to = apl_fail(EINVAL); goto out;
+    default: to = pio_ip_fail(EINVAL); goto out;
     }
     if (__builtin_add_overflow(base, off, &to))
-        to = apl_fail(EOVERFLOW);
+        to = pio_ip_fail(EOVERFLOW);
     else if (to < 0)
-        to = apl_fail(EINVAL);
+        to = pio_ip_fail(EINVAL);
     else if ((uint64_t)to != f->pos)
         apl_moved(f, fd, (uint64_t)to);
 out:
@@ -792,7 +728,7 @@ out:
 }
 
 /* apl_sendfile - sendfile from served descriptor in: one piece of at most
- * APL_BOUNCE bytes through the cache, written to out. APL_NOT_OURS, bytes
+ * APL_BOUNCE bytes through the cache, written to out. PIO_IP_NOT_OURS, bytes
  * or -1. */
 static ssize_t apl_sendfile(int out, int in, off_t *offp, size_t count)
 {
@@ -802,16 +738,16 @@ static ssize_t apl_sendfile(int out, int in, off_t *offp, size_t count)
     char *buf;
 
     if (!apl_slot(in) || !(f = apl_get(in)))
-        return APL_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     if (offp && *offp < 0) {
-        r = apl_fail(EINVAL);
+        r = pio_ip_fail(EINVAL);
         goto put;
     }
     if (count > APL_BOUNCE)
         count = APL_BOUNCE;
     buf = malloc(count ? count : 1);
     if (!buf) {
-        r = apl_fail(ENOMEM);
+        r = pio_ip_fail(ENOMEM);
         goto put;
     }
     if (!offp)
@@ -836,73 +772,33 @@ put:
 
 /* ---- stdio ------------------------------------------------------------- */
 
-static ssize_t apl_ck_read(void *ck, char *buf, size_t n)
-{
-    return read((int)(intptr_t)ck, buf, n);
-}
-
-static int apl_ck_seek(void *ck, off64_t *pos, int whence)
-{
-    off_t r = lseek((int)(intptr_t)ck, *pos, whence);
-
-    if (r < 0)
-        return -1;
-    *pos = r;
-    return 0;
-}
-
-static int apl_ck_close(void *ck)
-{
-    return close((int)(intptr_t)ck);
-}
-
-/* apl_stream - a read-only stdio stream on served descriptor fd: stdio's
- * own reads go to the kernel, so it gets ours through fopencookie. */
-static FILE *apl_stream(int fd)
-{
-    cookie_io_functions_t io = {apl_ck_read, NULL, apl_ck_seek, apl_ck_close};
-
-    return fopencookie((void *)(intptr_t)fd, "r", io);
-}
-
-/* apl_fopen - fopen of a path that may be served. */
+/* apl_fopen - fopen of a path that may be served: glibc's fopen opens with
+ * its internal open, so a served path gets a stream of ours (read-only). */
 static FILE *apl_fopen(const char *path, const char *mode,
                        FILE *(*real)(const char *, const char *))
 {
     char abs[PATH_MAX];
-    FILE *fp;
-    int flags, fd, e;
+    int flags, fd;
 
     if (!apl_read_mode(mode) || atomic_load_explicit(&apl_state, memory_order_relaxed) == APL_OFF ||
         apl_inside || !apl_wanted_path(AT_FDCWD, path, abs))
         return real(path, mode);
     flags = O_RDONLY | (strchr(mode, 'e') ? O_CLOEXEC : 0);
-    fd = apl_opened(AT_FDCWD, path, flags, APL_REAL(open)(path, flags));
+    fd = apl_opened(AT_FDCWD, path, flags, PIO_IP_REAL(open)(path, flags));
     if (fd < 0)
         return NULL;
     if (!apl_slot(fd)) { /* not served after all (not a regular file, anco off) */
-        APL_REAL(close)(fd);
+        PIO_IP_REAL(close)(fd);
         return real(path, mode);
     }
-    fp = apl_stream(fd);
-    if (!fp) {
-        e = errno;
-        close(fd);
-        errno = e;
-    }
-    return fp;
+    return pio_ip_stream_or_close(fd, "r");
 }
 
 /* ---- fork and exit ----------------------------------------------------- */
 
 static void apl_atfork_child(void)
 {
-    int hw = atomic_load(&apl_fd_hw);
-
-    for (int fd = 0; fd < hw; fd++)
-        atomic_store(&apl_fds[fd], NULL); /* the records stay the parent's */
-    atomic_store(&apl_fd_hw, 0);
-    apl_fds_mtx = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    pio_ip_forget_all(&apl_fds);
     apl_init_mtx = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     if (atomic_load(&apl_state) == APL_ON)
         atomic_store(&apl_state, APL_OFF); /* the parent's anco is not ours */
@@ -910,10 +806,10 @@ static void apl_atfork_child(void)
 
 __attribute__((constructor)) static void apl_init(void)
 {
-    (void)APL_REAL(open);
-    (void)APL_REAL(read);
-    (void)APL_REAL(lseek);
-    (void)APL_REAL(close);
+    (void)PIO_IP_REAL(open);
+    (void)PIO_IP_REAL(read);
+    (void)PIO_IP_REAL(lseek);
+    (void)PIO_IP_REAL(close);
     pthread_atfork(NULL, NULL, apl_atfork_child);
 }
 
@@ -928,94 +824,82 @@ __attribute__((destructor)) static void apl_fini(void)
         return;
     atomic_store(&apl_state, APL_OFF);
     apl_inside = 1;
-    if (apl_stderr_same() && (err = APL_REAL(fdopen)(apl_errfd, "w"))) {
+    if (apl_stderr_same() && (err = PIO_IP_REAL(fdopen)(apl_errfd, "w"))) {
         anco_print_stats(apl_anco, err);
         fclose(err);
     } else if (apl_stderr_same()) {
-        APL_REAL(close)(apl_errfd);
+        PIO_IP_REAL(close)(apl_errfd);
     }
     apl_errfd = -1;
     rc = anco_finalize(apl_anco);
     if (rc != PIO_OK)
-        apl_say("libanco: anco_finalize: %s", PIO_Strerror(rc));
+        pio_ip_say("libanco: anco_finalize: %s", PIO_Strerror(rc));
     apl_anco = NULL;
     apl_inside = 0;
 }
 
 /* ---- the hooks --------------------------------------------------------- */
 
-/* APL_OPEN_MODE - open's optional mode argument. */
-#define APL_OPEN_MODE(flags, mode)                                                                 \
-    do {                                                                                           \
-        (mode) = 0;                                                                                \
-        if (((flags)&O_CREAT) || ((flags)&O_TMPFILE) == O_TMPFILE) {                               \
-            va_list ap_;                                                                           \
-            va_start(ap_, flags);                                                                  \
-            (mode) = (mode_t)va_arg(ap_, int);                                                     \
-            va_end(ap_);                                                                           \
-        }                                                                                          \
-    } while (0)
-
 int open(const char *path, int flags, ...)
 {
     mode_t mode;
 
-    APL_OPEN_MODE(flags, mode);
-    return apl_opened(AT_FDCWD, path, flags, APL_REAL(open)(path, flags, mode));
+    PIO_IP_OPEN_MODE(flags, mode);
+    return apl_opened(AT_FDCWD, path, flags, PIO_IP_REAL(open)(path, flags, mode));
 }
 
 int open64(const char *path, int flags, ...)
 {
     mode_t mode;
 
-    APL_OPEN_MODE(flags, mode);
-    return apl_opened(AT_FDCWD, path, flags, APL_REAL(open64)(path, flags, mode));
+    PIO_IP_OPEN_MODE(flags, mode);
+    return apl_opened(AT_FDCWD, path, flags, PIO_IP_REAL(open64)(path, flags, mode));
 }
 
 int openat(int dirfd, const char *path, int flags, ...)
 {
     mode_t mode;
 
-    APL_OPEN_MODE(flags, mode);
-    return apl_opened(dirfd, path, flags, APL_REAL(openat)(dirfd, path, flags, mode));
+    PIO_IP_OPEN_MODE(flags, mode);
+    return apl_opened(dirfd, path, flags, PIO_IP_REAL(openat)(dirfd, path, flags, mode));
 }
 
 int openat64(int dirfd, const char *path, int flags, ...)
 {
     mode_t mode;
 
-    APL_OPEN_MODE(flags, mode);
-    return apl_opened(dirfd, path, flags, APL_REAL(openat64)(dirfd, path, flags, mode));
+    PIO_IP_OPEN_MODE(flags, mode);
+    return apl_opened(dirfd, path, flags, PIO_IP_REAL(openat64)(dirfd, path, flags, mode));
 }
 
 int __open_2(const char *path, int flags)
 {
-    return apl_opened(AT_FDCWD, path, flags, APL_REAL(__open_2)(path, flags));
+    return apl_opened(AT_FDCWD, path, flags, PIO_IP_REAL(__open_2)(path, flags));
 }
 
 int __open64_2(const char *path, int flags)
 {
-    return apl_opened(AT_FDCWD, path, flags, APL_REAL(__open64_2)(path, flags));
+    return apl_opened(AT_FDCWD, path, flags, PIO_IP_REAL(__open64_2)(path, flags));
 }
 
 int __openat_2(int dirfd, const char *path, int flags)
 {
-    return apl_opened(dirfd, path, flags, APL_REAL(__openat_2)(dirfd, path, flags));
+    return apl_opened(dirfd, path, flags, PIO_IP_REAL(__openat_2)(dirfd, path, flags));
 }
 
 int __openat64_2(int dirfd, const char *path, int flags)
 {
-    return apl_opened(dirfd, path, flags, APL_REAL(__openat64_2)(dirfd, path, flags));
+    return apl_opened(dirfd, path, flags, PIO_IP_REAL(__openat64_2)(dirfd, path, flags));
 }
 
 FILE *fopen(const char *path, const char *mode)
 {
-    return apl_fopen(path, mode, APL_REAL(fopen));
+    return apl_fopen(path, mode, PIO_IP_REAL(fopen));
 }
 
 FILE *fopen64(const char *path, const char *mode)
 {
-    return apl_fopen(path, mode, APL_REAL(fopen64));
+    return apl_fopen(path, mode, PIO_IP_REAL(fopen64));
 }
 
 FILE *fdopen(int fd, const char *mode)
@@ -1023,170 +907,158 @@ FILE *fdopen(int fd, const char *mode)
     struct apl_file *f;
 
     if (!apl_slot(fd) || !apl_read_mode(mode) || !(f = apl_get(fd)))
-        return APL_REAL(fdopen)(fd, mode);
+        return PIO_IP_REAL(fdopen)(fd, mode);
     apl_put(f);
-    return apl_stream(fd);
+    return pio_ip_stream(fd, "r");
 }
 
 ssize_t read(int fd, void *buf, size_t n)
 {
     ssize_t r = apl_read1(fd, buf, n, 0, 1);
 
-    return r != APL_NOT_OURS ? r : APL_REAL(read)(fd, buf, n);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(read)(fd, buf, n);
 }
 
 ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
     ssize_t r = apl_read1(fd, buf, n, off, 0);
 
-    return r != APL_NOT_OURS ? r : APL_REAL(pread)(fd, buf, n, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pread)(fd, buf, n, off);
 }
 
 ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
     ssize_t r = apl_read1(fd, buf, n, off, 0);
 
-    return r != APL_NOT_OURS ? r : APL_REAL(pread64)(fd, buf, n, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pread64)(fd, buf, n, off);
 }
 
 /* the fortified reads: an overflowing one goes to libc, which aborts */
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
-    ssize_t r = n <= buflen ? apl_read1(fd, buf, n, 0, 1) : APL_NOT_OURS;
+    ssize_t r = n <= buflen ? apl_read1(fd, buf, n, 0, 1) : PIO_IP_NOT_OURS;
 
-    return r != APL_NOT_OURS ? r : APL_REAL(__read_chk)(fd, buf, n, buflen);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__read_chk)(fd, buf, n, buflen);
 }
 
 ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
-    ssize_t r = n <= buflen ? apl_read1(fd, buf, n, off, 0) : APL_NOT_OURS;
+    ssize_t r = n <= buflen ? apl_read1(fd, buf, n, off, 0) : PIO_IP_NOT_OURS;
 
-    return r != APL_NOT_OURS ? r : APL_REAL(__pread_chk)(fd, buf, n, off, buflen);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__pread_chk)(fd, buf, n, off, buflen);
 }
 
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
 {
-    ssize_t r = n <= buflen ? apl_read1(fd, buf, n, off, 0) : APL_NOT_OURS;
+    ssize_t r = n <= buflen ? apl_read1(fd, buf, n, off, 0) : PIO_IP_NOT_OURS;
 
-    return r != APL_NOT_OURS ? r : APL_REAL(__pread64_chk)(fd, buf, n, off, buflen);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__pread64_chk)(fd, buf, n, off, buflen);
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-    ssize_t r = apl_slot(fd) ? apl_readv(fd, iov, cnt, -1) : APL_NOT_OURS;
+    ssize_t r = apl_slot(fd) ? apl_readv(fd, iov, cnt, -1) : PIO_IP_NOT_OURS;
 
-    return r != APL_NOT_OURS ? r : APL_REAL(readv)(fd, iov, cnt);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(readv)(fd, iov, cnt);
 }
 
 ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-    ssize_t r = apl_slot(fd) && off >= 0 ? apl_readv(fd, iov, cnt, off) : APL_NOT_OURS;
+    ssize_t r = apl_slot(fd) && off >= 0 ? apl_readv(fd, iov, cnt, off) : PIO_IP_NOT_OURS;
 
-    return r != APL_NOT_OURS ? r : APL_REAL(preadv)(fd, iov, cnt, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv)(fd, iov, cnt, off);
 }
 
 ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
 {
-    ssize_t r = apl_slot(fd) && off >= 0 ? apl_readv(fd, iov, cnt, off) : APL_NOT_OURS;
+    ssize_t r = apl_slot(fd) && off >= 0 ? apl_readv(fd, iov, cnt, off) : PIO_IP_NOT_OURS;
 
-    return r != APL_NOT_OURS ? r : APL_REAL(preadv64)(fd, iov, cnt, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv64)(fd, iov, cnt, off);
 }
 
 /* preadv2: offset -1 is the position; the flags are hints we need not take */
 ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
-    ssize_t r = apl_slot(fd) && off >= -1 ? apl_readv(fd, iov, cnt, off) : APL_NOT_OURS;
+    ssize_t r = apl_slot(fd) && off >= -1 ? apl_readv(fd, iov, cnt, off) : PIO_IP_NOT_OURS;
 
-    return r != APL_NOT_OURS ? r : APL_REAL(preadv2)(fd, iov, cnt, off, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv2)(fd, iov, cnt, off, flags);
 }
 
 ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
 {
-    ssize_t r = apl_slot(fd) && off >= -1 ? apl_readv(fd, iov, cnt, off) : APL_NOT_OURS;
+    ssize_t r = apl_slot(fd) && off >= -1 ? apl_readv(fd, iov, cnt, off) : PIO_IP_NOT_OURS;
 
-    return r != APL_NOT_OURS ? r : APL_REAL(preadv64v2)(fd, iov, cnt, off, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv64v2)(fd, iov, cnt, off, flags);
 }
 
 off_t lseek(int fd, off_t off, int whence)
 {
     off_t r = apl_lseek(fd, off, whence);
 
-    return r != APL_NOT_OURS ? r : APL_REAL(lseek)(fd, off, whence);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lseek)(fd, off, whence);
 }
 
 off64_t lseek64(int fd, off64_t off, int whence)
 {
     off_t r = apl_lseek(fd, off, whence);
 
-    return r != APL_NOT_OURS ? r : APL_REAL(lseek64)(fd, off, whence);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lseek64)(fd, off, whence);
 }
 
 int close(int fd)
 {
     apl_drop(fd); /* first: the number is free again once libc closed it */
-    return APL_REAL(close)(fd);
+    return PIO_IP_REAL(close)(fd);
 }
 
 int close_range(unsigned int first, unsigned int last, int flags)
 {
-    int hw = atomic_load(&apl_fd_hw);
+    int hw = atomic_load(&apl_fds.hw);
 
     if (!(flags & CLOSE_RANGE_CLOEXEC))
         for (unsigned int fd = first; fd <= last && fd < (unsigned)hw; fd++)
             apl_drop((int)fd);
-    return APL_REAL(close_range)(first, last, flags);
+    return PIO_IP_REAL(close_range)(first, last, flags);
 }
 
 void closefrom(int lowfd)
 {
-    int hw = atomic_load(&apl_fd_hw);
+    int hw = atomic_load(&apl_fds.hw);
 
     for (int fd = lowfd < 0 ? 0 : lowfd; fd < hw; fd++)
         apl_drop(fd);
-    APL_REAL(closefrom)(lowfd);
+    PIO_IP_REAL(closefrom)(lowfd);
 }
 
 int dup(int fd)
 {
-    return apl_dup_to(fd, APL_REAL(dup)(fd));
+    return apl_dup_to(fd, PIO_IP_REAL(dup)(fd));
 }
 
 int dup2(int oldfd, int newfd)
 {
-    return apl_dup_to(oldfd, APL_REAL(dup2)(oldfd, newfd));
+    return apl_dup_to(oldfd, PIO_IP_REAL(dup2)(oldfd, newfd));
 }
 
 int dup3(int oldfd, int newfd, int flags)
 {
-    return apl_dup_to(oldfd, APL_REAL(dup3)(oldfd, newfd, flags));
+    return apl_dup_to(oldfd, PIO_IP_REAL(dup3)(oldfd, newfd, flags));
 }
 
-/* fcntl's third argument is an int or a pointer: passed on as a pointer, as
- * glibc's own wrapper does */
 int fcntl(int fd, int cmd, ...)
 {
-    va_list ap;
     void *arg;
-    int r;
 
-    va_start(ap, cmd);
-    arg = va_arg(ap, void *);
-    va_end(ap);
-    r = APL_REAL(fcntl)(fd, cmd, arg);
-    return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? apl_dup_to(fd, r) : r;
+    PIO_IP_OPT_ARG(cmd, arg);
+    return apl_fcntl(fd, cmd, arg, PIO_IP_REAL(fcntl));
 }
 
 int fcntl64(int fd, int cmd, ...)
 {
-    va_list ap;
     void *arg;
-    int r;
 
-    va_start(ap, cmd);
-    arg = va_arg(ap, void *);
-    va_end(ap);
-    r = APL_REAL(fcntl64)(fd, cmd, arg);
-    return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? apl_dup_to(fd, r) : r;
+    PIO_IP_OPT_ARG(cmd, arg);
+    return apl_fcntl(fd, cmd, arg, PIO_IP_REAL(fcntl64));
 }
 
 /* refused from a served descriptor: the caller falls back to read and write */
@@ -1197,21 +1069,21 @@ ssize_t copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t
 
     if (apl_slot(in) && (f = apl_get(in))) {
         apl_put(f);
-        return apl_fail(EXDEV);
+        return pio_ip_fail(EXDEV);
     }
-    return APL_REAL(copy_file_range)(in, inoff, out, outoff, len, flags);
+    return PIO_IP_REAL(copy_file_range)(in, inoff, out, outoff, len, flags);
 }
 
 ssize_t sendfile(int out, int in, off_t *off, size_t count)
 {
     ssize_t r = apl_sendfile(out, in, off, count);
 
-    return r != APL_NOT_OURS ? r : APL_REAL(sendfile)(out, in, off, count);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(sendfile)(out, in, off, count);
 }
 
 ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
 {
     ssize_t r = apl_sendfile(out, in, off, count);
 
-    return r != APL_NOT_OURS ? r : APL_REAL(sendfile64)(out, in, off, count);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(sendfile64)(out, in, off, count);
 }

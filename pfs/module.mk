@@ -59,12 +59,14 @@ $(B)/tests/prog/pfs-check: $(B)/tests/prog/pfs-check.o $(LIBPFS_A) $(LIBPIO_A)
 # `pgas:` paths to the dispatcher. libpgas.so is loaded into programs built
 # without sanitizers (cp, dd, gfortran's runtime), so it is always built
 # without them: a sanitizer runtime must come first in a process, and a
-# preloaded library cannot ask for that. It links libc only.
+# preloaded library cannot ask for that. It links libc only, and
+# libpio/interpose.c (what it shares with libanco.so), not libpio.
 GAS_OBJS      := $(B)/pfs/gas/arrange.o $(B)/pfs/gas/wire.o
 GAS_DISP_OBJS := $(B)/pfs/gas/dispatcher.o $(B)/pfs/srv.o $(GAS_OBJS)
 GAS_STAT_OBJS := $(B)/pfs/gas/stat.o $(B)/pfs/gas/wire.o
 LIBPGAS_SO    := $(B)/lib/libpgas.so
 LIBPGAS_OBJS  := $(B)/pfs/gas/pic/preload.o $(B)/pfs/gas/pic/wire.o
+LIBPGAS_IP    := $(B)/pfs/gas/pic/interpose.o
 OBJS  += $(sort $(GAS_OBJS) $(GAS_DISP_OBJS) $(GAS_STAT_OBJS))
 BINS  += $(B)/bin/gas-stat
 SBINS += $(B)/sbin/gas-dispatcher
@@ -79,14 +81,18 @@ $(B)/bin/gas-stat: $(GAS_STAT_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^
 
-# the wire codec is linked in hidden: a program's own symbols never clash with it
-$(B)/pfs/gas/pic/wire.o: PIC_VIS := -fvisibility=hidden
+# the wire codec and the interposition support are linked in hidden: a
+# program's own symbols never clash with them
+$(B)/pfs/gas/pic/wire.o $(LIBPGAS_IP): PIC_VIS := -fvisibility=hidden
 $(LIBPGAS_OBJS): $(B)/pfs/gas/pic/%.o: pfs/gas/%.c $(SETTINGS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(filter-out $(SANFLAGS),$(CFLAGS)) $(PIC_VIS) -c -o $@ $<
--include $(LIBPGAS_OBJS:.o=.d)
+$(LIBPGAS_IP): libpio/interpose.c $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(filter-out $(SANFLAGS),$(CFLAGS)) $(PIC_VIS) -c -o $@ $<
+-include $(LIBPGAS_OBJS:.o=.d) $(LIBPGAS_IP:.o=.d)
 
-$(LIBPGAS_SO): $(LIBPGAS_OBJS)
+$(LIBPGAS_SO): $(LIBPGAS_OBJS) $(LIBPGAS_IP)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) -shared -pthread -Wl,-soname,libpgas.so -o $@ $^ -ldl
 

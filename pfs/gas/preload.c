@@ -8,9 +8,13 @@
  * descriptor, a placeholder, and the library serves every call on it by
  * asking the dispatcher. Every other path and descriptor goes straight to
  * libc (dlsym(RTLD_NEXT), resolved once): the fast path of a hook on a
- * descriptor is one atomic load of pgas_fds[fd] and a compare, on a path a
- * 5-byte prefix compare. The library's own I/O (socket, eventfd, stderr)
- * uses send/recv/ppoll, which are not hooked, or the real functions.
+ * descriptor is one atomic load of fd's slot in pgas_fds and a compare, on
+ * a path a 5-byte prefix compare. The library's own I/O (socket, eventfd,
+ * stderr) uses send/recv/ppoll, which are not hooked, or the real functions.
+ * What libanco.so does alike lives in libpio/interpose.c, compiled into both
+ * libraries hidden: libc's functions behind the hooks (PIO_IP_REAL), the
+ * descriptor table, open's and fcntl's optional arguments, the fopencookie
+ * streams, the one-line messages on stderr (pio_ip_say).
  *
  * Why. Programs built without PIO (cp, cat, dd, python3, gfortran programs)
  * can then read and write the parallel file system, and the dispatcher can
@@ -45,7 +49,7 @@
  *   conn.send_mtx  the batch and every send on the socket (a stream: two
  *                  senders' bytes never interleave)
  *   conn.wait_mtx  the waiters, the dead flag's reason
- * pgas_fds_mtx (the reference counts of pgas_file and table updates) and
+ * pgas_fds.mtx (the reference counts of pgas_file and table updates) and
  * pgas_init_mtx (making the connection) are only held alone.
  *
  * Dispatcher gone. On EOF or an error on the socket the connection is dead:
@@ -63,7 +67,7 @@
  * share a kernel open file description (one position); the CLOSE goes with
  * the last descriptor. They have to work: dd opens its files and dup2()s
  * them onto 0 and 1, and bash does the same for redirections. Descriptors at
- * or above PGAS_FD_MAX (65536) cannot be pgas files (EMFILE).
+ * or above PIO_IP_FD_MAX (65536) cannot be pgas files (EMFILE).
  *
  * fork. A pthread_atfork child handler makes the child start with no
  * connection and no pgas descriptors: the inherited placeholders stay open
@@ -118,10 +122,10 @@
  * newer coreutils), creat, preadv/pwritev, closefrom, sendfile. isatty,
  * mmap, fchmod and the like are not hooked: the placeholder answers them.
  */
+#include "libpio/interpose.h"
 #include "pfs/gas/wire.h"
 #include "pio.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -149,14 +153,8 @@
 _Static_assert(sizeof(off_t) == 8 && sizeof(long) == 8, "libpgas.so is for LP64 targets");
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat and stat64 differ");
 
-/* Entry points glibc 2.36 does not declare (fortified and pre-2.33 ABIs). */
-int __open_2(const char *path, int flags);
-int __open64_2(const char *path, int flags);
-int __openat_2(int dirfd, const char *path, int flags);
-int __openat64_2(int dirfd, const char *path, int flags);
-ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
-ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
-ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+/* Entry points glibc 2.36 does not declare: the pre-2.33 stat ABI (the
+ * fortified ones are in interpose.h). */
 int __fxstat(int ver, int fd, struct stat *st);
 int __fxstat64(int ver, int fd, struct stat64 *st);
 int __xstat(int ver, const char *path, struct stat *st);
@@ -166,112 +164,94 @@ int __lxstat64(int ver, const char *path, struct stat64 *st);
 int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
 int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
 
-#define PGAS_FD_MAX     65536
 #define PGAS_BLKSIZE    (128 * 1024)
 #define PGAS_DEV        ((dev_t)0x67617331) /* made up, fixed: "gas1" */
 #define PGAS_MSG_MAX    256
-#define PGAS_NOT_OURS   (-2) /* a hook helper's "not a pgas call: ask libc" */
 #define PGAS_WHY_EOF    (-1) /* reasons a connection dies, besides an errno */
 #define PGAS_WHY_BAD    (-2)
 #define PGAS_PREFIX_LEN (sizeof(GAS_PREFIX) - 1)
 
-/* ---- the real functions ------------------------------------------------ */
+/* ---- the real functions (PIO_IP_REAL) ---------------------------------- */
 
-/* PGAS_REAL(name) - libc's name (the next definition after ours), looked up
- * on first use: hooks can run before our constructor does. */
-#define PGAS_REAL(name) ((__typeof__(&name))pgas_sym(&pgas_sym_##name, #name))
-#define PGAS_SLOT(name) static void *_Atomic pgas_sym_##name
-
-PGAS_SLOT(open);
-PGAS_SLOT(open64);
-PGAS_SLOT(openat);
-PGAS_SLOT(openat64);
-PGAS_SLOT(creat);
-PGAS_SLOT(creat64);
-PGAS_SLOT(__open_2);
-PGAS_SLOT(__open64_2);
-PGAS_SLOT(__openat_2);
-PGAS_SLOT(__openat64_2);
-PGAS_SLOT(fopen);
-PGAS_SLOT(fopen64);
-PGAS_SLOT(fdopen);
-PGAS_SLOT(read);
-PGAS_SLOT(write);
-PGAS_SLOT(pread);
-PGAS_SLOT(pread64);
-PGAS_SLOT(pwrite);
-PGAS_SLOT(pwrite64);
-PGAS_SLOT(__read_chk);
-PGAS_SLOT(__pread_chk);
-PGAS_SLOT(__pread64_chk);
-PGAS_SLOT(readv);
-PGAS_SLOT(writev);
-PGAS_SLOT(preadv);
-PGAS_SLOT(preadv64);
-PGAS_SLOT(pwritev);
-PGAS_SLOT(pwritev64);
-PGAS_SLOT(preadv2);
-PGAS_SLOT(preadv64v2);
-PGAS_SLOT(pwritev2);
-PGAS_SLOT(pwritev64v2);
-PGAS_SLOT(lseek);
-PGAS_SLOT(lseek64);
-PGAS_SLOT(fsync);
-PGAS_SLOT(fdatasync);
-PGAS_SLOT(close);
-PGAS_SLOT(close_range);
-PGAS_SLOT(closefrom);
-PGAS_SLOT(fstat);
-PGAS_SLOT(fstat64);
-PGAS_SLOT(__fxstat);
-PGAS_SLOT(__fxstat64);
-PGAS_SLOT(fstatat);
-PGAS_SLOT(fstatat64);
-PGAS_SLOT(__fxstatat);
-PGAS_SLOT(__fxstatat64);
-PGAS_SLOT(stat);
-PGAS_SLOT(stat64);
-PGAS_SLOT(lstat);
-PGAS_SLOT(lstat64);
-PGAS_SLOT(__xstat);
-PGAS_SLOT(__xstat64);
-PGAS_SLOT(__lxstat);
-PGAS_SLOT(__lxstat64);
-PGAS_SLOT(statx);
-PGAS_SLOT(access);
-PGAS_SLOT(faccessat);
-PGAS_SLOT(unlink);
-PGAS_SLOT(unlinkat);
-PGAS_SLOT(ftruncate);
-PGAS_SLOT(ftruncate64);
-PGAS_SLOT(copy_file_range);
-PGAS_SLOT(sendfile);
-PGAS_SLOT(sendfile64);
-PGAS_SLOT(posix_fadvise);
-PGAS_SLOT(posix_fadvise64);
-PGAS_SLOT(dup);
-PGAS_SLOT(dup2);
-PGAS_SLOT(dup3);
-PGAS_SLOT(fcntl);
-PGAS_SLOT(fcntl64);
-PGAS_SLOT(ioctl);
-PGAS_SLOT(getxattr);
-PGAS_SLOT(lgetxattr);
-PGAS_SLOT(fgetxattr);
-PGAS_SLOT(listxattr);
-PGAS_SLOT(llistxattr);
-PGAS_SLOT(flistxattr);
-
-static void *pgas_sym(void *_Atomic *slot, const char *name)
-{
-    void *p = atomic_load_explicit(slot, memory_order_relaxed);
-
-    if (!p) {
-        p = dlsym(RTLD_NEXT, name);
-        atomic_store_explicit(slot, p, memory_order_relaxed);
-    }
-    return p;
-}
+PIO_IP_SLOT(open);
+PIO_IP_SLOT(open64);
+PIO_IP_SLOT(openat);
+PIO_IP_SLOT(openat64);
+PIO_IP_SLOT(creat);
+PIO_IP_SLOT(creat64);
+PIO_IP_SLOT(__open_2);
+PIO_IP_SLOT(__open64_2);
+PIO_IP_SLOT(__openat_2);
+PIO_IP_SLOT(__openat64_2);
+PIO_IP_SLOT(fopen);
+PIO_IP_SLOT(fopen64);
+PIO_IP_SLOT(fdopen);
+PIO_IP_SLOT(read);
+PIO_IP_SLOT(write);
+PIO_IP_SLOT(pread);
+PIO_IP_SLOT(pread64);
+PIO_IP_SLOT(pwrite);
+PIO_IP_SLOT(pwrite64);
+PIO_IP_SLOT(__read_chk);
+PIO_IP_SLOT(__pread_chk);
+PIO_IP_SLOT(__pread64_chk);
+PIO_IP_SLOT(readv);
+PIO_IP_SLOT(writev);
+PIO_IP_SLOT(preadv);
+PIO_IP_SLOT(preadv64);
+PIO_IP_SLOT(pwritev);
+PIO_IP_SLOT(pwritev64);
+PIO_IP_SLOT(preadv2);
+PIO_IP_SLOT(preadv64v2);
+PIO_IP_SLOT(pwritev2);
+PIO_IP_SLOT(pwritev64v2);
+PIO_IP_SLOT(lseek);
+PIO_IP_SLOT(lseek64);
+PIO_IP_SLOT(fsync);
+PIO_IP_SLOT(fdatasync);
+PIO_IP_SLOT(close);
+PIO_IP_SLOT(close_range);
+PIO_IP_SLOT(closefrom);
+PIO_IP_SLOT(fstat);
+PIO_IP_SLOT(fstat64);
+PIO_IP_SLOT(__fxstat);
+PIO_IP_SLOT(__fxstat64);
+PIO_IP_SLOT(fstatat);
+PIO_IP_SLOT(fstatat64);
+PIO_IP_SLOT(__fxstatat);
+PIO_IP_SLOT(__fxstatat64);
+PIO_IP_SLOT(stat);
+PIO_IP_SLOT(stat64);
+PIO_IP_SLOT(lstat);
+PIO_IP_SLOT(lstat64);
+PIO_IP_SLOT(__xstat);
+PIO_IP_SLOT(__xstat64);
+PIO_IP_SLOT(__lxstat);
+PIO_IP_SLOT(__lxstat64);
+PIO_IP_SLOT(statx);
+PIO_IP_SLOT(access);
+PIO_IP_SLOT(faccessat);
+PIO_IP_SLOT(unlink);
+PIO_IP_SLOT(unlinkat);
+PIO_IP_SLOT(ftruncate);
+PIO_IP_SLOT(ftruncate64);
+PIO_IP_SLOT(copy_file_range);
+PIO_IP_SLOT(sendfile);
+PIO_IP_SLOT(sendfile64);
+PIO_IP_SLOT(posix_fadvise);
+PIO_IP_SLOT(posix_fadvise64);
+PIO_IP_SLOT(dup);
+PIO_IP_SLOT(dup2);
+PIO_IP_SLOT(dup3);
+PIO_IP_SLOT(fcntl);
+PIO_IP_SLOT(fcntl64);
+PIO_IP_SLOT(ioctl);
+PIO_IP_SLOT(getxattr);
+PIO_IP_SLOT(lgetxattr);
+PIO_IP_SLOT(fgetxattr);
+PIO_IP_SLOT(listxattr);
+PIO_IP_SLOT(llistxattr);
+PIO_IP_SLOT(flistxattr);
 
 /* ---- state ------------------------------------------------------------- */
 
@@ -309,11 +289,11 @@ struct pgas_conn {
 
 /* One open pgas file; shared by the descriptors dup'ed from one open. */
 struct pgas_file {
+    struct pio_ip_rec rec; /* first: the references, under pgas_fds.mtx */
     struct pgas_conn *conn;
     uint32_t handle;
     int accmode;       /* O_RDONLY, O_WRONLY (asynchronous writes) or O_RDWR */
     atomic_int append; /* O_APPEND */
-    int refs;          /* table slots + calls in progress; under pgas_fds_mtx */
     pthread_mutex_t mtx;
     off_t pos; /* under mtx */
     uint64_t ino;
@@ -325,34 +305,13 @@ struct pgas_attr {
     uint64_t size, mode, mtime_ns;
 };
 
-static struct pgas_file *_Atomic pgas_fds[PGAS_FD_MAX];
-static atomic_int pgas_fd_hw; /* one past the highest descriptor ever in the table */
-static pthread_mutex_t pgas_fds_mtx = PTHREAD_MUTEX_INITIALIZER;
+/* owner: the process that made pgas_conn_p */
+static struct pio_ip_fds pgas_fds = {.mtx = PTHREAD_MUTEX_INITIALIZER};
 static struct pgas_conn *_Atomic pgas_conn_p;
 static pthread_mutex_t pgas_init_mtx = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int pgas_owner; /* pid of the process that made pgas_conn_p */
 static atomic_int pgas_told_gone, pgas_told_unreachable;
 
 /* ---- small helpers ----------------------------------------------------- */
-
-/* pgas_say - one line on stderr (through the real write; errno kept). */
-__attribute__((format(printf, 1, 2))) static void pgas_say(const char *fmt, ...)
-{
-    char buf[640];
-    int e = errno, n;
-    va_list ap;
-
-    va_start(ap, fmt);
-    n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-    va_end(ap);
-    if (n >= 0) {
-        if (n > (int)sizeof(buf) - 2)
-            n = (int)sizeof(buf) - 2;
-        buf[n++] = '\n';
-        (void)!PGAS_REAL(write)(2, buf, (size_t)n); /* stderr gone: nothing to do */
-    }
-    errno = e;
-}
 
 static long long pgas_now(void)
 {
@@ -393,12 +352,6 @@ static size_t pgas_min(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-static int pgas_fail_errno(int e)
-{
-    errno = e;
-    return -1;
-}
-
 /* pgas_errno - a PIO status as an errno. */
 static int pgas_errno(int status)
 {
@@ -420,46 +373,27 @@ static int pgas_errno(int status)
 /* pgas_slot - whether fd is a pgas descriptor now (the hooks' fast path). */
 static int pgas_slot(int fd)
 {
-    return (unsigned)fd < PGAS_FD_MAX &&
-           atomic_load_explicit(&pgas_fds[fd], memory_order_acquire) != NULL;
+    return pio_ip_has(&pgas_fds, fd);
 }
 
 /* pgas_get - fd's pgas_file with a reference the caller drops with
  * pgas_put or pgas_release, or NULL when fd is not a pgas descriptor. */
 static struct pgas_file *pgas_get(int fd)
 {
-    struct pgas_file *f;
-
-    if (!pgas_slot(fd))
-        return NULL;
-    pthread_mutex_lock(&pgas_fds_mtx);
-    f = atomic_load_explicit(&pgas_fds[fd], memory_order_acquire);
-    if (f)
-        f->refs++;
-    pthread_mutex_unlock(&pgas_fds_mtx);
-    return f;
+    return (struct pgas_file *)pio_ip_get(&pgas_fds, fd);
 }
 
 static void pgas_ref(struct pgas_file *f)
 {
-    pthread_mutex_lock(&pgas_fds_mtx);
-    f->refs++;
-    pthread_mutex_unlock(&pgas_fds_mtx);
+    pio_ip_ref(&pgas_fds, &f->rec);
 }
 
 /* pgas_install - put f (NULL: nothing) in fd's slot, taking over the
  * caller's reference; returns what was there, whose reference the caller
- * now holds. fd < PGAS_FD_MAX. */
+ * now holds. fd < PIO_IP_FD_MAX. */
 static struct pgas_file *pgas_install(int fd, struct pgas_file *f)
 {
-    struct pgas_file *old;
-
-    pthread_mutex_lock(&pgas_fds_mtx);
-    old = atomic_exchange_explicit(&pgas_fds[fd], f, memory_order_acq_rel);
-    if (f && fd >= atomic_load(&pgas_fd_hw))
-        atomic_store(&pgas_fd_hw, fd + 1);
-    pthread_mutex_unlock(&pgas_fds_mtx);
-    return old;
+    return (struct pgas_file *)pio_ip_install(&pgas_fds, fd, f ? &f->rec : NULL);
 }
 
 static int pgas_file_end(struct pgas_file *f);
@@ -468,12 +402,7 @@ static int pgas_file_end(struct pgas_file *f);
  * frees f. Returns 0, or -1 with errno when that CLOSE failed. */
 static int pgas_put(struct pgas_file *f)
 {
-    int last;
-
-    pthread_mutex_lock(&pgas_fds_mtx);
-    last = --f->refs == 0;
-    pthread_mutex_unlock(&pgas_fds_mtx);
-    return last ? pgas_file_end(f) : 0;
+    return pio_ip_unref(&pgas_fds, &f->rec) ? pgas_file_end(f) : 0;
 }
 
 /* pgas_release - pgas_put, errno kept (the caller's result stands). */
@@ -488,7 +417,7 @@ static void pgas_release(struct pgas_file *f)
 /* pgas_mine - whether this process owns the table (not a vfork child). */
 static int pgas_mine(void)
 {
-    return atomic_load(&pgas_owner) == getpid();
+    return pio_ip_mine(&pgas_fds);
 }
 
 /* pgas_forget - drop fd's slot after a close behind our back (fd is new). */
@@ -664,10 +593,10 @@ static int pgas_gone(struct pgas_conn *c)
     snprintf(why, sizeof(why), "%s", c->reason[0] ? c->reason : "no reason given");
     pthread_mutex_unlock(&c->wait_mtx);
     if (!atomic_exchange(&pgas_told_gone, 1))
-        pgas_say("pgas: the GAS dispatcher at %s went away (%s); writes not yet confirmed by "
-                 "fsync or close may be lost",
-                 c->sockpath, why);
-    return pgas_fail_errno(EIO);
+        pio_ip_say("pgas: the GAS dispatcher at %s went away (%s); writes not yet confirmed by "
+                   "fsync or close may be lost",
+                   c->sockpath, why);
+    return pio_ip_fail(EIO);
 }
 
 /* pgas_wait_add - give h an id and register w for its reply. -1 when the
@@ -750,8 +679,8 @@ static int pgas_check(const char *path, const struct pgas_waiter *w, int loud)
         return 0;
     e = pgas_errno(w->rep.status);
     if (loud || e == EIO)
-        pgas_say("pgas: %s: %s", path, w->msg[0] ? w->msg : strerror_r(e, tmp, sizeof(tmp)));
-    return pgas_fail_errno(e);
+        pio_ip_say("pgas: %s: %s", path, w->msg[0] ? w->msg : strerror_r(e, tmp, sizeof(tmp)));
+    return pio_ip_fail(e);
 }
 
 /* ---- the I/O thread ---------------------------------------------------- */
@@ -904,8 +833,8 @@ static void pgas_die(struct pgas_conn *c, int why)
     pthread_mutex_unlock(&c->wait_mtx);
     shutdown(c->sock, SHUT_RDWR); /* a sender blocked in send returns */
     pthread_mutex_lock(&c->send_mtx);
-    PGAS_REAL(close)(c->sock);
-    PGAS_REAL(close)(c->evfd);
+    PIO_IP_REAL(close)(c->sock);
+    PIO_IP_REAL(close)(c->evfd);
     c->sock = c->evfd = -1;
     pgas_batch_empty(c);
     pthread_mutex_unlock(&c->send_mtx);
@@ -931,12 +860,12 @@ static mode_t pgas_read_umask(void)
     char buf[1024];
     const char *p;
     ssize_t n;
-    int fd = PGAS_REAL(open)("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    int fd = PIO_IP_REAL(open)("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
     if (fd < 0)
         return 022;
-    n = PGAS_REAL(read)(fd, buf, sizeof(buf) - 1);
-    PGAS_REAL(close)(fd);
+    n = PIO_IP_REAL(read)(fd, buf, sizeof(buf) - 1);
+    PIO_IP_REAL(close)(fd);
     buf[n > 0 ? n : 0] = '\0';
     p = strstr(buf, "\nUmask:");
     return p ? (mode_t)strtoul(p + 7, NULL, 8) : 022;
@@ -953,8 +882,8 @@ static int pgas_connect(struct pgas_conn *c)
         return -1;
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         e = errno;
-        PGAS_REAL(close)(fd);
-        return pgas_fail_errno(e);
+        PIO_IP_REAL(close)(fd);
+        return pio_ip_fail(e);
     }
     c->sock = fd;
     return 0;
@@ -975,7 +904,7 @@ static int pgas_start(struct pgas_conn *c)
     rc = pthread_create(&t, &a, pgas_io_main, c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&a);
-    return rc ? pgas_fail_errno(rc) : 0;
+    return rc ? pio_ip_fail(rc) : 0;
 }
 
 /* pgas_conn_setup - everything but the socket and the thread. */
@@ -986,7 +915,7 @@ static int pgas_conn_setup(struct pgas_conn *c)
     if (!path || !*path)
         path = GAS_SOCKET_DEFAULT;
     if (strlen(path) >= sizeof(c->sockpath))
-        return pgas_fail_errno(ENAMETOOLONG);
+        return pio_ip_fail(ENAMETOOLONG);
     strcpy(c->sockpath, path);
     c->bcap = (size_t)pgas_env("PGAS_BATCH", 256 << 10, 4096, 1 << 30);
     c->flush_ns = 1000 * pgas_env("PGAS_FLUSH_US", 2000, 0, 60000000);
@@ -1012,8 +941,8 @@ static void pgas_unreachable(const struct pgas_conn *c)
     int e = errno;
 
     if (!atomic_exchange(&pgas_told_unreachable, 1))
-        pgas_say("pgas: cannot reach the GAS dispatcher at %s: %s", c->sockpath,
-                 strerror_r(e, tmp, sizeof(tmp)));
+        pio_ip_say("pgas: cannot reach the GAS dispatcher at %s: %s", c->sockpath,
+                   strerror_r(e, tmp, sizeof(tmp)));
 }
 
 /* pgas_conn_new - connect and start the I/O thread. NULL with errno (from
@@ -1033,15 +962,15 @@ static struct pgas_conn *pgas_conn_new(void)
     }
     if (pgas_start(c) < 0)
         goto close_sock;
-    atomic_store(&pgas_owner, getpid());
+    pio_ip_own(&pgas_fds);
     return c;
 close_sock:
     e = errno;
-    PGAS_REAL(close)(c->sock);
+    PIO_IP_REAL(close)(c->sock);
     errno = e;
 close_evfd:
     e = errno;
-    PGAS_REAL(close)(c->evfd);
+    PIO_IP_REAL(close)(c->evfd);
     free(c->batch);
     pthread_mutex_destroy(&c->send_mtx);
     pthread_mutex_destroy(&c->wait_mtx);
@@ -1245,12 +1174,12 @@ static int pgas_io_ok(const struct pgas_file *f, const struct iovec *iov, int cn
     size_t sum = 0;
 
     if (wr ? f->accmode == O_RDONLY : f->accmode == O_WRONLY)
-        return pgas_fail_errno(EBADF);
+        return pio_ip_fail(EBADF);
     if (cnt < 0 || cnt > IOV_MAX)
-        return pgas_fail_errno(EINVAL);
+        return pio_ip_fail(EINVAL);
     for (int i = 0; i < cnt; i++) {
         if (iov[i].iov_len > SSIZE_MAX - sum)
-            return pgas_fail_errno(EINVAL);
+            return pio_ip_fail(EINVAL);
         sum += iov[i].iov_len;
     }
     return 0;
@@ -1284,7 +1213,7 @@ static ssize_t pgas_io(struct pgas_file *f, const struct iovec *iov, int cnt, of
     return r;
 }
 
-/* pgas_io_fd - pgas_io on descriptor fd; PGAS_NOT_OURS when it is not a
+/* pgas_io_fd - pgas_io on descriptor fd; PIO_IP_NOT_OURS when it is not a
  * pgas descriptor. */
 static ssize_t pgas_io_fd(int fd, const struct iovec *iov, int cnt, off_t off, int wr)
 {
@@ -1292,7 +1221,7 @@ static ssize_t pgas_io_fd(int fd, const struct iovec *iov, int cnt, off_t off, i
     ssize_t r;
 
     if (!f)
-        return PGAS_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     r = pgas_io(f, iov, cnt, off, wr);
     pgas_release(f);
     return r;
@@ -1304,14 +1233,14 @@ static ssize_t pgas_io1(int fd, const void *buf, size_t n, off_t off, int pos, i
     struct iovec v = {(void *)buf, n};
 
     if (!pos && off < 0)
-        return pgas_slot(fd) ? pgas_fail_errno(EINVAL) : PGAS_NOT_OURS;
+        return pgas_slot(fd) ? pio_ip_fail(EINVAL) : PIO_IP_NOT_OURS;
     return pgas_io_fd(fd, &v, 1, pos ? -1 : off, wr);
 }
 
 static ssize_t pgas_iov(int fd, const struct iovec *iov, int cnt, off_t off, int pos, int wr)
 {
     if (!pos && off < 0)
-        return pgas_slot(fd) ? pgas_fail_errno(EINVAL) : PGAS_NOT_OURS;
+        return pgas_slot(fd) ? pio_ip_fail(EINVAL) : PIO_IP_NOT_OURS;
     return pgas_io_fd(fd, iov, cnt, pos ? -1 : off, wr);
 }
 
@@ -1327,15 +1256,15 @@ static off_t pgas_seek_locked(struct pgas_file *f, off_t off, int whence)
         if (pgas_size(f, &base) < 0)
             return -1;
     } else if (whence != SEEK_SET)
-        return pgas_fail_errno(EINVAL);
+        return pio_ip_fail(EINVAL);
     if ((whence == SEEK_DATA || whence == SEEK_HOLE) && (off < 0 || off >= base))
-        return pgas_fail_errno(ENXIO);
+        return pio_ip_fail(ENXIO);
     if (whence == SEEK_DATA || whence == SEEK_HOLE) /* no holes but the one at the end */
         to = whence == SEEK_DATA ? off : base;
     else if (__builtin_add_overflow(base, off, &to))
-        return pgas_fail_errno(EOVERFLOW);
+        return pio_ip_fail(EOVERFLOW);
     if (to < 0)
-        return pgas_fail_errno(EINVAL);
+        return pio_ip_fail(EINVAL);
     f->pos = to;
     return to;
 }
@@ -1346,7 +1275,7 @@ static off_t pgas_lseek(int fd, off_t off, int whence)
     off_t r;
 
     if (!f)
-        return PGAS_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     if (atomic_load(&f->conn->dead)) {
         r = pgas_gone(f->conn);
     } else {
@@ -1423,7 +1352,7 @@ static int pgas_join(const char *dir, const char *name, char *out, size_t cap)
     const char *sep = *dir && dir[strlen(dir) - 1] == '/' ? "" : "/";
     int n = snprintf(out, cap, "%s%s%s", dir, sep, name);
 
-    return n < 0 || (size_t)n >= cap ? pgas_fail_errno(ENAMETOOLONG) : 1;
+    return n < 0 || (size_t)n >= cap ? pio_ip_fail(ENAMETOOLONG) : 1;
 }
 
 /* pgas_at - the pfs path of (dirfd, path) into out[cap]: path a pgas:
@@ -1444,7 +1373,7 @@ static int pgas_at(int dirfd, const char *path, char *out, size_t cap)
 }
 
 /* pgas_statat - stat of (dirfd, path) (AT_EMPTY_PATH: of descriptor
- * dirfd) into the attributes and inode number. PGAS_NOT_OURS, 0 or -1. */
+ * dirfd) into the attributes and inode number. PIO_IP_NOT_OURS, 0 or -1. */
 static int pgas_statat(int dirfd, const char *path, int flags, struct pgas_attr *a, uint64_t *ino)
 {
     char pfs[PATH_MAX];
@@ -1453,7 +1382,7 @@ static int pgas_statat(int dirfd, const char *path, int flags, struct pgas_attr 
 
     if (path && !*path && (flags & AT_EMPTY_PATH)) {
         if (!(f = pgas_get(dirfd)))
-            return PGAS_NOT_OURS;
+            return PIO_IP_NOT_OURS;
         r = pgas_file_rpc(f, GAS_OP_FSTAT, 0, a, 0);
         *ino = f->ino;
         pgas_release(f);
@@ -1461,7 +1390,7 @@ static int pgas_statat(int dirfd, const char *path, int flags, struct pgas_attr 
     }
     k = pgas_at(dirfd, path, pfs, sizeof(pfs));
     if (k <= 0)
-        return k < 0 ? -1 : PGAS_NOT_OURS;
+        return k < 0 ? -1 : PIO_IP_NOT_OURS;
     *ino = pgas_hash(pfs);
     return pgas_path_rpc(GAS_OP_STAT, 0, pfs, a);
 }
@@ -1487,7 +1416,7 @@ static int pgas_access(const char *pfs, int mode)
     perm = (int)(a.mode >> 6) & 7; /* the process owns every pgas file */
     if (getuid() == 0 || geteuid() == 0)
         perm |= R_OK | W_OK | (a.mode & 0111 ? X_OK : 0);
-    return (mode & ~perm & (R_OK | W_OK | X_OK)) ? pgas_fail_errno(EACCES) : 0;
+    return (mode & ~perm & (R_OK | W_OK | X_OK)) ? pio_ip_fail(EACCES) : 0;
 }
 
 static int pgas_access_hook(int dirfd, const char *path, int mode)
@@ -1496,19 +1425,19 @@ static int pgas_access_hook(int dirfd, const char *path, int mode)
     int k = pgas_at(dirfd, path, pfs, sizeof(pfs));
 
     if (k <= 0)
-        return k < 0 ? -1 : PGAS_NOT_OURS;
+        return k < 0 ? -1 : PIO_IP_NOT_OURS;
     return pgas_access(pfs, mode);
 }
 
 /* pgas_xattr_hook - a pgas file has no extended attributes: 0 when path
- * is one (it exists), -1 (errno), or PGAS_NOT_OURS. */
+ * is one (it exists), -1 (errno), or PIO_IP_NOT_OURS. */
 static int pgas_xattr_hook(const char *path)
 {
     char pfs[PATH_MAX];
     int k = pgas_at(AT_FDCWD, path, pfs, sizeof(pfs));
 
     if (k <= 0)
-        return k < 0 ? -1 : PGAS_NOT_OURS;
+        return k < 0 ? -1 : PIO_IP_NOT_OURS;
     return pgas_path_rpc(GAS_OP_STAT, 0, pfs, NULL);
 }
 
@@ -1518,7 +1447,7 @@ static int pgas_unlink_hook(int dirfd, const char *path, int flags)
     int k = pgas_at(dirfd, path, pfs, sizeof(pfs));
 
     if (k <= 0)
-        return k < 0 ? -1 : PGAS_NOT_OURS;
+        return k < 0 ? -1 : PIO_IP_NOT_OURS;
     return pgas_path_rpc(GAS_OP_UNLINK, flags & AT_REMOVEDIR ? GAS_F_DIR : 0, pfs, NULL);
 }
 
@@ -1579,7 +1508,7 @@ static struct pgas_file *pgas_file_new(struct pgas_conn *c, const char *pfs, int
     f->handle = handle;
     f->accmode = flags & O_PATH ? O_RDONLY : flags & O_ACCMODE;
     atomic_init(&f->append, (flags & O_APPEND) != 0);
-    f->refs = 1;
+    f->rec.refs = 1;
     pthread_mutex_init(&f->mtx, NULL);
     f->pos = 0;
     f->ino = pgas_hash(pfs);
@@ -1600,7 +1529,7 @@ static int pgas_open_handle(struct pgas_conn *c, const char *pfs, int flags, mod
     if (!e)
         return 0;
     (void)pgas_handle_rpc(c, *handle, pfs, GAS_OP_CLOSE, 0, NULL, 0);
-    return pgas_fail_errno(e);
+    return pio_ip_fail(e);
 }
 
 /* pgas_open - open pfs path: a placeholder descriptor and a pgas_file. */
@@ -1612,15 +1541,15 @@ static int pgas_open(const char *pfs, int flags, mode_t mode)
     int fd, e;
 
     if ((flags & O_TMPFILE) == O_TMPFILE || (flags & O_ACCMODE) == O_ACCMODE)
-        return pgas_fail_errno((flags & O_ACCMODE) == O_ACCMODE ? EINVAL : EOPNOTSUPP);
+        return pio_ip_fail((flags & O_ACCMODE) == O_ACCMODE ? EINVAL : EOPNOTSUPP);
     if (!(c = pgas_conn()))
         return -1;
     if (atomic_load(&c->dead))
         return pgas_gone(c);
-    fd = PGAS_REAL(open)("/dev/null", O_PATH | (flags & O_CLOEXEC));
+    fd = PIO_IP_REAL(open)("/dev/null", O_PATH | (flags & O_CLOEXEC));
     if (fd < 0)
         return -1;
-    if (fd >= PGAS_FD_MAX) {
+    if (fd >= PIO_IP_FD_MAX) {
         errno = EMFILE;
         goto close_fd;
     }
@@ -1638,31 +1567,20 @@ static int pgas_open(const char *pfs, int flags, mode_t mode)
     return fd;
 close_fd:
     e = errno;
-    PGAS_REAL(close)(fd);
-    return pgas_fail_errno(e);
+    PIO_IP_REAL(close)(fd);
+    return pio_ip_fail(e);
 }
 
-/* pgas_open_hook - the open family: PGAS_NOT_OURS, or the pgas open. */
+/* pgas_open_hook - the open family: PIO_IP_NOT_OURS, or the pgas open. */
 static int pgas_open_hook(int dirfd, const char *path, int flags, mode_t mode)
 {
     char pfs[PATH_MAX];
     int k = pgas_at(dirfd, path, pfs, sizeof(pfs));
 
     if (k <= 0)
-        return k < 0 ? -1 : PGAS_NOT_OURS;
+        return k < 0 ? -1 : PIO_IP_NOT_OURS;
     return pgas_open(pfs, flags, mode);
 }
-
-#define PGAS_OPEN_MODE(flags, mode)                                                                \
-    do {                                                                                           \
-        (mode) = 0;                                                                                \
-        if (__OPEN_NEEDS_MODE(flags)) {                                                            \
-            va_list ap_;                                                                           \
-            va_start(ap_, flags);                                                                  \
-            (mode) = va_arg(ap_, mode_t);                                                          \
-            va_end(ap_);                                                                           \
-        }                                                                                          \
-    } while (0)
 
 /* ---- descriptors: close, dup ------------------------------------------- */
 
@@ -1671,18 +1589,18 @@ static int pgas_close(int fd)
     struct pgas_file *f;
 
     if (!pgas_slot(fd) || !pgas_mine())
-        return PGAS_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     f = pgas_install(fd, NULL);
     if (!f)
-        return PGAS_NOT_OURS;
-    PGAS_REAL(close)(fd);
+        return PIO_IP_NOT_OURS;
+    PIO_IP_REAL(close)(fd);
     return pgas_put(f);
 }
 
 /* pgas_drop_range - forget the slots of [lo, hi] (closed by libc). */
 static void pgas_drop_range(unsigned lo, unsigned hi)
 {
-    unsigned end = (unsigned)atomic_load(&pgas_fd_hw);
+    unsigned end = (unsigned)atomic_load(&pgas_fds.hw);
 
     if (end == 0 || !pgas_mine())
         return;
@@ -1698,9 +1616,9 @@ static int pgas_dup_to(struct pgas_file *f, int nfd)
 
     if (nfd < 0)
         return -1;
-    if (nfd >= PGAS_FD_MAX) {
-        PGAS_REAL(close)(nfd);
-        return pgas_fail_errno(EMFILE);
+    if (nfd >= PIO_IP_FD_MAX) {
+        PIO_IP_REAL(close)(nfd);
+        return pio_ip_fail(EMFILE);
     }
     pgas_ref(f);
     old = pgas_install(nfd, f);
@@ -1715,11 +1633,11 @@ static int pgas_dup2(int oldfd, int newfd, int flags)
     struct pgas_file *f, *old;
     int r;
 
-    if (newfd >= PGAS_FD_MAX && pgas_slot(oldfd))
-        return pgas_fail_errno(EMFILE);
+    if (newfd >= PIO_IP_FD_MAX && pgas_slot(oldfd))
+        return pio_ip_fail(EMFILE);
     f = pgas_get(oldfd);
-    r = flags < 0 ? PGAS_REAL(dup2)(oldfd, newfd) : PGAS_REAL(dup3)(oldfd, newfd, flags);
-    if (r >= 0 && oldfd != newfd && newfd < PGAS_FD_MAX) {
+    r = flags < 0 ? PIO_IP_REAL(dup2)(oldfd, newfd) : PIO_IP_REAL(dup3)(oldfd, newfd, flags);
+    if (r >= 0 && oldfd != newfd && newfd < PIO_IP_FD_MAX) {
         if (f)
             pgas_ref(f);
         old = pgas_install(newfd, f); /* newfd's old file was closed by dup2 */
@@ -1737,7 +1655,7 @@ static int pgas_fcntl_f(struct pgas_file *f, int fd, int cmd, void *arg)
 {
     switch (cmd) {
     case F_DUPFD:
-    case F_DUPFD_CLOEXEC: return pgas_dup_to(f, PGAS_REAL(fcntl)(fd, cmd, arg));
+    case F_DUPFD_CLOEXEC: return pgas_dup_to(f, PIO_IP_REAL(fcntl)(fd, cmd, arg));
     case F_GETFL: return f->accmode | (atomic_load(&f->append) ? O_APPEND : 0);
     case F_SETFL: atomic_store(&f->append, ((int)(intptr_t)arg & O_APPEND) != 0); return 0;
     case F_GETLK:
@@ -1746,7 +1664,7 @@ static int pgas_fcntl_f(struct pgas_file *f, int fd, int cmd, void *arg)
     case F_SETLKW:
     case F_OFD_SETLK:
     case F_OFD_SETLKW: return 0;
-    default: return PGAS_REAL(fcntl)(fd, cmd, arg);
+    default: return PIO_IP_REAL(fcntl)(fd, cmd, arg);
     }
 }
 
@@ -1756,47 +1674,10 @@ static int pgas_fcntl(int fd, int cmd, void *arg)
     int r;
 
     if (!pgas_slot(fd) || !pgas_mine() || !(f = pgas_get(fd)))
-        return PGAS_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     r = pgas_fcntl_f(f, fd, cmd, arg);
     pgas_release(f);
     return r;
-}
-
-static ssize_t pgas_ck_read(void *ck, char *buf, size_t n)
-{
-    return read((int)(intptr_t)ck, buf, n);
-}
-
-static ssize_t pgas_ck_write(void *ck, const char *buf, size_t n)
-{
-    ssize_t r = write((int)(intptr_t)ck, buf, n);
-
-    return r < 0 ? 0 : r; /* fopencookie: 0 is the error */
-}
-
-static int pgas_ck_seek(void *ck, off64_t *pos, int whence)
-{
-    off_t r = lseek((int)(intptr_t)ck, *pos, whence);
-
-    if (r < 0)
-        return -1;
-    *pos = r;
-    return 0;
-}
-
-static int pgas_ck_close(void *ck)
-{
-    return close((int)(intptr_t)ck);
-}
-
-/* pgas_stream - a stdio stream on pgas descriptor fd: stdio's own reads and
- * writes go to the kernel, so it gets ours through fopencookie. */
-static FILE *pgas_stream(int fd, const char *mode)
-{
-    cookie_io_functions_t io = {pgas_ck_read, pgas_ck_write, pgas_ck_seek, pgas_ck_close};
-    char m[3] = {mode[0], strchr(mode, '+') ? '+' : '\0', '\0'};
-
-    return fopencookie((void *)(intptr_t)fd, m, io);
 }
 
 /* pgas_stdio_flags - fopen's mode as open flags; -1 (EINVAL) when bad. */
@@ -1811,30 +1692,25 @@ static int pgas_stdio_flags(const char *mode)
     else if (mode[0] == 'a')
         fl = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND;
     else
-        return pgas_fail_errno(EINVAL);
+        return pio_ip_fail(EINVAL);
     fl |= strchr(mode, 'e') ? O_CLOEXEC : 0;
     fl |= strchr(mode, 'x') ? O_EXCL : 0;
     return fl;
 }
 
+/* pgas_fopen - fopen of a pgas path: glibc's fopen opens with its internal
+ * open, which no preload library sees, so the stream is one of ours. */
 static FILE *pgas_fopen(const char *path, const char *mode)
 {
     char pfs[PATH_MAX];
-    int flags = pgas_stdio_flags(mode), fd, e;
-    FILE *fp;
+    int flags = pgas_stdio_flags(mode), fd;
 
     if (flags < 0 || pgas_at(AT_FDCWD, path, pfs, sizeof(pfs)) < 0)
         return NULL;
     fd = pgas_open(pfs, flags, 0666);
     if (fd < 0)
         return NULL;
-    fp = pgas_stream(fd, mode);
-    if (!fp) {
-        e = errno;
-        close(fd);
-        errno = e;
-    }
-    return fp;
+    return pio_ip_stream_or_close(fd, mode);
 }
 
 /* ---- fork and exit ----------------------------------------------------- */
@@ -1842,29 +1718,24 @@ static FILE *pgas_fopen(const char *path, const char *mode)
 static void pgas_atfork_child(void)
 {
     struct pgas_conn *c = atomic_load(&pgas_conn_p);
-    int hw = atomic_load(&pgas_fd_hw);
 
-    for (int fd = 0; fd < hw; fd++)
-        atomic_store(&pgas_fds[fd], NULL); /* the files stay the parent's */
-    atomic_store(&pgas_fd_hw, 0);
+    pio_ip_forget_all(&pgas_fds); /* the files stay the parent's */
     atomic_store(&pgas_conn_p, NULL);
-    atomic_store(&pgas_owner, 0);
     atomic_store(&pgas_told_gone, 0);
     atomic_store(&pgas_told_unreachable, 0);
-    pgas_fds_mtx = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     pgas_init_mtx = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     if (c && c->sock >= 0)
-        PGAS_REAL(close)(c->sock);
+        PIO_IP_REAL(close)(c->sock);
     if (c && c->evfd >= 0)
-        PGAS_REAL(close)(c->evfd);
+        PIO_IP_REAL(close)(c->evfd);
 }
 
 __attribute__((constructor)) static void pgas_init(void)
 {
-    (void)PGAS_REAL(open);
-    (void)PGAS_REAL(read);
-    (void)PGAS_REAL(write);
-    (void)PGAS_REAL(close);
+    (void)PIO_IP_REAL(open);
+    (void)PIO_IP_REAL(read);
+    (void)PIO_IP_REAL(write);
+    (void)PIO_IP_REAL(close);
     pthread_atfork(NULL, NULL, pgas_atfork_child);
 }
 
@@ -1873,7 +1744,7 @@ __attribute__((constructor)) static void pgas_init(void)
 __attribute__((destructor)) static void pgas_fini(void)
 {
     struct pgas_conn *c = atomic_load(&pgas_conn_p);
-    int hw = atomic_load(&pgas_fd_hw);
+    int hw = atomic_load(&pgas_fds.hw);
 
     if (!c || !pgas_mine())
         return;
@@ -1890,9 +1761,9 @@ int open(const char *path, int flags, ...)
     mode_t mode;
     int r;
 
-    PGAS_OPEN_MODE(flags, mode);
+    PIO_IP_OPEN_MODE(flags, mode);
     r = pgas_open_hook(AT_FDCWD, path, flags, mode);
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(open)(path, flags, mode));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(open)(path, flags, mode));
 }
 
 int open64(const char *path, int flags, ...)
@@ -1900,9 +1771,9 @@ int open64(const char *path, int flags, ...)
     mode_t mode;
     int r;
 
-    PGAS_OPEN_MODE(flags, mode);
+    PIO_IP_OPEN_MODE(flags, mode);
     r = pgas_open_hook(AT_FDCWD, path, flags, mode);
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(open64)(path, flags, mode));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(open64)(path, flags, mode));
 }
 
 int openat(int dirfd, const char *path, int flags, ...)
@@ -1910,9 +1781,9 @@ int openat(int dirfd, const char *path, int flags, ...)
     mode_t mode;
     int r;
 
-    PGAS_OPEN_MODE(flags, mode);
+    PIO_IP_OPEN_MODE(flags, mode);
     r = pgas_open_hook(dirfd, path, flags, mode);
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(openat)(dirfd, path, flags, mode));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(openat)(dirfd, path, flags, mode));
 }
 
 int openat64(int dirfd, const char *path, int flags, ...)
@@ -1920,172 +1791,172 @@ int openat64(int dirfd, const char *path, int flags, ...)
     mode_t mode;
     int r;
 
-    PGAS_OPEN_MODE(flags, mode);
+    PIO_IP_OPEN_MODE(flags, mode);
     r = pgas_open_hook(dirfd, path, flags, mode);
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(openat64)(dirfd, path, flags, mode));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(openat64)(dirfd, path, flags, mode));
 }
 
 int creat(const char *path, mode_t mode)
 {
     int r = pgas_open_hook(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(creat)(path, mode));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(creat)(path, mode));
 }
 
 int creat64(const char *path, mode_t mode)
 {
     int r = pgas_open_hook(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(creat64)(path, mode));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(creat64)(path, mode));
 }
 
 int __open_2(const char *path, int flags)
 {
     int r = pgas_open_hook(AT_FDCWD, path, flags, 0);
 
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(__open_2)(path, flags));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(__open_2)(path, flags));
 }
 
 int __open64_2(const char *path, int flags)
 {
     int r = pgas_open_hook(AT_FDCWD, path, flags, 0);
 
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(__open64_2)(path, flags));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(__open64_2)(path, flags));
 }
 
 int __openat_2(int dirfd, const char *path, int flags)
 {
     int r = pgas_open_hook(dirfd, path, flags, 0);
 
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(__openat_2)(dirfd, path, flags));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(__openat_2)(dirfd, path, flags));
 }
 
 int __openat64_2(int dirfd, const char *path, int flags)
 {
     int r = pgas_open_hook(dirfd, path, flags, 0);
 
-    return r != PGAS_NOT_OURS ? r : pgas_forget(PGAS_REAL(__openat64_2)(dirfd, path, flags));
+    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(__openat64_2)(dirfd, path, flags));
 }
 
 FILE *fopen(const char *path, const char *mode)
 {
-    return pgas_is_path(path) ? pgas_fopen(path, mode) : PGAS_REAL(fopen)(path, mode);
+    return pgas_is_path(path) ? pgas_fopen(path, mode) : PIO_IP_REAL(fopen)(path, mode);
 }
 
 FILE *fopen64(const char *path, const char *mode)
 {
-    return pgas_is_path(path) ? pgas_fopen(path, mode) : PGAS_REAL(fopen64)(path, mode);
+    return pgas_is_path(path) ? pgas_fopen(path, mode) : PIO_IP_REAL(fopen64)(path, mode);
 }
 
 FILE *fdopen(int fd, const char *mode)
 {
-    return pgas_slot(fd) ? pgas_stream(fd, mode) : PGAS_REAL(fdopen)(fd, mode);
+    return pgas_slot(fd) ? pio_ip_stream(fd, mode) : PIO_IP_REAL(fdopen)(fd, mode);
 }
 
 ssize_t read(int fd, void *buf, size_t n)
 {
     ssize_t r = pgas_io1(fd, buf, n, 0, 1, 0);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(read)(fd, buf, n);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(read)(fd, buf, n);
 }
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
     ssize_t r = pgas_io1(fd, buf, n, 0, 1, 1);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(write)(fd, buf, n);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(write)(fd, buf, n);
 }
 
 ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
     ssize_t r = pgas_io1(fd, buf, n, off, 0, 0);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(pread)(fd, buf, n, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pread)(fd, buf, n, off);
 }
 
 ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
     ssize_t r = pgas_io1(fd, buf, n, off, 0, 0);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(pread64)(fd, buf, n, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pread64)(fd, buf, n, off);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     ssize_t r = pgas_io1(fd, buf, n, off, 0, 1);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(pwrite)(fd, buf, n, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwrite)(fd, buf, n, off);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
 {
     ssize_t r = pgas_io1(fd, buf, n, off, 0, 1);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(pwrite64)(fd, buf, n, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwrite64)(fd, buf, n, off);
 }
 
 /* The fortified reads: a buffer too small goes to libc, which aborts. */
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
-    ssize_t r = n <= buflen ? pgas_io1(fd, buf, n, 0, 1, 0) : PGAS_NOT_OURS;
+    ssize_t r = n <= buflen ? pgas_io1(fd, buf, n, 0, 1, 0) : PIO_IP_NOT_OURS;
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__read_chk)(fd, buf, n, buflen);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__read_chk)(fd, buf, n, buflen);
 }
 
 ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
-    ssize_t r = n <= buflen ? pgas_io1(fd, buf, n, off, 0, 0) : PGAS_NOT_OURS;
+    ssize_t r = n <= buflen ? pgas_io1(fd, buf, n, off, 0, 0) : PIO_IP_NOT_OURS;
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__pread_chk)(fd, buf, n, off, buflen);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__pread_chk)(fd, buf, n, off, buflen);
 }
 
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
 {
-    ssize_t r = n <= buflen ? pgas_io1(fd, buf, n, off, 0, 0) : PGAS_NOT_OURS;
+    ssize_t r = n <= buflen ? pgas_io1(fd, buf, n, off, 0, 0) : PIO_IP_NOT_OURS;
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__pread64_chk)(fd, buf, n, off, buflen);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__pread64_chk)(fd, buf, n, off, buflen);
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, 0, 1, 0);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(readv)(fd, iov, cnt);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(readv)(fd, iov, cnt);
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, 0, 1, 1);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(writev)(fd, iov, cnt);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(writev)(fd, iov, cnt);
 }
 
 ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, off, 0, 0);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(preadv)(fd, iov, cnt, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv)(fd, iov, cnt, off);
 }
 
 ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, off, 0, 0);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(preadv64)(fd, iov, cnt, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv64)(fd, iov, cnt, off);
 }
 
 ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, off, 0, 1);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(pwritev)(fd, iov, cnt, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwritev)(fd, iov, cnt, off);
 }
 
 ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, off, 0, 1);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(pwritev64)(fd, iov, cnt, off);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwritev64)(fd, iov, cnt, off);
 }
 
 /* preadv2/pwritev2: off -1 means the position; the RWF_* flags are ignored. */
@@ -2093,42 +1964,42 @@ ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, off, off == -1, 0);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(preadv2)(fd, iov, cnt, off, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv2)(fd, iov, cnt, off, flags);
 }
 
 ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, off, off == -1, 0);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(preadv64v2)(fd, iov, cnt, off, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv64v2)(fd, iov, cnt, off, flags);
 }
 
 ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, off, off == -1, 1);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(pwritev2)(fd, iov, cnt, off, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwritev2)(fd, iov, cnt, off, flags);
 }
 
 ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
 {
     ssize_t r = pgas_iov(fd, iov, cnt, off, off == -1, 1);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(pwritev64v2)(fd, iov, cnt, off, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwritev64v2)(fd, iov, cnt, off, flags);
 }
 
 off_t lseek(int fd, off_t off, int whence)
 {
     off_t r = pgas_lseek(fd, off, whence);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(lseek)(fd, off, whence);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lseek)(fd, off, whence);
 }
 
 off64_t lseek64(int fd, off64_t off, int whence)
 {
     off_t r = pgas_lseek(fd, off, whence);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(lseek64)(fd, off, whence);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lseek64)(fd, off, whence);
 }
 
 /* pgas_fsync - FSYNC: every earlier request applied and durable. */
@@ -2138,7 +2009,7 @@ static int pgas_fsync(int fd)
     int r;
 
     if (!f)
-        return PGAS_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     r = pgas_file_rpc(f, GAS_OP_FSYNC, 0, NULL, 1);
     pgas_release(f);
     return r;
@@ -2148,26 +2019,26 @@ int fsync(int fd)
 {
     int r = pgas_fsync(fd);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(fsync)(fd);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fsync)(fd);
 }
 
 int fdatasync(int fd)
 {
     int r = pgas_fsync(fd);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(fdatasync)(fd);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fdatasync)(fd);
 }
 
 int close(int fd)
 {
     int r = pgas_close(fd);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(close)(fd);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(close)(fd);
 }
 
 int close_range(unsigned lo, unsigned hi, int flags)
 {
-    int r = PGAS_REAL(close_range)(lo, hi, flags);
+    int r = PIO_IP_REAL(close_range)(lo, hi, flags);
 
     if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
         pgas_drop_range(lo, hi);
@@ -2176,7 +2047,7 @@ int close_range(unsigned lo, unsigned hi, int flags)
 
 void closefrom(int lo)
 {
-    PGAS_REAL(closefrom)(lo);
+    PIO_IP_REAL(closefrom)(lo);
     if (lo >= 0)
         pgas_drop_range((unsigned)lo, UINT_MAX);
 }
@@ -2187,7 +2058,7 @@ static int pgas_trunc(int fd, off_t len)
     int r = -1;
 
     if (!f)
-        return PGAS_NOT_OURS;
+        return PIO_IP_NOT_OURS;
     if (len < 0 || f->accmode == O_RDONLY)
         errno = EINVAL;
     else
@@ -2200,126 +2071,126 @@ int ftruncate(int fd, off_t len)
 {
     int r = pgas_trunc(fd, len);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(ftruncate)(fd, len);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(ftruncate)(fd, len);
 }
 
 int ftruncate64(int fd, off64_t len)
 {
     int r = pgas_trunc(fd, len);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(ftruncate64)(fd, len);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(ftruncate64)(fd, len);
 }
 
 int fstat(int fd, struct stat *st)
 {
     int r = pgas_stat_hook(fd, "", AT_EMPTY_PATH, st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(fstat)(fd, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fstat)(fd, st);
 }
 
 int fstat64(int fd, struct stat64 *st)
 {
     int r = pgas_stat_hook(fd, "", AT_EMPTY_PATH, (struct stat *)st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(fstat64)(fd, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fstat64)(fd, st);
 }
 
 int __fxstat(int ver, int fd, struct stat *st)
 {
     int r = pgas_stat_hook(fd, "", AT_EMPTY_PATH, st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__fxstat)(ver, fd, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__fxstat)(ver, fd, st);
 }
 
 int __fxstat64(int ver, int fd, struct stat64 *st)
 {
     int r = pgas_stat_hook(fd, "", AT_EMPTY_PATH, (struct stat *)st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__fxstat64)(ver, fd, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__fxstat64)(ver, fd, st);
 }
 
 int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
     int r = pgas_stat_hook(dirfd, path, flags, st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(fstatat)(dirfd, path, st, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fstatat)(dirfd, path, st, flags);
 }
 
 int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
     int r = pgas_stat_hook(dirfd, path, flags, (struct stat *)st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(fstatat64)(dirfd, path, st, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fstatat64)(dirfd, path, st, flags);
 }
 
 int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
     int r = pgas_stat_hook(dirfd, path, flags, st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__fxstatat)(ver, dirfd, path, st, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__fxstatat)(ver, dirfd, path, st, flags);
 }
 
 int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
 {
     int r = pgas_stat_hook(dirfd, path, flags, (struct stat *)st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__fxstatat64)(ver, dirfd, path, st, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__fxstatat64)(ver, dirfd, path, st, flags);
 }
 
 int stat(const char *path, struct stat *st)
 {
     int r = pgas_stat_hook(AT_FDCWD, path, 0, st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(stat)(path, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(stat)(path, st);
 }
 
 int stat64(const char *path, struct stat64 *st)
 {
     int r = pgas_stat_hook(AT_FDCWD, path, 0, (struct stat *)st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(stat64)(path, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(stat64)(path, st);
 }
 
 int lstat(const char *path, struct stat *st)
 {
     int r = pgas_stat_hook(AT_FDCWD, path, 0, st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(lstat)(path, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lstat)(path, st);
 }
 
 int lstat64(const char *path, struct stat64 *st)
 {
     int r = pgas_stat_hook(AT_FDCWD, path, 0, (struct stat *)st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(lstat64)(path, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lstat64)(path, st);
 }
 
 int __xstat(int ver, const char *path, struct stat *st)
 {
     int r = pgas_stat_hook(AT_FDCWD, path, 0, st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__xstat)(ver, path, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__xstat)(ver, path, st);
 }
 
 int __xstat64(int ver, const char *path, struct stat64 *st)
 {
     int r = pgas_stat_hook(AT_FDCWD, path, 0, (struct stat *)st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__xstat64)(ver, path, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__xstat64)(ver, path, st);
 }
 
 int __lxstat(int ver, const char *path, struct stat *st)
 {
     int r = pgas_stat_hook(AT_FDCWD, path, 0, st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__lxstat)(ver, path, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__lxstat)(ver, path, st);
 }
 
 int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
     int r = pgas_stat_hook(AT_FDCWD, path, 0, (struct stat *)st);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(__lxstat64)(ver, path, st);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__lxstat64)(ver, path, st);
 }
 
 int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
@@ -2330,35 +2201,35 @@ int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *s
 
     if (r == 0)
         pgas_fill_statx(&a, ino, sx);
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(statx)(dirfd, path, flags, mask, sx);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(statx)(dirfd, path, flags, mask, sx);
 }
 
 int access(const char *path, int mode)
 {
     int r = pgas_access_hook(AT_FDCWD, path, mode);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(access)(path, mode);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(access)(path, mode);
 }
 
 int faccessat(int dirfd, const char *path, int mode, int flags)
 {
     int r = pgas_access_hook(dirfd, path, mode);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(faccessat)(dirfd, path, mode, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(faccessat)(dirfd, path, mode, flags);
 }
 
 int unlink(const char *path)
 {
     int r = pgas_unlink_hook(AT_FDCWD, path, 0);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(unlink)(path);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(unlink)(path);
 }
 
 int unlinkat(int dirfd, const char *path, int flags)
 {
     int r = pgas_unlink_hook(dirfd, path, flags);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(unlinkat)(dirfd, path, flags);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(unlinkat)(dirfd, path, flags);
 }
 
 /* copy_file_range, sendfile: the kernel would copy into the placeholder.
@@ -2367,32 +2238,32 @@ int unlinkat(int dirfd, const char *path, int flags)
 ssize_t copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t n, unsigned flags)
 {
     if (pgas_slot(in) || pgas_slot(out))
-        return pgas_fail_errno(EXDEV);
-    return PGAS_REAL(copy_file_range)(in, inoff, out, outoff, n, flags);
+        return pio_ip_fail(EXDEV);
+    return PIO_IP_REAL(copy_file_range)(in, inoff, out, outoff, n, flags);
 }
 
 ssize_t sendfile(int out, int in, off_t *off, size_t n)
 {
     if (pgas_slot(in) || pgas_slot(out))
-        return pgas_fail_errno(EINVAL);
-    return PGAS_REAL(sendfile)(out, in, off, n);
+        return pio_ip_fail(EINVAL);
+    return PIO_IP_REAL(sendfile)(out, in, off, n);
 }
 
 ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 {
     if (pgas_slot(in) || pgas_slot(out))
-        return pgas_fail_errno(EINVAL);
-    return PGAS_REAL(sendfile64)(out, in, off, n);
+        return pio_ip_fail(EINVAL);
+    return PIO_IP_REAL(sendfile64)(out, in, off, n);
 }
 
 int posix_fadvise(int fd, off_t off, off_t len, int advice)
 {
-    return pgas_slot(fd) ? 0 : PGAS_REAL(posix_fadvise)(fd, off, len, advice);
+    return pgas_slot(fd) ? 0 : PIO_IP_REAL(posix_fadvise)(fd, off, len, advice);
 }
 
 int posix_fadvise64(int fd, off64_t off, off64_t len, int advice)
 {
-    return pgas_slot(fd) ? 0 : PGAS_REAL(posix_fadvise64)(fd, off, len, advice);
+    return pgas_slot(fd) ? 0 : PIO_IP_REAL(posix_fadvise64)(fd, off, len, advice);
 }
 
 int dup(int fd)
@@ -2401,8 +2272,8 @@ int dup(int fd)
     int r;
 
     if (!pgas_slot(fd) || !pgas_mine() || !(f = pgas_get(fd)))
-        return PGAS_REAL(dup)(fd);
-    r = pgas_dup_to(f, PGAS_REAL(dup)(fd));
+        return PIO_IP_REAL(dup)(fd);
+    r = pgas_dup_to(f, PIO_IP_REAL(dup)(fd));
     pgas_release(f);
     return r;
 }
@@ -2410,55 +2281,46 @@ int dup(int fd)
 int dup2(int oldfd, int newfd)
 {
     if ((!pgas_slot(oldfd) && !pgas_slot(newfd)) || !pgas_mine())
-        return PGAS_REAL(dup2)(oldfd, newfd);
+        return PIO_IP_REAL(dup2)(oldfd, newfd);
     return pgas_dup2(oldfd, newfd, -1);
 }
 
 int dup3(int oldfd, int newfd, int flags)
 {
     if ((!pgas_slot(oldfd) && !pgas_slot(newfd)) || !pgas_mine() || flags < 0)
-        return PGAS_REAL(dup3)(oldfd, newfd, flags);
+        return PIO_IP_REAL(dup3)(oldfd, newfd, flags);
     return pgas_dup2(oldfd, newfd, flags);
 }
 
 int fcntl(int fd, int cmd, ...)
 {
-    va_list ap;
     void *arg;
     int r;
 
-    va_start(ap, cmd);
-    arg = va_arg(ap, void *);
-    va_end(ap);
+    PIO_IP_OPT_ARG(cmd, arg);
     r = pgas_fcntl(fd, cmd, arg);
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(fcntl)(fd, cmd, arg);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fcntl)(fd, cmd, arg);
 }
 
 int fcntl64(int fd, int cmd, ...)
 {
-    va_list ap;
     void *arg;
     int r;
 
-    va_start(ap, cmd);
-    arg = va_arg(ap, void *);
-    va_end(ap);
+    PIO_IP_OPT_ARG(cmd, arg);
     r = pgas_fcntl(fd, cmd, arg);
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(fcntl64)(fd, cmd, arg);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fcntl64)(fd, cmd, arg);
 }
 
 /* ioctl: no pgas file is a terminal, nor clones (cp's FICLONE). */
 int ioctl(int fd, unsigned long req, ...)
 {
-    va_list ap;
     void *arg;
 
-    va_start(ap, req);
-    arg = va_arg(ap, void *);
-    va_end(ap);
+    PIO_IP_OPT_ARG(req, arg);
     if (pgas_slot(fd))
-        return pgas_fail_errno(ENOTTY);
-    return PGAS_REAL(ioctl)(fd, req, arg);
+        return pio_ip_fail(ENOTTY);
+    return PIO_IP_REAL(ioctl)(fd, req, arg);
 }
 
 /* Extended attributes: none on a pgas file (ls asks for the SELinux label). */
@@ -2466,42 +2328,42 @@ ssize_t getxattr(const char *path, const char *name, void *value, size_t size)
 {
     int r = pgas_xattr_hook(path);
 
-    if (r == PGAS_NOT_OURS)
-        return PGAS_REAL(getxattr)(path, name, value, size);
-    return r < 0 ? -1 : pgas_fail_errno(ENODATA);
+    if (r == PIO_IP_NOT_OURS)
+        return PIO_IP_REAL(getxattr)(path, name, value, size);
+    return r < 0 ? -1 : pio_ip_fail(ENODATA);
 }
 
 ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size)
 {
     int r = pgas_xattr_hook(path);
 
-    if (r == PGAS_NOT_OURS)
-        return PGAS_REAL(lgetxattr)(path, name, value, size);
-    return r < 0 ? -1 : pgas_fail_errno(ENODATA);
+    if (r == PIO_IP_NOT_OURS)
+        return PIO_IP_REAL(lgetxattr)(path, name, value, size);
+    return r < 0 ? -1 : pio_ip_fail(ENODATA);
 }
 
 ssize_t fgetxattr(int fd, const char *name, void *value, size_t size)
 {
     if (pgas_slot(fd))
-        return pgas_fail_errno(ENODATA);
-    return PGAS_REAL(fgetxattr)(fd, name, value, size);
+        return pio_ip_fail(ENODATA);
+    return PIO_IP_REAL(fgetxattr)(fd, name, value, size);
 }
 
 ssize_t listxattr(const char *path, char *list, size_t size)
 {
     int r = pgas_xattr_hook(path);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(listxattr)(path, list, size);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(listxattr)(path, list, size);
 }
 
 ssize_t llistxattr(const char *path, char *list, size_t size)
 {
     int r = pgas_xattr_hook(path);
 
-    return r != PGAS_NOT_OURS ? r : PGAS_REAL(llistxattr)(path, list, size);
+    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(llistxattr)(path, list, size);
 }
 
 ssize_t flistxattr(int fd, char *list, size_t size)
 {
-    return pgas_slot(fd) ? 0 : PGAS_REAL(flistxattr)(fd, list, size);
+    return pgas_slot(fd) ? 0 : PIO_IP_REAL(flistxattr)(fd, list, size);
 }
