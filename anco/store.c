@@ -78,9 +78,15 @@ static int rfile_open(const char *path, void **h, uint64_t *size)
     name[slash - host] = '\0';
     PIO_Rfile rf;
     int rc = PIO_Rfile_open(name, slash + 1, &rf, size);
-    if (rc == PIO_OK)
-        *h = rf;
-    return rc;
+    if (rc != PIO_OK)
+        return rc;
+    /* blocks are read whole, once, by whichever process loads them: the
+     * file service's read-ahead would bring ranges nobody asked for (a
+     * process that happens to load two neighbouring blocks reads 4 MiB
+     * ahead, thrown away at its next jump) */
+    PIO_Rfile_advise(rf, PIO_RFILE_RANDOM);
+    *h = rf;
+    return PIO_OK;
 }
 
 static int rfile_pread(void *h, void *buf, size_t len, uint64_t off, size_t *got)

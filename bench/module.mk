@@ -33,3 +33,19 @@ $(B)/bench/gas_btio_mpi.o: bench/gas_btio_mpi.c $(SETTINGS)
 
 $(B)/bench/gas-btio-mpi: $(B)/bench/gas_btio_mpi.o
 	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^
+
+# anco (bench/anco.sh): anco-read is one reader process (POSIX preads or
+# anco, sequential, random or strided; it also writes the pattern file);
+# anco-read-mpi the strided pattern through MPI-IO collective reads.
+TEST_BINS += $(B)/bench/anco-read $(B)/bench/anco-read-mpi
+OBJS      += $(B)/bench/anco_read.o
+
+$(B)/bench/anco-read: $(B)/bench/anco_read.o $(ANCO_OBJS) $(LIBPIO_A)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/bench/anco_read_mpi.o: bench/anco_read_mpi.c $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/bench/anco-read-mpi: $(B)/bench/anco_read_mpi.o
+	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^

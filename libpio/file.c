@@ -347,6 +347,7 @@ struct pio_rfile {
     int broken;        /* an error that ended the session (PIO_OK: none) */
     uint64_t last_end; /* where the last pread ended */
     int ra;            /* reading ahead */
+    int random;        /* PIO_RFILE_RANDOM: never read ahead */
     uint64_t ra_end;   /* the end of the furthest READ asked for */
     struct ra_slot slot[RA_SLOTS];
     int fifo[RA_SLOTS], fhead, npend; /* slots with a READ in flight, in order */
@@ -473,7 +474,7 @@ int PIO_Rfile_pread(PIO_Rfile r, void *buf, size_t count, uint64_t offset, size_
     size_t done = 0;
     pthread_mutex_lock(&r->mtx);
     int rc = r->broken;
-    if (rc == PIO_OK && offset != r->last_end)
+    if (rc == PIO_OK && (offset != r->last_end || r->random))
         r->ra = 0; /* not where the last one ended: random access */
     else if (rc == PIO_OK && count > 0 && !r->ra) {
         r->ra = 1;
@@ -529,6 +530,16 @@ int PIO_Rfile_pread(PIO_Rfile r, void *buf, size_t count, uint64_t offset, size_
     if (got)
         *got = done;
     return rc;
+}
+
+int PIO_Rfile_advise(PIO_Rfile r, int advice)
+{
+    if (!r || (advice != PIO_RFILE_NORMAL && advice != PIO_RFILE_RANDOM))
+        return PIO_EINVAL;
+    pthread_mutex_lock(&r->mtx);
+    r->random = advice == PIO_RFILE_RANDOM;
+    pthread_mutex_unlock(&r->mtx);
+    return PIO_OK;
 }
 
 int PIO_Rfile_close(PIO_Rfile r)

@@ -346,6 +346,16 @@ int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *
  * Returns PIO_OK; PIO_EINVAL; PIO_EIO and others from the service. */
 int PIO_Rfile_pread(PIO_Rfile rf, void *buf, size_t count, uint64_t offset, size_t *got);
 
+/* PIO_Rfile_advise - how rf will be read, as posix_fadvise(2):
+ * PIO_RFILE_NORMAL (the default: a pread that continues the last one
+ * starts reading ahead, up to 4 MiB) or PIO_RFILE_RANDOM (never read
+ * ahead: every pread brings exactly its range; for callers that cache
+ * blocks themselves and jump between them, such as anco). Takes effect at
+ * the next pread. Returns PIO_OK or PIO_EINVAL. */
+#define PIO_RFILE_NORMAL 0
+#define PIO_RFILE_RANDOM 1
+int PIO_Rfile_advise(PIO_Rfile rf, int advice);
+
 /* PIO_Rfile_close - end the session; frees rf. PIO_OK or PIO_EINVAL. */
 int PIO_Rfile_close(PIO_Rfile rf);
 

@@ -1,0 +1,561 @@
+#!/usr/bin/env bash
+# anco.sh - the published experiments of anco (issue 12), reproduced on the
+# test bed: N reader processes on one compute host read a file that lives
+# behind one 100 Mbit/s link (the I/O-node bottleneck), with plain POSIX
+# reads, through anco (the job's pooled cache) and, for the strided
+# pattern, through MPI-IO collective reads.
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Bed: h1 (compute: every reader process, piod A) and h2 (the file server:
+# piod B exporting the folder of the files, and an sshd), one link between
+# them shaped to ANCO_BENCH_RATE (100mbit) each way with tc tbf
+# (tests/testbed/pio-testbed). Its ceiling is measured in the same run:
+# iperf3, one TCP stream h2 -> h1 (-R: the way the file's bytes go).
+#   POSIX    every reader open(2)s and pread(2)s the file through one sshfs
+#            mount of h2's folder in h1 (sshd on h2's link address, so
+#            every byte crosses the link), mounted -o direct_io with
+#            sshfs's caches off (dir_cache=no; no kernel_cache): h1 keeps
+#            no page cache of the file, so each process behaves like a
+#            separate node with a cold cache. `pio-testbed exec` gives each
+#            command a mount namespace of its own, so one shell in h1
+#            mounts, starts the readers and unmounts.
+#   anco     the readers open pio://B/FILE: the file on B's PIO file
+#            service (PIO_Rfile over the same link, the slow backing
+#            store); the cache windows are read with one-sided gets
+#            between the processes of h1 (the job's fast network). The
+#            piods, and so the file service, run with UCX_TLS=tcp, so the
+#            file's bytes from h2 cannot take UCX's shared memory (h1 and h2
+#            are one machine) and cross the link; the readers with
+#            UCX_TLS=sm,tcp (ANCO_BENCH_UCX_TLS): shared memory between
+#            them, tcp to h2. h1's received bytes on the link are counted
+#            for every run (the "link" columns) to show it.
+#   MPI-IO   `mpirun --mca io romio321 -np N bench/anco-read-mpi` over the
+#            same sshfs mount: MPI_File_read_at_all (ROMIO's two-phase
+#            collective buffering, romio_cb_read=enable).
+# One process = one rank; N processes of bench/anco-read are started at
+# once: they open the file, then wait for a start file that the script
+# creates when all N have opened (anco: then also anco_barrier). Aggregate
+# bandwidth = the bytes delivered to all processes / (the last process's
+# end - the first process's start), in MB/s (10^6 B/s, as iperf3).
+# Every read is checked word by word against the file's pattern
+# (anco-read gen); a wrong byte fails the run and the script (exit 1).
+#
+# Experiments:
+#   seq      N = 2, 4, 8, 16 (ANCO_BENCH_SEQ_N) all read the whole file from
+#            its start in 256 KiB reads: POSIX, anco with 1 group and with 4
+#            groups (at most N); a cache of ANCO_BENCH_SEQ_CACHE (32M) per
+#            process. Target: anco >= 0.8 x N x the link's ceiling
+#            (the file crosses the link once per group, and every process
+#            gets all of it). PASS/MISS per N for 1 group, and for 4 groups
+#            at the largest N; POSIX stays at about one link.
+#   random   N = 8, 1 MiB reads at whole 1 MiB units chosen at random,
+#            ANCO_BENCH_UNITS (32) per process, a cache of 8 MiB per process
+#            (64 MiB in all) over files of 16, 64 and 256 MiB (0.25x, 1x, 4x
+#            the aggregate cache; ANCO_BENCH_RANDOM_MIB), the singlet ratio
+#            swept 0, 0.25, 0.5, 0.75, 0.9 (1 group); POSIX once per file.
+#            The hit mix (local / remote / file system, from
+#            anco_print_stats) per run.
+#   strided  IOR-like: N = 8, transfers of 16 KiB, 256 KiB and 4 MiB; process
+#            i reads transfers i, i + N, i + 2N ... of the seq file (once in
+#            all): anco 1 and 4 groups, POSIX over sshfs, MPI-IO collective
+#            over sshfs.
+#
+# Scaled down: the issue's file is 1 GiB and N goes to 16; at 100 Mbit/s
+# one POSIX read of 1 GiB by 16 processes takes ~25 min. The default file is
+# 128 MiB (ANCO_BENCH_MB; ANCO_BENCH_MB=1024 is the full-size run, about
+# 8 x longer), which keeps the whole script near 20 min on 2 cores.
+#
+# Output: a table per experiment; bench/results/anco_seq.csv,
+# anco_random.csv, anco_strided.csv and anco_seq.png, anco_random.png,
+# anco_strided.png. Needs root (skipped otherwise).
+# Exit status: 0 when every run completed and read the right bytes (a MISS
+# is reported, not an error) or when skipped; 1 otherwise.
+# Environment: BUILD (build/default), ANCO_BENCH_MB (128), ANCO_BENCH_RATE
+# (100mbit), ANCO_BENCH_PARTS ("seq random strided"), ANCO_BENCH_SEQ_N
+# ("2 4 8 16"), ANCO_BENCH_MODES ("posix anco mpiio": a quick look at
+# some; the tables then hold those only), ANCO_BENCH_SEQ_CACHE (32M), ANCO_BENCH_RANDOM_MIB
+# ("16 64 256"), ANCO_BENCH_SINGLETS ("0 0.25 0.5 0.75 0.9"),
+# ANCO_BENCH_UNITS (32), ANCO_BENCH_RANDOM_CACHE (8M), ANCO_BENCH_XFERS
+# ("16K 256K 4M"), ANCO_BENCH_UCX_TLS (sm,tcp), SSHFS_OPTS (options after the
+# key), PIO_BENCH_RESULTS (bench/results), PIO_PIOD_FLAGS (extra piod flags).
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build/default}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+TB=$ROOT/tests/testbed/pio-testbed
+SCRIPT=anco.sh
+RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+MB=${ANCO_BENCH_MB:-128}
+RATE=${ANCO_BENCH_RATE:-100mbit}
+PARTS=" ${ANCO_BENCH_PARTS:-seq random strided} "
+MODES=" ${ANCO_BENCH_MODES:-posix anco mpiio} "
+SEQ_N=${ANCO_BENCH_SEQ_N:-2 4 8 16}
+SEQ_CACHE=${ANCO_BENCH_SEQ_CACHE:-32M}
+RAND_MIB=${ANCO_BENCH_RANDOM_MIB:-16 64 256}
+SINGLETS=${ANCO_BENCH_SINGLETS:-0 0.25 0.5 0.75 0.9}
+UNITS=${ANCO_BENCH_UNITS:-32}
+RAND_CACHE=${ANCO_BENCH_RANDOM_CACHE:-8M}
+XFERS=${ANCO_BENCH_XFERS:-16K 256K 4M}
+UCX_TLS_BENCH=${ANCO_BENCH_UCX_TLS:-sm,tcp}
+SSHFS_OPTS=${SSHFS_OPTS:-direct_io,dir_cache=no,Ciphers=aes128-gcm@openssh.com,Compression=no}
+NRAND=8   # processes of the random experiment
+NSTRIDE=8 # and of the strided one
+G4=4      # the "4 groups" runs
+READ=$BUILD/bench/anco-read
+READ_MPI=$BUILD/bench/anco-read-mpi
+want() { [[ $PARTS == *" $1 "* ]]; }
+mode_on() { [[ $MODES == *" $1 "* ]]; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: anco: needs root (network namespaces for the test bed)"
+  exit 0
+fi
+# shellcheck source=../tests/lib/piod.bash
+source "$ROOT/tests/lib/piod.bash"
+# shellcheck source=lib.bash
+source "$ROOT/bench/lib.bash"
+bench_need "$READ" "$READ_MPI" "$BUILD/sbin/piod" "$BUILD/sbin/pio-files" "$BUILD/bin/pio-info" mpirun iperf3 sshd sshfs \
+  fusermount3 mountpoint || exit 1
+[[ $MB =~ ^[0-9]+$ ]] && [ "$MB" -ge 16 ] && [ $((MB % 16)) -eq 0 ] ||
+  { echo "$SCRIPT: ANCO_BENCH_MB=$MB: a whole number of MiB, a multiple of 16" >&2; exit 1; }
+
+t_start=$(date +%s)
+work=$(mktemp -d /tmp/pio-bench-anco.XXXXXX)
+chmod 755 "$work"
+cleanup() {
+  # an sshfs lives in the mount namespace of its `pio-testbed exec`:
+  # ending it unmounts
+  [ -s "$work/sshfs.pid" ] && kill "$(cat "$work/sshfs.pid")" 2>/dev/null
+  bench_cleanup
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== anco.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores; h1 (readers) <- h2" \
+  "(file server) over one link at $RATE"
+echo "   SCALED DOWN: the sequential and strided file is $MB MiB (the issue: 1 GiB;" \
+  "ANCO_BENCH_MB=1024 for the full size, ~8 x longer)"
+bench_bed_up anc 2 1 "$RATE" || exit 1
+# UCX and sshfs want the link's carrier up when a process starts
+for h in h1 h2; do
+  for ((i = 0; i < 100; i++)); do
+    [ "$("$TB" exec "$bed" "$h" cat /sys/class/net/eth0/carrier 2>/dev/null)" = 1 ] && break
+    sleep 0.1
+  done
+done
+mkdir -p "$work/exp" "$work/mnt"
+"$READ" gen "$work/exp/seq.bin" "$MB" || exit 1
+if want random; then
+  for m in $RAND_MIB; do "$READ" gen "$work/exp/r$m.bin" "$m" || exit 1; done
+fi
+
+echo "-- the link's ceiling: iperf3, 1 TCP stream h2 -> h1, 8 s"
+iperf_servers 0 || exit 1
+"$TB" exec "$bed" h1 timeout 60 iperf3 -J -R -t 8 -B "$("$TB" addr "$bed" h1 0)" \
+  -c "$("$TB" addr "$bed" h2 0)" -p 5201 >"$work/ceil.json" 2>"$work/ceil.err"
+LINK=$(iperf_rate "$work/ceil.json") || { cat "$work/ceil.err" >&2; exit 1; }
+echo "   ceiling: $LINK MB/s"
+
+# the piods, and so B's file service, use UCX over tcp only: whatever the
+# readers allow, the file's bytes from h2 cannot take shared memory
+export UCX_TLS=tcp
+bench_piods "$work/pio" 1 "$work/exp" || { echo "$SCRIPT: the piods did not come up" >&2; exit 1; }
+sshd_start "$work" || { echo "$SCRIPT: sshd failed" >&2; exit 1; }
+echo "   piods: A in h1, B in h2 exporting $work/exp; sshd in h2 on $SSH_ADDR:2222;" \
+  "sshfs -o $SSHFS_OPTS"
+
+# The launcher, run in h1 by one `pio-testbed exec`: $1 scratch folder,
+# $2 run tag, $3 N (0: run the command once: mpirun), $4 sshfs source
+# ("" : no mount), $5 sshfs options, then ssh options, --, the command.
+# With N > 0 it starts N copies of the command with --rank R --size N
+# --start-file, output in TAG.R.out; creates the start file once all N have
+# opened their file (or one has ended); a copy that fails ends the others.
+# shellcheck disable=SC2016
+launch='w=$1 tag=$2 n=$3 src=$4 opts=$5
+  shift 5
+  ssho=()
+  while [ "$1" != -- ]; do ssho+=("$1"); shift; done
+  shift
+  if [ -n "$src" ]; then
+    sshfs "$src" "$w/mnt" -f -p 2222 "${ssho[@]}" -o "$opts" </dev/null &
+    echo $! >"$w/sshfs.pid"
+    for i in $(seq 100); do mountpoint -q "$w/mnt" && break; sleep 0.1; done
+    mountpoint -q "$w/mnt" || { echo "sshfs did not mount $src"; kill "$(cat "$w/sshfs.pid")"; exit 1; }
+  fi
+  rc=0
+  if [ "$n" = 0 ]; then
+    "$@" >"$w/$tag.0.out" 2>&1 </dev/null || rc=1
+  else
+    st=$w/$tag.start
+    pids=()
+    for ((r = 0; r < n; r++)); do
+      "$@" --rank "$r" --size "$n" --start-file "$st" >"$w/$tag.$r.out" 2>&1 </dev/null &
+      pids+=($!)
+    done
+    while [ "$(ls "$st".ready.* 2>/dev/null | wc -l)" -lt "$n" ]; do
+      alive=0
+      for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+      [ "$alive" -lt "$n" ] && break
+      sleep 0.01
+    done
+    touch "$st"
+    left=("${pids[@]}")
+    while [ ${#left[@]} -gt 0 ]; do
+      rest=()
+      for p in "${left[@]}"; do
+        if kill -0 "$p" 2>/dev/null; then rest+=("$p"); elif ! wait "$p"; then rc=1; fi
+      done
+      left=("${rest[@]}")
+      [ "$rc" != 0 ] && [ ${#left[@]} -gt 0 ] && kill "${left[@]}" 2>/dev/null
+      sleep 0.1
+    done
+  fi
+  if [ -n "$src" ]; then
+    fusermount3 -u "$w/mnt" || rc=1
+    wait
+  fi
+  exit $rc'
+
+# summary TAG N: "seconds bytes local remote fs retries stale evictions
+# polls uncached" over the N outputs TAG.R.out (the first start to the last
+# end; anco's counters summed); fails if an output lacks its OK line.
+summary() {
+  "$PY" - "$work" "$1" "$2" <<'EOF'
+import re, sys
+w, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+t0, t1, tot = [], [], 0
+st = [0] * 8
+for r in range(n):
+    txt = open("%s/%s.%d.out" % (w, tag, r)).read()
+    m = re.search(r"^OK anco-read .*bytes=(\d+) .*t0=([\d.]+) t1=([\d.]+)", txt, re.M)
+    if not m:
+        sys.exit("%s rank %d: no OK line" % (tag, r))
+    tot += int(m.group(1)); t0.append(float(m.group(2))); t1.append(float(m.group(3)))
+    m = re.search(r"^anco: rank \d+: local (\d+) remote (\d+) fs (\d+) retries (\d+) stale (\d+) "
+                  r"evictions (\d+) polls (\d+) uncached (\d+)", txt, re.M)
+    if m:
+        st = [a + int(b) for a, b in zip(st, m.groups())]
+print("%.6f %d %s" % (max(t1) - min(t0), tot, " ".join(map(str, st))))
+EOF
+}
+
+# rx_bytes: the bytes h1 has received over the link so far (what crossed
+# it: the file's bytes and the protocols' own)
+rx_bytes() { "$TB" exec "$bed" h1 cat /sys/class/net/eth0/statistics/rx_bytes; }
+
+fail=0
+runno=0
+# run EXP MODE GROUPS N FILEBYTES XFER SINGLET PATTERN-ARGS...: one run of N
+# readers; prints a line and appends it to $work/rows. MODE posix or anco.
+run() {
+  local exp=$1 mode=$2 g=$3 n=$4 fbytes=$5 xfer=$6 sing=$7 tag rc s src="" cmd rx0 rx
+  shift 7
+  mode_on "$mode" || return 0
+  runno=$((runno + 1))
+  tag=r$runno
+  if [ "$mode" = posix ]; then
+    src=root@$SSH_ADDR:$work/exp
+    cmd=(env -u UCX_TLS timeout -k 5 1800 "$READ" --mode posix "$@")
+  else
+    cmd=(env PIO_SOCKET="$work/pio/A.sock" UCX_TLS="$UCX_TLS_BENCH" ANCO_BARRIER_TIMEOUT=120
+      timeout -k 5 1800 "$READ" --mode anco --app "anco$runno" --groups "$g" "$@")
+  fi
+  rx0=$(rx_bytes)
+  "$TB" exec "$bed" h1 bash -c "$launch" launch "$work" "$tag" "$n" "$src" "$SSHFS_OPTS" "${SSHO[@]}" \
+    -- "${cmd[@]}" </dev/null
+  rc=$?
+  rx=$(($(rx_bytes) - rx0))
+  if [ "$rc" -ne 0 ] || ! s=$(summary "$tag" "$n"); then
+    echo "FAIL: $exp $mode groups=$g N=$n xfer=$xfer singlet=$sing: a reader failed (exit $rc):" >&2
+    for ((r = 0; r < n; r++)); do grep -H -v '^OK\|^anco: rank' "$work/$tag.$r.out" >&2; done
+    echo "  (piod logs: $work/pio/A.log, B.log)" >&2
+    tail -n 5 "$work/pio/A.log" "$work/pio/B.log" >&2
+    fail=1
+    return 1
+  fi
+  read -r secs bytes rest <<<"$s"
+  printf '   %-8s %-6s g=%-2s N=%-3s %4d MiB xfer %-5s singlet %-4s %7.2f s %8.2f MB/s link %6.1f MB  [l r fs ret stale ev polls unc: %s]\n' \
+    "$exp" "$mode" "$g" "$n" $((fbytes >> 20)) "$xfer" "$sing" "$secs" "$("$PY" -c "print($bytes / $secs / 1e6)")" \
+    "$("$PY" -c "print($rx / 1e6)")" "$rest"
+  echo "$exp $mode $g $n $fbytes $xfer $sing $rx $s" >>"$work/rows"
+  rm -f "$work/$tag".*
+}
+
+# run_mpi XFER: the strided pattern by anco-read-mpi over the sshfs mount
+run_mpi() {
+  local x=$1 tag line rx0 rx
+  mode_on mpiio || return 0
+  runno=$((runno + 1))
+  tag=r$runno
+  rx0=$(rx_bytes)
+  "$TB" exec "$bed" h1 bash -c "$launch" launch "$work" "$tag" 0 "root@$SSH_ADDR:$work/exp" "$SSHFS_OPTS" \
+    "${SSHO[@]}" -- env -u UCX_TLS timeout -k 5 1800 mpirun --allow-run-as-root --oversubscribe --mca io romio321 \
+    --mca mpi_yield_when_idle 1 -np "$NSTRIDE" "$READ_MPI" --xfer "$x" "$work/mnt/seq.bin" </dev/null
+  rx=$(($(rx_bytes) - rx0))
+  line=$(grep -m1 '^OK anco-read-mpi' "$work/$tag.0.out")
+  if [[ ! $line =~ bytes=([0-9]+).*seconds=([0-9.]+) ]]; then
+    echo "FAIL: strided mpiio xfer=$x:" >&2
+    sed 's/^/  | /' "$work/$tag.0.out" >&2
+    fail=1
+    return 1
+  fi
+  printf '   %-8s %-6s g=%-2s N=%-3s %4d MiB xfer %-5s singlet %-4s %7.2f s %8.2f MB/s link %6.1f MB\n' \
+    strided mpiio - "$NSTRIDE" "$MB" "$x" - "${BASH_REMATCH[2]}" \
+    "$("$PY" -c "print(${BASH_REMATCH[1]} / ${BASH_REMATCH[2]} / 1e6)")" "$("$PY" -c "print($rx / 1e6)")"
+  echo "strided mpiio 0 $NSTRIDE $((MB << 20)) $x - $rx ${BASH_REMATCH[2]} ${BASH_REMATCH[1]} 0 0 0 0 0 0 0 0" \
+    >>"$work/rows"
+  rm -f "$work/$tag".*
+}
+
+: >"$work/rows"
+SEQ=$((MB << 20))
+if want seq; then
+  echo "-- sequential shared read: $MB MiB from the start in 256 KiB reads by each of N processes;" \
+    "anco cache $SEQ_CACHE per process"
+  for n in $SEQ_N; do
+    run seq posix 0 "$n" "$SEQ" 256K - --pattern seq --xfer 256K "$work/mnt/seq.bin" || exit 1
+    for g in 1 "$G4"; do
+      [ "$g" -gt "$n" ] && g=$n
+      run seq anco "$g" "$n" "$SEQ" 256K - --pattern seq --xfer 256K --cache "$SEQ_CACHE" \
+        pio://B/seq.bin || exit 1
+    done
+  done
+fi
+if want random; then
+  echo "-- random read: N=$NRAND, $UNITS reads of 1 MiB units each, cache $RAND_CACHE per process," \
+    "1 group; files $RAND_MIB MiB"
+  for m in $RAND_MIB; do
+    run random posix 0 "$NRAND" $((m << 20)) 1M - --pattern random --xfer 1M --units "$UNITS" \
+      "$work/mnt/r$m.bin" || exit 1
+    for s in $SINGLETS; do
+      run random anco 1 "$NRAND" $((m << 20)) 1M "$s" --pattern random --xfer 1M --units "$UNITS" \
+        --cache "$RAND_CACHE" --singlet "$s" "pio://B/r$m.bin" || exit 1
+    done
+  done
+fi
+if want strided; then
+  echo "-- strided read (IOR-like): N=$NSTRIDE, process i reads transfers i, i+N, ... of the" \
+    "$MB MiB file; anco cache $SEQ_CACHE per process"
+  for x in $XFERS; do
+    run strided posix 0 "$NSTRIDE" "$SEQ" "$x" - --pattern strided --xfer "$x" "$work/mnt/seq.bin" || exit 1
+    run_mpi "$x" || exit 1
+    for g in 1 "$G4"; do
+      run strided anco "$g" "$NSTRIDE" "$SEQ" "$x" - --pattern strided --xfer "$x" --cache "$SEQ_CACHE" \
+        pio://B/seq.bin || exit 1
+    done
+  done
+fi
+[ $fail -eq 0 ] || { echo "$SCRIPT: FAILED: not every run completed" >&2; exit 1; }
+
+mkdir -p "$RESULTS"
+"$PY" - "$work/rows" "$RESULTS" "$LINK" "$RATE" "$MB" "$SEQ_CACHE" "$RAND_CACHE" "$UNITS" \
+  "$SSHFS_OPTS" <<'EOF'
+import csv, os, sys
+rows_f, out, link, rate, mb, seq_cache, rand_cache, units, sshfs_opts = sys.argv[1:10]
+link, mb = float(link), int(mb)
+STATS = ["local", "remote", "fs", "retries", "stale", "evictions", "polls", "uncached"]
+rows = []
+for l in open(rows_f):
+    p = l.split()
+    r = dict(exp=p[0], mode=p[1], groups=int(p[2]), n=int(p[3]), fbytes=int(p[4]), xfer=p[5],
+             singlet=p[6], link_bytes=int(p[7]), s=float(p[8]), bytes=int(p[9]))
+    r.update(zip(STATS, map(int, p[10:18])))
+    r["x_file"] = r["link_bytes"] / r["fbytes"]
+    r["mbs"] = r["bytes"] / r["s"] / 1e6
+    rows.append(r)
+
+def label(r):
+    return {"posix": "POSIX (sshfs)", "mpiio": "MPI-IO coll."}.get(
+        r["mode"], "anco %d group%s" % (r["groups"], "" if r["groups"] == 1 else "s"))
+
+def mix(r):
+    t = r["local"] + r["remote"] + r["fs"]
+    return "%5.1f%% %5.1f%% %5.1f%%" % tuple(100.0 * r[k] / t for k in ("local", "remote", "fs")) \
+        if t else "%6s %6s %6s" % ("-", "-", "-")
+
+written = []
+
+def write_csv(name, rs, extra):
+    written.append(name)
+    with open(os.path.join(out, name), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["mode", "groups", "procs", "file_bytes", "xfer", "singlet", "seconds", "bytes",
+                    "aggregate_MBps", "link_MBps", "x_link", "link_rx_bytes"] + extra + STATS)
+        for r in rs:
+            w.writerow([r["mode"], r["groups"], r["n"], r["fbytes"], r["xfer"], r["singlet"],
+                        "%.3f" % r["s"], r["bytes"], "%.3f" % r["mbs"], "%.3f" % link,
+                        "%.3f" % (r["mbs"] / link), r["link_bytes"]] +
+                       [r.get(k, "") for k in extra] + [r[k] for k in STATS])
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    plt = None
+    print("note: no matplotlib: plots not drawn")
+
+print()
+print("anco benchmark: h1 (readers) <- h2 (file server), one link at %s; ceiling (iperf3, 1 TCP "
+      "stream) %.2f MB/s; MB/s = 10^6 B/s" % (rate, link))
+print("SCALED DOWN: sequential/strided file %d MiB (the issue: 1024 MiB; ANCO_BENCH_MB=1024 for "
+      "the full size); sshfs -o %s" % (mb, sshfs_opts))
+
+seq = [r for r in rows if r["exp"] == "seq"]
+if seq:
+    print()
+    print("Sequential shared read: each of N processes reads the whole %d MiB file in 256 KiB "
+          "reads; anco cache %s per process" % (mb, seq_cache))
+    hdr = "%4s %-16s %9s %10s %8s %10s %12s   %-22s" % (
+        "N", "mode", "seconds", "agg. MB/s", "x link", "x N link", "link x file", "local  remote  fs")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in seq:
+        r["x_n_link"] = "%.3f" % (r["mbs"] / (r["n"] * link))
+        r["link_x_file"] = "%.2f" % r["x_file"]
+        print("%4d %-16s %9.2f %10.2f %8.2f %10s %12s   %s" % (
+            r["n"], label(r), r["s"], r["mbs"], r["mbs"] / link, r["x_n_link"], r["link_x_file"], mix(r)))
+    print("(link x file: the bytes h1 received over the link / the file's size)")
+    write_csv("anco_seq.csv", seq, ["x_n_link", "link_x_file"])
+    ns = sorted({r["n"] for r in seq})
+    for g in (1, 4):
+        for n in ns:
+            c = [r for r in seq if r["mode"] == "anco" and r["n"] == n and
+                 (r["groups"] == g or (g == 4 and r["groups"] == min(4, n)))]
+            if not c or (g == 4 and n != ns[-1]):
+                continue
+            x = float(c[0]["x_n_link"])
+            print("%s: sequential shared read, anco %d group%s, N=%d: %.2f MB/s = %.3f x N x link "
+                  "(target >= 0.8)" % ("PASS" if x >= 0.8 else "MISS", c[0]["groups"],
+                                       "" if c[0]["groups"] == 1 else "s", n, c[0]["mbs"], x))
+    p = [r for r in seq if r["mode"] == "posix"]
+    if p:
+        print("note: POSIX over sshfs: %s x link for N = %s" %
+              (", ".join("%.2f" % (r["mbs"] / link) for r in p), ", ".join(str(r["n"]) for r in p)))
+    if plt:
+        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+        for key, mk in (("posix", "s-"), ("anco1", "o-"), ("anco4", "^-")):
+            rs = [r for r in seq if (r["mode"] == "posix") == (key == "posix") and
+                  (key == "posix" or (r["groups"] == 1) == (key == "anco1"))]
+            if rs:
+                ax.plot([r["n"] for r in rs], [r["mbs"] for r in rs], mk,
+                        label={"posix": "POSIX (sshfs, direct_io)", "anco1": "anco, 1 group",
+                               "anco4": "anco, 4 groups (at most N)"}[key])
+        ax.plot(ns, [n * link for n in ns], ":", color="grey", label="N x link")
+        ax.plot(ns, [0.8 * n * link for n in ns], "--", color="grey", label="target 0.8 x N x link")
+        ax.axhline(link, color="black", lw=0.8, label="link (iperf3) %.1f MB/s" % link)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ns)
+        ax.set_xticklabels([str(n) for n in ns])
+        ax.set_xlabel("processes N")
+        ax.set_ylabel("aggregate MB/s")
+        ax.set_title("anco: sequential shared read of %d MiB, 256 KiB reads, %s link" % (mb, rate))
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "anco_seq.png"), dpi=100)
+        written.append("anco_seq.png")
+
+rnd = [r for r in rows if r["exp"] == "random"]
+if rnd:
+    agg = 8 * (int(rand_cache.rstrip("Mm")) if rand_cache[-1] in "Mm" else int(rand_cache) >> 20)
+    print()
+    print("Random read: N=8, %s reads of 1 MiB units each; anco cache %s per process (%d MiB in "
+          "all), 1 group" % (units, rand_cache, agg))
+    hdr = "%8s %7s %-14s %8s %9s %10s %8s %8s   %-22s %8s" % (
+        "file MiB", "x cache", "mode", "singlet", "seconds", "agg. MB/s", "x link", "link MB",
+        "local  remote  fs", "evict.")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rnd:
+        r["file_x_cache"] = "%.2f" % (r["fbytes"] / 2**20 / agg)
+        print("%8d %7s %-14s %8s %9.2f %10.2f %8.2f %8.1f   %s %8s" % (
+            r["fbytes"] >> 20, r["file_x_cache"], label(r), r["singlet"], r["s"], r["mbs"],
+            r["mbs"] / link, r["link_bytes"] / 1e6, mix(r),
+            r["evictions"] if r["mode"] == "anco" else "-"))
+    print("(link MB: bytes h1 received over the link; each run reads %d x 8 MiB = %d MiB in all)"
+          % (int(units), int(units) * 8))
+    write_csv("anco_random.csv", rnd, ["file_x_cache"])
+    files = sorted({r["fbytes"] for r in rnd})
+    for fb in files:
+        a = [r for r in rnd if r["fbytes"] == fb and r["mode"] == "anco"]
+        if a:
+            b = max(a, key=lambda r: r["mbs"])
+            print("note: %d MiB file: the best singlet ratio %s (%.2f MB/s; the published optimum 0.5)"
+                  % (fb >> 20, b["singlet"], b["mbs"]))
+    if plt:
+        fig, ax = plt.subplots(1, 2, figsize=(12, 4.5))
+        for i, fb in enumerate(files):
+            a = [r for r in rnd if r["fbytes"] == fb and r["mode"] == "anco"]
+            p = [r for r in rnd if r["fbytes"] == fb and r["mode"] == "posix"]
+            line = ax[0].plot([float(r["singlet"]) for r in a], [r["mbs"] for r in a], "o-",
+                              label="anco, %d MiB (%.2g x cache)" % (fb >> 20, fb / 2**20 / agg))
+            if p:
+                ax[0].axhline(p[0]["mbs"], ls="--", color=line[0].get_color(), lw=0.8,
+                              label="POSIX, %d MiB" % (fb >> 20))
+        ax[0].set_xlabel("singlet ratio")
+        ax[0].set_ylabel("aggregate MB/s")
+        ax[0].set_title("random 1 MiB reads, N=8, %d MiB cache in all" % agg)
+        ax[0].legend(fontsize=7)
+        a = [r for r in rnd if r["mode"] == "anco"]
+        xs = range(len(a))
+        tot = [max(r["local"] + r["remote"] + r["fs"], 1) for r in a]
+        bottom = [0.0] * len(a)
+        for k, c in (("local", "#4a7"), ("remote", "#47a"), ("fs", "#a74")):
+            v = [100.0 * r[k] / t for r, t in zip(a, tot)]
+            ax[1].bar(xs, v, bottom=bottom, color=c, label=k)
+            bottom = [b + x for b, x in zip(bottom, v)]
+        ax[1].set_xticks(list(xs))
+        ax[1].set_xticklabels(["%dM s=%s" % (r["fbytes"] >> 20, r["singlet"]) for r in a],
+                              rotation=60, ha="right", fontsize=7)
+        ax[1].set_ylabel("% of blocks read")
+        ax[1].set_title("hit mix")
+        ax[1].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "anco_random.png"), dpi=100)
+        written.append("anco_random.png")
+
+st = [r for r in rows if r["exp"] == "strided"]
+if st:
+    print()
+    print("Strided read (IOR-like): N=8, process i reads transfers i, i+8, ... of the %d MiB file; "
+          "anco cache %s per process" % (mb, seq_cache))
+    hdr = "%8s %-16s %9s %10s %8s %12s   %-22s" % ("xfer", "mode", "seconds", "agg. MB/s", "x link",
+                                                  "link x file", "local  remote  fs")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in st:
+        r["link_x_file"] = "%.2f" % r["x_file"]
+        print("%8s %-16s %9.2f %10.2f %8.2f %12s   %s" % (
+            r["xfer"], label(r), r["s"], r["mbs"], r["mbs"] / link, r["link_x_file"],
+            mix(r) if r["mode"] == "anco" else ""))
+    print("(link x file: the bytes h1 received over the link / the file's size)")
+    write_csv("anco_strided.csv", st, ["link_x_file"])
+    if plt:
+        xfers = []
+        for r in st:
+            if r["xfer"] not in xfers:
+                xfers.append(r["xfer"])
+        keys = []
+        for r in st:
+            if label(r) not in keys:
+                keys.append(label(r))
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        wd = 0.8 / len(keys)
+        for j, k in enumerate(keys):
+            v = [next((r["mbs"] for r in st if r["xfer"] == x and label(r) == k), 0) for x in xfers]
+            ax.bar([i + j * wd for i in range(len(xfers))], v, wd, label=k)
+        ax.axhline(link, color="black", lw=0.8, label="link (iperf3)")
+        ax.set_xticks([i + wd * (len(keys) - 1) / 2 for i in range(len(xfers))])
+        ax.set_xticklabels(xfers)
+        ax.set_xlabel("transfer size")
+        ax.set_ylabel("aggregate MB/s")
+        ax.set_title("strided read, N=8, %d MiB file, %s link" % (mb, rate))
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "anco_strided.png"), dpi=100)
+        written.append("anco_strided.png")
+print()
+print("wrote %s" % ", ".join(written))
+EOF
+echo "anco.sh: $(($(date +%s) - t_start)) s in all"
