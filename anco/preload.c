@@ -339,7 +339,7 @@ static int apl_rank(int *rank, int *size)
         {"SLURM_PROCID", "SLURM_NTASKS"},
         {"ANCO_RANK", "ANCO_SIZE"},
     };
-    int r, s, kr, ks;
+    int r = 0, s = 0, kr, ks;
 
     *rank = 0;
     *size = 1;
