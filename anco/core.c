@@ -165,6 +165,22 @@ int anco_acquire(struct anco_node *n, uint64_t id, uint32_t idx, const void *src
             break;
         if (old != 0)
             continue; /* another member was faster */
+        /* Two groups may have claimed the block at the same moment (each
+         * saw the row all invalid): the lower group loads it, the higher
+         * waits for that load and copies (the lowest never waits, so
+         * nobody waits in a circle) */
+        for (uint32_t k = 0; !other_loaded && k < g && polls <= n->poll_limit; k++) {
+            while (polls++ <= n->poll_limit) {
+                if (n->ops.get(n->ops.ctx, ANCO_WIN_DIR, owner, disp, row,
+                               anco_row_bytes(n->groups)) != 0 ||
+                    row[0] != id || anco_cell_state(cells[k]) != ANCO_LOADING)
+                    break;
+                n->st.polls++;
+                if (n->ops.pause)
+                    n->ops.pause(n->ops.ctx);
+            }
+            other_loaded = anco_cell_state(cells[k]) == ANCO_LOADED;
+        }
         if (other_loaded && copy_any(n, cells, g, owner, disp, id, out, len) == 0) {
             n->st.hits_remote++;
             *from = ANCO_FROM_OTHER_GROUP;

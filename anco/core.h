@@ -17,8 +17,10 @@
  *     invalid: when another group is loading the block and none has it
  *       loaded, poll too (one file-system read serves every group; the
  *       published design reads once per group here); else CAS my cell to
- *       loading(me, idx): I am my group's representative. Copy from another
- *       group's loaded cell if the row has one, else read the backing store;
+ *       loading(me, idx): I am my group's representative. When lower groups
+ *       claimed it at the same moment (each saw the row all invalid), wait
+ *       for their load (the lowest group never waits: no circle). Copy from
+ *       another group's loaded cell if the row has one, else read the backing store;
  *       fill my entry; CAS my cell to loaded.
  *   A lost CAS (another member was faster) sends us back to the row. Every
  *   copy I fill is noted in my group's alternative directory (collisions
