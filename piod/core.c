@@ -967,9 +967,24 @@ static void omsg_abandon(struct piod *d, struct piod_omsg *m, int status)
     omsg_maybe_free(d, m, 1);
 }
 
+/* Tell our processes that every joined process of the peer's applications
+ * has left (kind 2) or is there again (kind 1): a receive waiting on one of
+ * them ends with PIO_EGONE instead of waiting for ever. */
+static void remote_apps_announce(struct piod *d, int peer, uint32_t kind)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    for (int i = 0; i < p->napps; i++)
+        for (uint32_t j = 0; j < p->apps[i].nprocs; j++)
+            if (p->apps[i].joined && p->apps[i].joined[j])
+                broadcast_event(d, p->apps[i].app, j, p->apps[i].nprocs, kind);
+}
+
 /* A peer none of whose channels has been up for link-timeout seconds: every
- * message to it that has not all arrived fails with PIO_ELINK. While one
- * channel is up the others' chunks go on it and nothing fails. */
+ * message to it that has not all arrived fails with PIO_ELINK, so does every
+ * message from it that has not all arrived (it cannot come: a peer that was
+ * killed never finishes it), and its applications count as gone until a
+ * channel is up again. While one channel is up the others' chunks go on it
+ * and nothing fails. */
 static void links_watch(struct piod *d, uint64_t now)
 {
     for (int k = 0; k < d->npeers; k++) {
@@ -977,6 +992,11 @@ static void links_watch(struct piod *d, uint64_t now)
         int up = 0;
         for (int i = 0; i < p->nchan && !up; i++)
             up = p->tx[i] && piod_tx_state(p->tx[i], NULL) == 2;
+        if (up && p->unreachable) {
+            PIOD_INFO("a channel to %s is up again: its applications are reachable", p->cfg->name);
+            p->unreachable = 0;
+            remote_apps_announce(d, k, 1);
+        }
         if (up || !p->hello_seen || p->nchan == 0) {
             p->none_up_ms = 0;
             continue;
@@ -985,6 +1005,22 @@ static void links_watch(struct piod *d, uint64_t now)
             p->none_up_ms = now;
         if (now - p->none_up_ms < (uint64_t)d->cfg.link_timeout * 1000)
             continue;
+        if (!p->unreachable) {
+            PIOD_WARN("no channel to %s has been up for %u s: its applications count as gone "
+                      "until one is back",
+                      p->cfg->name, d->cfg.link_timeout);
+            p->unreachable = 1;
+            for (struct piod_imsg *m = d->imsgs; m;) {
+                struct piod_imsg *next = m->next;
+                if (m->peer == k && m->narrived < m->nchunks) {
+                    if (m->dst >= 0 && m->announced)
+                        send_cancel(d, m->dst, m->key, PIO_ELINK);
+                    imsg_fail(d, m, PIO_ELINK);
+                }
+                m = next;
+            }
+            remote_apps_announce(d, k, 2);
+        }
         for (struct piod_omsg *m = d->omsgs; m;) {
             struct piod_omsg *next = m->next;
             if (m->peer == k && !m->outcome && m->nacked < m->nchunks) {
@@ -1550,6 +1586,7 @@ static void peer_send_hello(struct piod *d, int peer)
 /* A peer restarted (new session): what was in flight with it is lost. */
 static void peer_reset(struct piod *d, int peer)
 {
+    remote_apps_announce(d, peer, 2); /* they went with it */
     remote_apps_clear(&d->peers[peer]);
     for (struct piod_imsg *m = d->imsgs; m;) {
         struct piod_imsg *next = m->next;
@@ -1770,6 +1807,7 @@ static void on_peer_frame(struct piod *d, int peer, const uint8_t *buf, size_t l
     case PIO_F_H_DONE: on_peer_done(d, peer, &f->u.h_done); break;
     case PIO_F_H_BYE:
         PIOD_INFO("peer %s is stopping", user);
+        remote_apps_announce(d, peer, 2);
         remote_apps_clear(&d->peers[peer]);
         break;
     default: PIOD_WARN("unexpected %s from peer %s", pio_wire_type_name(f->type), user);

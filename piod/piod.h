@@ -117,6 +117,7 @@ struct piod_peer_st {
     char host[PIO_WIRE_NAME];
     int nchan;           /* min(our links, its links) */
     uint64_t none_up_ms; /* since when no channel to it is up (0: one is) */
+    int unreachable;     /* none up for link-timeout: its applications announced gone */
     struct piod_txchan *tx[PIOD_MAX_LINKS];
     /* The express lane: H_* frames between the main loops over an
      * authenticated TCP connection on link 0, without ZeroMQ's I/O threads.
