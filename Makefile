@@ -6,8 +6,14 @@
 # user-facing targets. Objects go under build/<variant>/ mirroring the source
 # tree, so `make SANITIZER=address` never mixes objects with the plain build.
 #
-#   make [-j2] [V=1] [SANITIZER=address|undefined|thread]
+#   make [-j2] [V=1] [SANITIZER=address|undefined|thread|address+undefined]
 #   make test | demo | demo-viz | bench | deps | install PREFIX=... | format-check | clean
+#   make fuzz [FUZZ_TIME=60] | fuzz-corpus (tests/fuzz/module.mk)
+#
+# `make test` (what CI runs) also builds the unit tests, piod and the tools
+# once more with ASan+UBSan (build/asan-ubsan) and runs the unit tests and
+# the loopback suites again from there (SAN_PASS_FILTER; SAN_PASS=0 skips
+# it). Under SANITIZER=... the whole run already is sanitized: no second pass.
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -29,8 +35,11 @@ else ifeq ($(SANITIZER),undefined)
 else ifeq ($(SANITIZER),thread)
   VARIANT := tsan
   SANFLAGS := -fsanitize=thread
+else ifeq ($(SANITIZER),address+undefined)
+  VARIANT := asan-ubsan
+  SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 else
-  $(error unknown SANITIZER '$(SANITIZER)': use address, undefined or thread)
+  $(error unknown SANITIZER '$(SANITIZER)': use address, undefined, thread or address+undefined)
 endif
 
 B := build/$(VARIANT)
@@ -90,7 +99,7 @@ include tests/module.mk
 include docs/module.mk
 # optional fragments: present when their component exists
 include $(wildcard tests/conformance/module.mk examples/module.mk examples/fortran/module.mk \
-  bench/module.mk)
+  bench/module.mk tests/fuzz/module.mk)
 
 $(B)/%.o: %.c $(SETTINGS)
 	@mkdir -p $(@D)
@@ -103,11 +112,23 @@ all: $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_SOS) $(INSTALL_INCLUDES)
 deps:
 	@mk/deps.sh
 
+# The second pass of `make test`: what it builds and which cases it runs.
+SAN_PASS        ?= 1
+SAN_PASS_FILTER ?= ^(unit/|bats/(pio_loopback|pio_errors|pio_paths|piod_cli|hostile)$$)
+SAN_SUBSET      := $(UNIT_TESTS) $(PIOD_BIN) $(B)/bin/pio-info $(PROG_SRCS:%.c=$(B)/%)
+.PHONY: san-subset
+san-subset: $(SAN_SUBSET)
+
 # test and demo install what is missing, build, then run.
 test:
 	@mk/deps.sh
 	@$(MAKE) --no-print-directory -j2 all
+ifeq ($(SANITIZER)$(SAN_PASS),1)
+	@$(MAKE) --no-print-directory -j2 SANITIZER=address+undefined B=build/asan-ubsan san-subset
+	@BUILD=$(B) PIO_SAN_BUILD=build/asan-ubsan PIO_SAN_FILTER='$(SAN_PASS_FILTER)' tests/run
+else
 	@BUILD=$(B) tests/run
+endif
 
 demo:
 	@mk/deps.sh

@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  */
 #include "fstream.h"
+#include "capture.h"
 #include "err.h"
 #include "wire/wire.h"
 
@@ -56,6 +57,7 @@ int pio_fin_fill(struct pio_fin *in, int fd)
         ssize_t n = recv(fd, in->buf + in->len, room, MSG_DONTWAIT);
         if (n > 0) {
             in->len += (size_t)n;
+            pio_capture("fstream", in->buf, in->len); /* from a frame's start */
             in->drained = (size_t)n < room;
             return PIO_OK;
         }

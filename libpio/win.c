@@ -37,6 +37,7 @@
 #include "partner.h"
 #include "transport/rma.h"
 #include "win.h"
+#include "winctl.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -45,14 +46,9 @@
 #include <string.h>
 #include <time.h>
 
-#define WAIT_S      10          /* ASK and FREED_ACK waits */
-#define CTL_MAX     16384       /* a control message, at most */
-#define RECV_SLICE  200         /* ms: the window thread looks at its stop flag this often */
-#define WIN_MAGIC   0x4e495750u /* "PWIN" */
-#define WIN_VERSION 1
-#define SPIN_US     50 /* a blocking operation progresses the transport itself this long */
-
-enum { M_ASK = 1, M_DESC = 2, M_FREED = 3, M_FREED_ACK = 4 };
+#define WAIT_S     10  /* ASK and FREED_ACK waits */
+#define RECV_SLICE 200 /* ms: the window thread looks at its stop flag this often */
+#define SPIN_US    50  /* a blocking operation progresses the transport itself this long */
 
 /* a process that asked for one of our windows */
 struct knower {
@@ -118,109 +114,19 @@ static struct {
     int running, stop;
 } W = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .self = -1};
 
-/* ---- messages ---- */
-
-struct ctl {
-    char app[PIO_NAME_MAX]; /* the sender's application (filled by ctl_send) */
-    uint32_t kind, id;
-    uint64_t base, size;
-    const uint8_t *addr, *rkey; /* DESC; point into the buffer decoded */
-    uint32_t addr_len, rkey_len;
-};
-
-static uint8_t *put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-    return p + 4;
-}
-
-static uint8_t *put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-    return p + 8;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-#define CTL_HEAD                                                                                   \
-    (40 + PIO_NAME_MAX) /* magic, version, kind, id, base, size, addr_len,                         \
-                          rkey_len, app */
-
-/* Encode c into buf (CTL_MAX bytes). Returns the length, 0 if too long. */
-static size_t ctl_encode(const struct ctl *c, uint8_t *buf)
-{
-    if ((size_t)CTL_HEAD + c->addr_len + c->rkey_len > CTL_MAX)
-        return 0;
-    uint8_t *p = put32(buf, WIN_MAGIC);
-    p = put32(p, WIN_VERSION);
-    p = put32(p, c->kind);
-    p = put32(p, c->id);
-    p = put64(p, c->base);
-    p = put64(p, c->size);
-    p = put32(p, c->addr_len);
-    p = put32(p, c->rkey_len);
-    memset(p, 0, PIO_NAME_MAX);
-    memcpy(p, c->app, strnlen(c->app, PIO_NAME_MAX - 1));
-    p += PIO_NAME_MAX;
-    if (c->addr_len)
-        memcpy(p, c->addr, c->addr_len);
-    p += c->addr_len;
-    if (c->rkey_len)
-        memcpy(p, c->rkey, c->rkey_len);
-    p += c->rkey_len;
-    return (size_t)(p - buf);
-}
-
-/* Decode; 0 or -1 when malformed. */
-static int ctl_decode(const uint8_t *buf, size_t len, struct ctl *c)
-{
-    if (len < CTL_HEAD || get32(buf) != WIN_MAGIC || get32(buf + 4) != WIN_VERSION)
-        return -1;
-    c->kind = get32(buf + 8);
-    c->id = get32(buf + 12);
-    c->base = get64(buf + 16);
-    c->size = get64(buf + 24);
-    c->addr_len = get32(buf + 32);
-    c->rkey_len = get32(buf + 36);
-    if (c->kind < M_ASK || c->kind > M_FREED_ACK || c->id > INT32_MAX ||
-        (uint64_t)c->addr_len + c->rkey_len != len - CTL_HEAD ||
-        (c->kind == M_DESC && c->addr_len == 0))
-        return -1;
-    memcpy(c->app, buf + 40, PIO_NAME_MAX);
-    if (!memchr(c->app, 0, PIO_NAME_MAX))
-        return -1;
-    c->addr = buf + CTL_HEAD;
-    c->rkey = c->addr + c->addr_len;
-    return 0;
-}
+/* ---- messages: winctl.c ---- */
 
 /* Send c to process proc of partner (no lock held). */
-static int ctl_send(int partner, int proc, const struct ctl *c)
+static int ctl_send(int partner, int proc, const struct pio_winctl *c)
 {
-    uint8_t *buf = malloc(CTL_MAX);
+    uint8_t *buf = malloc(PIO_WINCTL_MAX);
     if (!buf)
         return PIO_ENOMEM;
-    struct ctl m = *c;
+    struct pio_winctl m = *c;
     pthread_mutex_lock(&W.mtx);
     memcpy(m.app, W.app, sizeof(m.app));
     pthread_mutex_unlock(&W.mtx);
-    size_t n = ctl_encode(&m, buf);
+    size_t n = pio_winctl_encode(&m, buf);
     int rc = n ? PIO_Send(partner, proc, PIO_TAG_WIN, PIO_DYNAMIC, buf, PIO_BYTE, n, PIO_BLOCKING)
                : PIO_EINVAL;
     free(buf);
@@ -269,10 +175,10 @@ static int knower_add(struct pio_win *w, int partner, int proc)
 }
 
 /* The DESC of our window w (W.mtx held while filling; sent without). */
-static void desc_of(const struct pio_win *w, struct ctl *c)
+static void desc_of(const struct pio_win *w, struct pio_winctl *c)
 {
     memset(c, 0, sizeof(*c));
-    c->kind = M_DESC;
+    c->kind = PIO_WC_DESC;
     c->id = (uint32_t)w->id;
     c->base = (uint64_t)(uintptr_t)w->base;
     c->size = w->size;
@@ -302,11 +208,11 @@ static void on_ask(int partner, int proc, uint32_t id)
         pthread_mutex_unlock(&W.mtx);
         return;
     }
-    struct ctl c;
+    struct pio_winctl c;
     uint8_t *copy = NULL;
     if (!w || w->freeing) { /* freed: say so */
         memset(&c, 0, sizeof(c));
-        c.kind = M_FREED;
+        c.kind = PIO_WC_FREED;
         c.id = id;
     } else {
         knower_add(w, partner, proc);
@@ -328,7 +234,7 @@ static void on_ask(int partner, int proc, uint32_t id)
 }
 
 /* A DESC of window id of (partner, proc): connect, unpack the key. */
-static void on_desc(int partner, int proc, const struct ctl *c)
+static void on_desc(int partner, int proc, const struct pio_winctl *c)
 {
     pthread_mutex_lock(&W.mtx);
     struct rwin *r = rwin_find(partner, proc, (int)c->id);
@@ -399,7 +305,7 @@ static void on_freed(int partner, int proc, uint32_t id)
     }
     pthread_mutex_unlock(&W.mtx);
     W.ops->rkey_release(rk);
-    struct ctl c = {.kind = M_FREED_ACK, .id = id};
+    struct pio_winctl c = {.kind = PIO_WC_FREED_ACK, .id = id};
     ctl_send(partner, proc, &c);
 }
 
@@ -421,7 +327,7 @@ static void on_freed_ack(int partner, int proc, uint32_t id)
 static void *win_thread(void *arg)
 {
     (void)arg;
-    uint8_t *buf = malloc(CTL_MAX);
+    uint8_t *buf = malloc(PIO_WINCTL_MAX);
     if (!buf)
         return NULL;
     for (;;) {
@@ -431,8 +337,8 @@ static void *win_thread(void *arg)
         if (stop)
             break;
         PIO_Status st;
-        int rc = PIO_Recv(PIO_ANY_PARTNER, PIO_ANY_PROCESS, PIO_TAG_WIN, buf, PIO_BYTE, CTL_MAX,
-                          RECV_SLICE, PIO_BLOCKING, &st);
+        int rc = PIO_Recv(PIO_ANY_PARTNER, PIO_ANY_PROCESS, PIO_TAG_WIN, buf, PIO_BYTE,
+                          PIO_WINCTL_MAX, RECV_SLICE, PIO_BLOCKING, &st);
         if (rc == PIO_ETRUNC) { /* not ours: out of the way */
             uint8_t *big = malloc(st.bytes);
             if (big)
@@ -448,16 +354,16 @@ static void *win_thread(void *arg)
                 break;
             continue;
         }
-        struct ctl c;
-        if (ctl_decode(buf, st.bytes, &c) != 0)
+        struct pio_winctl c;
+        if (pio_winctl_decode(buf, st.bytes, &c) != 0)
             continue;
         /* from an application we never named: it becomes a partner */
         if (st.partner < 0 && pio_partner_find(c.app, 2000, &st.partner) != PIO_OK)
             continue;
         switch (c.kind) {
-        case M_ASK: on_ask(st.partner, st.source, c.id); break;
-        case M_DESC: on_desc(st.partner, st.source, &c); break;
-        case M_FREED: on_freed(st.partner, st.source, c.id); break;
+        case PIO_WC_ASK: on_ask(st.partner, st.source, c.id); break;
+        case PIO_WC_DESC: on_desc(st.partner, st.source, &c); break;
+        case PIO_WC_FREED: on_freed(st.partner, st.source, c.id); break;
         default: on_freed_ack(st.partner, st.source, c.id); break;
         }
     }
@@ -571,7 +477,7 @@ int PIO_Win_free(PIO_Win *win)
         n = 0;
     w->acks_wanted = n;
     pthread_mutex_unlock(&W.mtx);
-    struct ctl c = {.kind = M_FREED, .id = (uint32_t)w->id};
+    struct pio_winctl c = {.kind = PIO_WC_FREED, .id = (uint32_t)w->id};
     for (int i = 0; i < n; i++)
         if (ctl_send(k[i].partner, k[i].proc, &c) != PIO_OK) { /* gone: no answer to wait for */
             pthread_mutex_lock(&W.mtx);
@@ -673,7 +579,7 @@ static int resolve(int partner, int proc, int id, struct rwin **out)
     if (r->state == R_NONE) {
         r->state = R_ASKED;
         pthread_mutex_unlock(&W.mtx);
-        struct ctl c = {.kind = M_ASK, .id = (uint32_t)id};
+        struct pio_winctl c = {.kind = PIO_WC_ASK, .id = (uint32_t)id};
         int rc = ctl_send(partner, proc, &c);
         pthread_mutex_lock(&W.mtx);
         if (rc != PIO_OK) {

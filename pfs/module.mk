@@ -42,11 +42,11 @@ $(B)/tests/unit/test_pfs_%: $(B)/tests/unit/test_pfs_%.o $(LIBPIO_A)
 
 # `make fuzz`: $(B)/fuzz/fuzz_pfs, libFuzzer + ASan over pfs_msg_decode and
 # pfs_dirent_next.
-fuzz: $(B)/fuzz/fuzz_pfs
-$(B)/fuzz/fuzz_pfs: pfs/fuzz_pfs.c pfs/proto.c pfs/proto.h pfs/module.mk
+FUZZ_BINS += $(B)/fuzz/fuzz_pfs
+$(B)/fuzz/fuzz_pfs: pfs/fuzz_pfs.c pfs/proto.c pfs/proto.h pfs/module.mk $(FUZZ_CAPTURE)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
-	  pfs/fuzz_pfs.c pfs/proto.c
+	  pfs/fuzz_pfs.c pfs/proto.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)
 
 # tests/prog/pfs-check drives libpfs for the tests (this rule beats the
 # generic one in tests/module.mk: it needs libpfs too).
@@ -101,7 +101,7 @@ $(B)/tests/unit/test_gas_arrange: $(B)/tests/unit/test_gas_arrange.o $(GAS_OBJS)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(call pkg,--libs,cmocka)
 
 # `make fuzz`: $(B)/fuzz/fuzz_gas, libFuzzer + ASan over the GAS frame decoder.
-fuzz: $(B)/fuzz/fuzz_gas
+FUZZ_BINS += $(B)/fuzz/fuzz_gas
 $(B)/fuzz/fuzz_gas: pfs/gas/fuzz_gas.c pfs/gas/wire.c pfs/gas/wire.h pfs/module.mk
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \

@@ -4,6 +4,7 @@
  * A cursor over a bounded buffer: every put and get checks the room left and
  * latches a failure, so encode and decode read as flat lists of fields. */
 #include "pfs/proto.h"
+#include "libpio/capture.h"
 
 #include <string.h>
 
@@ -129,6 +130,7 @@ static int op_known(uint32_t op)
 int pfs_msg_decode(const uint8_t *buf, size_t len, struct pfs_msg *m)
 {
     struct cur c = {.q = buf, .left = len};
+    pio_capture("pfs", buf, len);
     memset(m, 0, sizeof(*m));
     if (len < 4 || memcmp(buf, magic, 4) != 0)
         return -1;

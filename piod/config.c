@@ -13,6 +13,7 @@
  */
 #include "piod/config.h"
 #include "transport/transport.h"
+#include "capture.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -601,6 +602,7 @@ int piod_config_load(struct piod_config *c, const char *path, FILE *errs)
         return -1;
     }
     follow = strcmp(c->system, c->name) == 0;
+    pio_capture_file("config", path);
 
     errno = 0;
     while (getline(&buf, &cap, f) != -1) {

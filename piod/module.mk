@@ -1,6 +1,6 @@
 # piod/module.mk - the daemon. Everything but main.c also goes into an
 # internal archive (libpiod.a) that the unit tests link.
-PIOD_SRCS := $(filter-out piod/main.c,$(wildcard piod/*.c))
+PIOD_SRCS := $(filter-out piod/main.c piod/fuzz_%.c,$(wildcard piod/*.c))
 PIOD_OBJS := $(PIOD_SRCS:%.c=$(B)/%.o)
 LIBPIOD_A := $(B)/lib/libpiod.a
 PIOD_BIN  := $(B)/sbin/piod
@@ -14,3 +14,18 @@ $(LIBPIOD_A): $(PIOD_OBJS)
 $(PIOD_BIN): $(B)/piod/main.o $(LIBPIOD_A) $(LIBPIO_A)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# `make fuzz`: $(B)/fuzz/fuzz_config (piod.conf, and the other parsers of
+# configuration text) and $(B)/fuzz/fuzz_relay (the relay header); flags
+# from libpio/wire/module.mk. Their sources are kept out of PIOD_SRCS.
+FUZZ_BINS += $(B)/fuzz/fuzz_config $(B)/fuzz/fuzz_relay
+$(B)/fuzz/fuzz_config: piod/fuzz_config.c piod/config.c piod/config.h pfs/qos.c pfs/qos.h \
+  libpio/parse.c $(FUZZ_CAPTURE) piod/module.mk
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
+	  piod/fuzz_config.c piod/config.c pfs/qos.c libpio/parse.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)
+$(B)/fuzz/fuzz_relay: piod/fuzz_relay.c piod/relayhdr.c piod/relayhdr.h $(FUZZ_CAPTURE) \
+  piod/module.mk
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
+	  piod/fuzz_relay.c piod/relayhdr.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)

@@ -27,6 +27,7 @@
  * leaf) guards the list of relayed connections, so stop can shut them all.
  */
 #include "piod/relay.h"
+#include "piod/relayhdr.h"
 #include "piod/log.h"
 #include "err.h"
 
@@ -40,10 +41,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define RELAY_MAGIC      "PIOR"
-#define RELAY_HDR        (4 + 1 + 1 + 2 + 2 + PIOD_ADDR_MAX)
-#define RELAY_OUT        'O'
-#define RELAY_IN         'I'
+#define RELAY_HDR        PIOD_RELAY_HDR
 #define RELAY_TIMEOUT_MS 5000
 #define RELAY_BUF        (256 * 1024)
 #define LOAD_MS          250
@@ -166,17 +164,14 @@ static void splice_run(struct piod *d, struct pio_tp_conn *a, struct pio_tp_conn
     d->tp->close(b);
 }
 
-/* ---- the relay header ---- */
+/* ---- the relay header: relayhdr.c ---- */
 
 static void hdr_put(uint8_t *h, int kind, int link, int port, const char *addr)
 {
-    memset(h, 0, RELAY_HDR);
-    memcpy(h, RELAY_MAGIC, 4);
-    h[4] = (uint8_t)kind;
-    h[6] = (uint8_t)(link >> 8), h[7] = (uint8_t)link;
-    h[8] = (uint8_t)(port >> 8), h[9] = (uint8_t)port;
+    struct piod_relay_hdr r = {.kind = kind, .link = link, .port = port};
     if (addr)
-        snprintf((char *)h + 10, PIOD_ADDR_MAX, "%s", addr);
+        snprintf(r.addr, sizeof(r.addr), "%s", addr);
+    piod_relay_hdr_put(h, &r);
 }
 
 static int status_send(struct piod *d, struct pio_tp_conn *c, int rc)
@@ -212,7 +207,7 @@ int piod_relay_out(struct piod *d, int link, const char *remote, int port, struc
     if (m < 0)
         return PIO_EINVAL;
     uint8_t hdr[RELAY_HDR], st[4];
-    hdr_put(hdr, RELAY_OUT, link, port, remote);
+    hdr_put(hdr, PIOD_RELAY_OUT, link, port, remote);
     struct pio_tp_conn *c;
     int rc = member_connect(d, m, hdr, &c);
     if (rc != PIO_OK)
@@ -232,7 +227,7 @@ void piod_relay_in(struct piod *d, struct pio_tp_conn *c, int m, const struct pi
     uint8_t hdr[RELAY_HDR], buf[512];
     size_t len;
     struct pio_tp_conn *to = NULL;
-    hdr_put(hdr, RELAY_IN, 0, 0, NULL);
+    hdr_put(hdr, PIOD_RELAY_IN, 0, 0, NULL);
     int rc = pio_wire_encode(hello, buf, sizeof(buf), &len);
     if (rc == PIO_OK)
         rc = member_connect(d, m, hdr, &to);
@@ -276,22 +271,21 @@ static void *handler_thread(void *arg)
     struct piod *d = h->d;
     struct pio_tp_conn *c = h->c;
     uint8_t hdr[RELAY_HDR];
+    struct piod_relay_hdr r;
     int rc = d->tp->recv(c, hdr, RELAY_HDR);
-    if (rc != PIO_OK || memcmp(hdr, RELAY_MAGIC, 4) != 0) {
+    if (rc != PIO_OK || piod_relay_hdr_get(hdr, &r) != 0) {
         PIOD_WARN("relay: %s sent no relay header: closed", h->from);
         d->tp->close(c);
         goto out;
     }
-    if (hdr[4] == RELAY_IN) { /* a channel for us, accepted by a member */
+    if (r.kind == PIOD_RELAY_IN) { /* a channel for us, accepted by a member */
         piod_rx_adopt(d, c);
         goto out;
     }
-    int link = hdr[6] << 8 | hdr[7], port = hdr[8] << 8 | hdr[9];
-    char dst[PIOD_ADDR_MAX];
-    memcpy(dst, hdr + 10, PIOD_ADDR_MAX);
-    dst[PIOD_ADDR_MAX - 1] = '\0';
+    int link = r.link, port = r.port;
+    const char *dst = r.addr;
     struct pio_tp_conn *out = NULL;
-    if (hdr[4] != RELAY_OUT || link >= d->cfg.nlinks || d->cfg.link_owner[link] != -1) {
+    if (link >= d->cfg.nlinks || d->cfg.link_owner[link] != -1) {
         rc = PIO_EINVAL;
     } else if (!peer_data_addr(d, dst, port)) {
         PIOD_WARN("relay: %s asked for %s port %d, not a peer's data address: refused", h->from,

@@ -45,8 +45,8 @@ $(VIZ_TEST_BINS): $(B)/viz/test/%: $(B)/viz/test/%.o $(VIZ_OUT_OBJS)
 
 # `make fuzz`: $(B)/fuzz/fuzz_viz, libFuzzer + ASan over the feed's decoders
 # (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS from libpio/wire/module.mk).
-fuzz: $(B)/fuzz/fuzz_viz
-$(B)/fuzz/fuzz_viz: viz/fuzz_viz.c viz/viz_proto.c viz/viz_proto.h viz/module.mk
+FUZZ_BINS += $(B)/fuzz/fuzz_viz
+$(B)/fuzz/fuzz_viz: viz/fuzz_viz.c viz/viz_proto.c viz/viz_proto.h viz/module.mk $(FUZZ_CAPTURE)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
-	  viz/fuzz_viz.c viz/viz_proto.c $(FUZZ_LIBS)
+	  viz/fuzz_viz.c viz/viz_proto.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)

@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause */
 #include "viz_proto.h"
 #include "pio.h"
+#include "capture.h"
 
 #include <string.h>
 
@@ -106,6 +107,7 @@ size_t viz_desc_encode(const struct viz_desc *d, uint8_t *buf)
 int viz_desc_decode(const uint8_t *buf, size_t len, struct viz_desc *d)
 {
     const uint8_t *p = buf, *end = buf + len;
+    pio_capture("viz", buf, len);
     memset(d, 0, sizeof(*d));
     if (len < 12 || memcmp(p, "PVZ1", 4) != 0)
         return -1;
@@ -180,6 +182,7 @@ void viz_ctl_encode(const struct viz_ctl *c, uint8_t buf[VIZ_CTL_SIZE])
 
 int viz_ctl_decode(const uint8_t *buf, size_t len, struct viz_ctl *c)
 {
+    pio_capture("viz", buf, len);
     if (len != VIZ_CTL_SIZE || memcmp(buf, "PVZC", 4) != 0)
         return -1;
     const uint8_t *p = buf + 4;

@@ -17,6 +17,7 @@
  */
 #include "wire.h"
 #include "pio.h"
+#include "capture.h"
 
 #include <string.h>
 
@@ -881,6 +882,7 @@ int pio_wire_decode(const uint8_t *buf, size_t len, struct pio_frame *f, size_t 
         return rc;
     if (len - PIO_WIRE_HDR < body_len)
         return PIO_EAGAIN;
+    pio_capture("wire", buf, PIO_WIRE_HDR + (size_t)body_len);
 
     const uint8_t *body = buf + PIO_WIRE_HDR;
     if (wire_check(buf, body, body_len) != le32(buf + 12))

@@ -39,6 +39,7 @@
 #include "pfs/gas/wire.h"
 #include "pfs/layout.h"
 #include "pfs/pfs.h"
+#include "libpio/capture.h"
 #include "libpio/parse.h"
 #include "pfs/srv.h"
 #include "pio.h"
@@ -754,6 +755,7 @@ static void *connection(void *arg)
         }
         if (need(c, GAS_HDR_SIZE + q.plen) != 0)
             break;
+        pio_capture("gas", c->rb + c->pos, GAS_HDR_SIZE + q.plen);
         const uint8_t *p = c->rb + c->pos + GAS_HDR_SIZE;
         c->pos += GAS_HDR_SIZE + q.plen;
         if (serve(c, &q, p) != 0)

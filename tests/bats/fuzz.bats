@@ -1,26 +1,32 @@
 #!/usr/bin/env bats
-# fuzz.bats - the wire decoder, the pcp message and the viz feed decoders survive libFuzzer.
+# fuzz.bats - every decoder of outside bytes survives libFuzzer: the committed
+# corpora (tests/fuzz/corpus, from real traffic: make fuzz-corpus) and every
+# crash found so far (tests/fuzz/crashes) replay cleanly, and each target
+# fuzzes a while without a finding.
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# `make fuzz` builds into a private build folder (B=...), so this file never
-# touches the objects or .make-settings of the build under test.
+# `make fuzz-build` builds into a private build folder (B=...), so this file
+# never touches the objects or .make-settings of the build under test.
 
 load "$BATS_TEST_DIRNAME/../lib/helpers"
 
 setup_file() {
   export FUZZ_B="$BATS_FILE_TMPDIR/b"
   cd "$PIO_SRC" || return 1
-  make --no-print-directory fuzz B="$FUZZ_B" >"$BATS_FILE_TMPDIR/make.log" 2>&1 \
+  make --no-print-directory fuzz-build B="$FUZZ_B" >"$BATS_FILE_TMPDIR/make.log" 2>&1 \
     || { cat "$BATS_FILE_TMPDIR/make.log" >&3; return 1; }
 }
 
 setup() { cd "$PIO_SRC"; }
 
-@test "make fuzz builds the wire fuzzer and the seed generator" {
-  [ -x "$FUZZ_B/fuzz/fuzz_wire" ]
-  [ -x "$FUZZ_B/fuzz/fuzz_seeds" ]
+FUZZ_ALL="wire fstream win config relay pcp pfs gas viz"
+
+@test "make fuzz-build builds every fuzz target and the seed generator" {
+  for t in $FUZZ_ALL seeds; do
+    [ -x "$FUZZ_B/fuzz/fuzz_$t" ] || fail "no fuzz_$t"
+  done
   # a second make has nothing to do
-  run make --no-print-directory fuzz B="$FUZZ_B"
+  run make --no-print-directory fuzz-build B="$FUZZ_B"
   assert_success
   refute_output --partial "FUZZ"
 }
@@ -91,3 +97,44 @@ fuzz_15s() {
 @test "the GAS frame decoder: 15 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
   fuzz_15s fuzz_gas 17 GAS1
 }
+
+# replay TARGET MIN: the committed corpus of TARGET holds at least MIN inputs
+# and, with every crash input kept so far, runs through the target cleanly
+replay() {
+  local t=$1 min=$2 corpus="$PIO_SRC/tests/fuzz/corpus/$1" crashes="$PIO_SRC/tests/fuzz/crashes/$1"
+  local n
+  n=$(find "$corpus" -type f 2>/dev/null | wc -l)
+  [ "$n" -ge "$min" ] || fail "corpus of $t has $n inputs (want >= $min): make fuzz-corpus"
+  local files=("$corpus"/*)
+  [ -d "$crashes" ] && [ -n "$(ls -A "$crashes")" ] && files+=("$crashes"/*)
+  run "$FUZZ_B/fuzz/fuzz_$t" -runs=0 -timeout=10 "${files[@]}"
+  echo "# $t: ${#files[@]} inputs replayed" >&3
+  assert_success
+  [ "$(grep -c '^Running: ' <<<"$output")" -eq "${#files[@]}" ] || fail "not every input ran"
+}
+
+@test "corpus replay: wire (control, express lane, data-channel frames and handshake)" { replay wire 20; }
+@test "corpus replay: fstream (the process plane and express lane streams)" { replay fstream 10; }
+@test "corpus replay: win (one-sided window control messages)" { replay win 3; }
+@test "corpus replay: config (piod.conf files)" { replay config 2; }
+@test "corpus replay: relay (members' relay headers)" { replay relay 1; }
+@test "corpus replay: pcp (the file service and pcp)" { replay pcp 5; }
+@test "corpus replay: pfs (metadata and I/O server requests)" { replay pfs 10; }
+@test "corpus replay: gas (the GAS dispatcher's frames)" { replay gas 5; }
+@test "corpus replay: viz (the visualization feed)" { replay viz 2; }
+
+# fuzz_corpus_10s TARGET: 10 s from the committed corpus, no finding
+fuzz_corpus_10s() {
+  local work="$BATS_TEST_TMPDIR/$1"
+  mkdir -p "$work"
+  run "$FUZZ_B/fuzz/fuzz_$1" -max_total_time=10 -timeout=5 -seed=3 \
+      -artifact_prefix="$BATS_TEST_TMPDIR/" "$work" "$PIO_SRC/tests/fuzz/corpus/$1"
+  echo "$output" | grep -E '^Done' | sed "s/^/# $1: /" >&3 || true
+  assert_success
+  assert_output --regexp "Done [0-9]+ runs in"
+}
+
+@test "the config parsers: 10 s of fuzzing from the corpus, no finding" { fuzz_corpus_10s config; }
+@test "the window control messages: 10 s of fuzzing from the corpus, no finding" { fuzz_corpus_10s win; }
+@test "the relay header: 10 s of fuzzing from the corpus, no finding" { fuzz_corpus_10s relay; }
+@test "the frame stream: 10 s of fuzzing from the corpus, no finding" { fuzz_corpus_10s fstream; }

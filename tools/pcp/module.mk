@@ -21,8 +21,9 @@ $(B)/sbin/pio-files: $(PIOFILES_OBJS) $(LIBPIO_A)
 
 # `make fuzz`: $(B)/fuzz/fuzz_pcp, libFuzzer + ASan over pcp_msg_decode
 # (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS from libpio/wire/module.mk).
-fuzz: $(B)/fuzz/fuzz_pcp
-$(B)/fuzz/fuzz_pcp: tools/pcp/fuzz_pcp.c tools/pcp/pcp_proto.c tools/pcp/pcp_proto.h tools/pcp/module.mk
+FUZZ_BINS += $(B)/fuzz/fuzz_pcp
+$(B)/fuzz/fuzz_pcp: tools/pcp/fuzz_pcp.c tools/pcp/pcp_proto.c tools/pcp/pcp_proto.h tools/pcp/module.mk \
+  $(FUZZ_CAPTURE)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
-	  tools/pcp/fuzz_pcp.c tools/pcp/pcp_proto.c $(FUZZ_LIBS)
+	  tools/pcp/fuzz_pcp.c tools/pcp/pcp_proto.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)

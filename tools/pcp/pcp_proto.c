@@ -1,6 +1,7 @@
 /* pcp_proto.c - encoding of pcp <-> file service messages (see pcp_proto.h).
  * SPDX-License-Identifier: BSD-3-Clause */
 #include "pcp_proto.h"
+#include "capture.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -93,6 +94,7 @@ size_t pcp_msg_encode(const struct pcp_msg *m, uint8_t *buf)
 int pcp_msg_decode(const uint8_t *buf, size_t len, struct pcp_msg *m)
 {
     const uint8_t *p = buf, *end = buf + len;
+    pio_capture("pcp", buf, len);
     memset(m, 0, sizeof(*m));
     if (len < 4 + 6 * 4 + 5 * 8 + 4 + 4 || memcmp(p, "PCP2", 4) != 0)
         return -1;
