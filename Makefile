@@ -8,7 +8,7 @@
 #
 #   make [-j2] [V=1] [SANITIZER=address|undefined|thread|address+undefined]
 #   make test | demo | demo-viz | bench | deps | install PREFIX=... | format-check | clean
-#   make fuzz [FUZZ_TIME=60] | fuzz-corpus (tests/fuzz/module.mk)
+#   make fuzz [FUZZ_TIME=60] | fuzz-corpus (tests/fuzz/module.mk) | soak [DURATION=1800]
 #
 # `make test` (what CI runs) also builds the unit tests, piod and the tools
 # once more with ASan+UBSan (build/asan-ubsan) and runs the unit tests and
@@ -144,6 +144,16 @@ bench:
 	@mk/deps.sh
 	@$(MAKE) --no-print-directory -j2 all OPT=-O3
 	@BUILD=$(B) bench/run-all.sh
+
+# make soak [DURATION=1800]: all clients at once on the test bed with random
+# link cuts, every byte checked, throughput and daemon memory over time
+# (bench/soak.sh; never part of make test).
+DURATION ?= 1800
+.PHONY: soak
+soak:
+	@mk/deps.sh
+	@$(MAKE) --no-print-directory -j2 all
+	@BUILD=$(B) SOAK_DURATION=$(DURATION) bench/soak.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
