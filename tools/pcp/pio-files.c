@@ -47,6 +47,15 @@ static const char *root_path;
 static int root_fd = -1;
 static const char *app;
 
+/* Seconds on CLOCK_MONOTONIC: every timeout and grace here runs on it, so
+ * a wall clock stepped by hand or by NTP moves none of them. */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 struct session {
     int partner, proc; /* the client: application handle and process */
     struct pcp_msg req;
@@ -155,6 +164,22 @@ static const char *why(int err)
     return err == EXDEV ? "the path leaves the export root" : strerror(err);
 }
 
+/* Receives rq[from..to) (mod WINDOW) are still posted into the window's
+ * buffers when a put stops early (a full disk, a dead sender): wait for them
+ * (the sender's messages in flight complete them, its leaving fails them)
+ * for up to ms in all. 1 when none is left, so the buffers may be freed; 0
+ * when one still waits: its buffer must stay allocated, libpio writes there. */
+static int drain_recvs(PIO_Request *rq, uint64_t from, uint64_t to, int ms)
+{
+    double end = now_s() + ms / 1e3;
+    for (uint64_t i = from; i < to; i++) {
+        int left = (int)((end - now_s()) * 1e3);
+        if (PIO_Wait(&rq[i % WINDOW], left > 0 ? left : 0, NULL) == PIO_ETIMEDOUT)
+            return 0;
+    }
+    return 1;
+}
+
 static void do_put(struct session *s)
 {
     struct pcp_msg *q = &s->req, m;
@@ -231,7 +256,7 @@ static void do_put(struct session *s)
             uint64_t want = q->size - posted < block ? q->size - posted : block;
             if (PIO_Irecv(s->partner, s->proc, PCP_TAG_DATA + (int)sid, win[k % WINDOW], PIO_BYTE,
                           (size_t)want, PIO_BLOCKING, &rq[k % WINDOW]) != PIO_OK)
-                goto out;
+                goto stop;
             posted += want;
             k++;
         }
@@ -241,7 +266,9 @@ static void do_put(struct session *s)
         if (rc != PIO_OK) {
             logf_("session %u: %s: data stopped at %llu of %llu bytes (%s); part file kept", sid,
                   q->path, (unsigned long long)off, (unsigned long long)q->size, PIO_Strerror(rc));
-            goto out;
+            if (rc != PIO_ETIMEDOUT) /* that receive is over (and freed) */
+                kdone++;
+            goto stop;
         }
         kdone++;
         XXH3_64bits_update(hs, b, st.bytes);
@@ -250,7 +277,7 @@ static void do_put(struct session *s)
             if (e == ENOSPC || e == EDQUOT)
                 unlinkat(dfd, tmp, 0); /* nothing to resume into a full disk */
             send_err(s, sid, e, "%s: %s", q->path, why(e));
-            goto out;
+            goto stop;
         }
         off += st.bytes;
     }
@@ -277,6 +304,14 @@ static void do_put(struct session *s)
     m.size = q->size;
     m.hash = h;
     send_msg(s, sid, &m);
+    goto out;
+stop: /* receives still posted into win[]: freeing it under them was a crash */
+    if (!drain_recvs(rq, kdone, k, 10000)) {
+        logf_("session %u: %s: a receive still waits after 10 s: its %llu-byte buffers are "
+              "left allocated",
+              sid, q->path, (unsigned long long)(WINDOW * block));
+        memset(win, 0, sizeof(win));
+    }
 out:
     if (fd >= 0)
         close(fd);
@@ -502,7 +537,7 @@ struct merged {
     struct fh5 *h5;                        /* HDF5 mode: the dataset (files_h5.c) */
     uint32_t nprocs, opened, closed, left; /* left: sessions not answered yet */
     uint32_t departed;                     /* opened, then gone or refused */
-    time_t short_since;                    /* since when processes seem missing */
+    double short_since;                    /* since when processes seem missing (now_s) */
     int err, done;
     char text[PCP_TEXT_MAX];
 };
@@ -622,7 +657,7 @@ static void merged_check_absent(struct merged *x, int partner, uint32_t mode)
         return;
     long may_come = (long)ai.joined - (long)(x->opened - x->departed);
     long missing = (long)(x->nprocs - x->opened);
-    time_t now = time(NULL);
+    double now = now_s();
     if (may_come >= missing) {
         x->short_since = 0;
         return;
@@ -657,7 +692,7 @@ static int merged_leave(struct merged *x, int partner, uint32_t mode, int wait, 
         merged_finish(x, mode);
     while (wait && !x->done) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until); /* merged_cv waits on it (main) */
         until.tv_sec += 1;
         if (pthread_cond_timedwait(&merged_cv, &merged_mtx, &until) == ETIMEDOUT)
             merged_check_absent(x, partner, mode);
@@ -1022,6 +1057,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "pio-files: export root %s: %s\n", root_path, strerror(errno));
         return 1;
     }
+    pthread_condattr_t ca; /* merged_cv's timed waits run on CLOCK_MONOTONIC */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&merged_cv, &ca);
+    pthread_condattr_destroy(&ca);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_term;
