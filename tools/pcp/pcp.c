@@ -140,13 +140,32 @@ static void progress(struct progress *p, int final)
 
 /* ---- talking to the service ---- */
 
+/* "WHAT: why" for a PIO call that failed, naming the likely cause of the
+ * codes a dead piod or link gives. */
+static void err_pio(const char *what, int rc)
+{
+    if (rc == PIO_ECLOSED)
+        err("%s: this host's piod went away (%s)", what, PIO_Strerror(rc));
+    else if (rc == PIO_EGONE)
+        err("%s: %s (the file service, its piod or every link to %s is down)", what,
+            PIO_Strerror(rc), o.host);
+    else
+        err("%s: %s", what, PIO_Strerror(rc));
+}
+
 static int send_ctl(uint32_t sid, int tag, struct pcp_msg *m)
 {
     uint8_t buf[PCP_MSG_MAX];
     m->session = sid;
     snprintf(m->client, sizeof(m->client), "%s", getenv("PCP_APP") ? getenv("PCP_APP") : "");
     size_t n = pcp_msg_encode(m, buf);
-    return PIO_Send(o.partner, 0, tag, PIO_DYNAMIC, buf, PIO_BYTE, n, PIO_BLOCKING);
+    int rc = PIO_Send(o.partner, 0, tag, PIO_DYNAMIC, buf, PIO_BYTE, n, PIO_BLOCKING);
+    if (rc != PIO_OK) {
+        char what[128];
+        snprintf(what, sizeof(what), "%s: asking the file service", o.host);
+        err_pio(what, rc);
+    }
+    return rc;
 }
 
 /* The next step of session sid within timeout ms: 0; 1 when none came (only
@@ -160,7 +179,9 @@ static int recv_ctl_within(uint32_t sid, struct pcp_msg *m, int timeout)
     if (rc == PIO_ETIMEDOUT && timeout < 120000)
         return 1;
     if (rc != PIO_OK) {
-        err("%s: the file service stopped answering: %s", o.host, PIO_Strerror(rc));
+        char what[128];
+        snprintf(what, sizeof(what), "%s: the file service stopped answering", o.host);
+        err_pio(what, rc);
         return -1;
     }
     if (pcp_msg_decode(buf, st.bytes, m) != 0) {
@@ -253,8 +274,11 @@ static int put_file(const char *src, const char *dst)
     uint64_t k = 0;
     while (off < size) {
         int i = (int)(k % WINDOW);
-        if (busy[i] && PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) != PIO_OK)
+        int wrc = busy[i] ? PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) : PIO_OK;
+        if (wrc != PIO_OK) {
+            err_pio(src, wrc);
             goto out;
+        }
         busy[i] = 0;
         size_t want = size - off < o.block ? (size_t)(size - off) : (size_t)o.block;
         ssize_t r = pread(fd, buf[i], want, (off_t)off);
@@ -266,7 +290,7 @@ static int put_file(const char *src, const char *dst)
         int prc = PIO_Isend(o.partner, 0, PCP_TAG_DATA + (int)sid, conn_for(k), buf[i], PIO_BYTE,
                             (size_t)r, PIO_BLOCKING, &rq[i]);
         if (prc != PIO_OK) {
-            err("%s: sending: %s", src, PIO_Strerror(prc));
+            err_pio(src, prc);
             goto out;
         }
         busy[i] = 1;
@@ -275,9 +299,14 @@ static int put_file(const char *src, const char *dst)
         pr.done = off;
         progress(&pr, 0);
     }
-    for (int i = 0; i < WINDOW; i++)
-        if (busy[i] && PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) != PIO_OK)
+    for (int i = 0; i < WINDOW; i++) {
+        int wrc = busy[i] ? PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) : PIO_OK;
+        busy[i] = 0;
+        if (wrc != PIO_OK) {
+            err_pio(src, wrc);
             goto out;
+        }
+    }
     memset(&m, 0, sizeof(m));
     m.op = PCP_END;
     m.size = size;
