@@ -22,7 +22,7 @@ PKGS=(
   # tests
   libcmocka-dev bats bats-assert bats-support bats-file
   # test bed and baselines
-  iproute2 iperf3 procps psmisc openssh-client openssh-server rsync sshfs
+  iproute2 iperf3 procps psmisc openssh-client openssh-server rsync sshfs faketime
   globus-gridftp-server-progs globus-gass-copy-progs
   # viz tests (the live page in headless Chromium, PNG checks, the event feed)
   chromium curl python3-pil python3-zmq
