@@ -224,7 +224,7 @@ module pio
   public :: PIO_Feed_close
   public :: PIO_Win_create, PIO_Win_free, PIO_Get, PIO_Put, PIO_Iget, PIO_Iput, &
     PIO_Compare_and_swap, PIO_Fetch_and_add, PIO_Win_flush
-  public :: PIO_Rfile_open, PIO_Rfile_pread, PIO_Rfile_close
+  public :: PIO_Rfile_open, PIO_Rfile_pread, PIO_Rfile_advise, PIO_Rfile_close
 
   ! Generics: one specific per kind of the count (default INTEGER or
   ! INTEGER(8)), of the offset, start and count of the file calls, and of
@@ -713,6 +713,12 @@ module pio
       import :: c_int, c_ptr
       type(c_ptr), value :: rf
     end function c_rfile_close
+
+    integer(c_int) function c_rfile_advise(rf, advice) bind(C, name='PIO_Rfile_advise')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: rf
+      integer(c_int), value :: advice
+    end function c_rfile_advise
   end interface
 
 contains
@@ -1317,6 +1323,25 @@ contains
     rc = c_rfile_open(c_string(host), c_string(path), rf%ptr, size)
     call finish(rc, 'PIO_Rfile_open(' // trim(host) // ', ' // trim(path) // ')', ierr, file=.true.)
   end subroutine PIO_Rfile_open
+
+  ! PIO_Rfile_advise - how rf will be read: PIO_RFILE_NORMAL (the default:
+  ! a read that continues the last one starts reading ahead) or
+  ! PIO_RFILE_RANDOM (never read ahead).
+  subroutine PIO_Rfile_advise(rf, advice, ierr)
+    type(PIO_Rfile), intent(in) :: rf
+    integer(c_int), intent(in) :: advice
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char) :: why(why_len)
+    integer(c_int) :: rc
+    why = c_null_char
+    rc = PIO_EINVAL
+    if (c_associated(rf%ptr)) then
+      rc = c_rfile_advise(rf%ptr, advice)
+    else
+      call set_why(why, 'the file is null: not opened (PIO_Rfile_open), or closed')
+    end if
+    call finish(rc, 'PIO_Rfile_advise', ierr, why)
+  end subroutine PIO_Rfile_advise
 
   ! PIO_Rfile_close - end the session; rf is null afterwards.
   subroutine PIO_Rfile_close(rf, ierr)

@@ -1,4 +1,4 @@
-! pio-frread.f90 - remote file access from Fortran: PIO_Rfile_open, _pread, _close.
+! pio-frread.f90 - remote file access from Fortran: PIO_Rfile_open, _pread, _advise, _close.
 ! SPDX-License-Identifier: BSD-3-Clause
 !
 ! Usage: pio-frread read HOST REMOTE LOCAL | errors HOST REMOTE | stop HOST REMOTE
@@ -75,6 +75,7 @@ contains
     integer(int8) :: b(2, 4096), tail(64), none(8)
     real(8) :: r(100)
     integer :: u, off, n
+    integer(c_int) :: ierr
     character(len=200) :: text
 
     open (newunit=u, file=trim(local), access='stream', form='unformatted', action='read', &
@@ -91,6 +92,12 @@ contains
     end if
     write (text, '(a,a,a,i0,a)') 'open ', trim(remote), ': ', size, ' bytes'
     print '(a,a)', 'read: ', trim(text)
+
+    ! read-ahead off, and a bad advice refused with its code
+    call PIO_Rfile_advise(rf, PIO_RFILE_RANDOM)
+    call PIO_Rfile_advise(rf, 7, ierr)
+    if (ierr /= PIO_EINVAL) call fail('PIO_Rfile_advise(7) did not give PIO_EINVAL')
+    call PIO_Rfile_advise(rf, PIO_RFILE_NORMAL)
 
     ! the whole file in pieces, default INTEGER offsets; the last one short
     n = 2**20 + 3
