@@ -120,7 +120,7 @@ replay() {
 @test "corpus replay: relay (members' relay headers)" { replay relay 1; }
 @test "corpus replay: pcp (the file service and pcp)" { replay pcp 5; }
 @test "corpus replay: pfs (metadata and I/O server requests)" { replay pfs 10; }
-@test "corpus replay: gas (the GAS dispatcher's frames)" { replay gas 5; }
+@test "corpus replay: gas (the GAS dispatcher's frames)" { replay gas 2; }
 @test "corpus replay: viz (the visualization feed)" { replay viz 2; }
 
 # fuzz_corpus_10s TARGET: 10 s from the committed corpus, no finding
