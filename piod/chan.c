@@ -17,6 +17,14 @@
  * PIOD_EV_ARRIVED. A chunk with no grant (a duplicate after a resend) is read
  * into scratch, dropped, and still acknowledged.
  *
+ * The data port faces the network before anyone has proved anything, so an
+ * accepted connection is a stranger until its C_PROOF checks out: it has
+ * CHAN_HS_TIMEOUT_MS to finish the handshake (the main thread's tick shuts
+ * slower ones down, piod_rx_watchdog), at most CHAN_HS_PER_ADDR strangers
+ * may be in their handshake at once from one remote address, and every
+ * refusal is logged with the remote address and the reason. A stranger never
+ * gets a byte of pool or a grant: C_DATA is only read after C_ACCEPT.
+ *
  * Locks: ch->mtx (one tx channel), d->grant_mtx (grant table), d->key_mtx
  * (peer keys and rx slots), d->rxlist_mtx (accepted channels). Leaves only:
  * no two are held together, none across a send or receive.
@@ -34,6 +42,8 @@
 #include <unistd.h>
 
 #define CHAN_IO_TIMEOUT_MS 5000
+#define CHAN_HS_TIMEOUT_MS 5000 /* an opener has this long from connect to C_PROOF */
+#define CHAN_HS_PER_ADDR   8    /* unfinished handshakes at once from one remote address */
 
 uint64_t piod_now_ms(void)
 {
@@ -173,9 +183,12 @@ static int chan_send_frame(struct piod *d, struct pio_tp_conn *c, const struct p
     return d->tp->sendv(c, &iov, 1);
 }
 
-/* Receive one frame (not C_DATA payload) into buf; decode into f. */
+/* Receive one frame (not C_DATA payload) into buf; decode into f. Bytes
+ * that are not a frame we take are logged with who (the channel or the
+ * remote address) and the reason; the caller closes the connection, since
+ * nothing after them on the stream can be trusted. */
 static int chan_recv_frame(struct piod *d, struct pio_tp_conn *c, uint8_t *buf, size_t cap,
-                           struct pio_frame *f)
+                           struct pio_frame *f, const char *who)
 {
     uint8_t type, ver;
     uint32_t blen;
@@ -183,16 +196,33 @@ static int chan_recv_frame(struct piod *d, struct pio_tp_conn *c, uint8_t *buf, 
     if (rc != PIO_OK)
         return rc;
     rc = pio_wire_peek(buf, PIO_WIRE_HDR, &type, &blen, &ver);
-    if (rc == PIO_EVERSION)
-        PIOD_WARN("channel peer speaks protocol version %u, we speak %u", ver, PIO_WIRE_VERSION);
-    if (rc != PIO_OK)
+    if (rc == PIO_EVERSION) {
+        PIOD_WARN("data channel %s speaks protocol version %u, we speak %u", who, ver,
+                  PIO_WIRE_VERSION);
         return rc;
-    if (PIO_WIRE_HDR + (size_t)blen > cap)
+    }
+    if (rc != PIO_OK) {
+        int magic = buf[0] == 'P' && buf[1] == 'I' && buf[2] == 'O' && buf[3] == '1';
+        PIOD_WARN("data channel %s: %s: closed", who,
+                  magic ? "a frame length over the 16 MiB limit" : "bytes that are not PIO frames");
+        return rc;
+    }
+    if (PIO_WIRE_HDR + (size_t)blen > cap) {
+        PIOD_WARN("data channel %s: %s frame of %u bytes, more than a channel frame can be: closed",
+                  who, pio_wire_type_name(type), blen);
         return PIO_EPROTO;
+    }
     rc = d->tp->recv(c, buf + PIO_WIRE_HDR, blen);
     if (rc != PIO_OK)
         return rc;
-    return pio_wire_decode(buf, PIO_WIRE_HDR + blen, f, NULL);
+    rc = pio_wire_decode(buf, PIO_WIRE_HDR + blen, f, NULL);
+    if (rc != PIO_OK && pio_wire_type_name(type)[0] == '?')
+        PIOD_WARN("data channel %s: frame of unknown type %u: closed", who, type);
+    else if (rc != PIO_OK)
+        PIOD_WARN("data channel %s: malformed %s frame (bad check, a count over its bound or a "
+                  "bad body): closed",
+                  who, pio_wire_type_name(type));
+    return rc;
 }
 
 static void chan_mac(uint8_t out[PIO_WIRE_KEY], const uint8_t key[PIO_WIRE_KEY],
@@ -288,11 +318,16 @@ static void *tx_ack_reader(void *arg)
     struct piod *d = ch->d;
     uint8_t *buf = malloc(PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64);
     struct pio_frame *f = malloc(sizeof(*f));
+    char who[PIO_WIRE_NAME + 32];
+    snprintf(who, sizeof(who), "%d to %s", ch->index, d->peers[ch->peer].cfg->name);
     if (!buf || !f)
         goto out;
     for (;;) {
-        int rc =
-            chan_recv_frame(d, ch->conn, buf, PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64, f);
+        int rc = chan_recv_frame(d, ch->conn, buf,
+                                 PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64, f, who);
+        if (rc == PIO_OK && f->type != PIO_F_C_ACK)
+            PIOD_WARN("data channel %s sent %s where only C_ACK may come: closed", who,
+                      pio_wire_type_name(f->type));
         if (rc != PIO_OK || f->type != PIO_F_C_ACK)
             break;
         for (uint32_t i = 0; i < f->u.c_ack.n; i++) {
@@ -352,6 +387,11 @@ static int tx_connect(struct piod_txchan *ch)
                                          : piod_relay_out(d, link, p->cfg->addr[link], port, &c);
     if (rc != PIO_OK)
         return rc;
+    char who[PIO_WIRE_NAME + 32];
+    if (ch->express)
+        snprintf(who, sizeof(who), "(express lane) to %s", p->cfg->name);
+    else
+        snprintf(who, sizeof(who), "%d to %s", ch->index, p->cfg->name);
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_HELLO;
     f.u.c_hello.proto = PIO_WIRE_VERSION;
@@ -360,7 +400,7 @@ static int tx_connect(struct piod_txchan *ch)
     snprintf(f.u.c_hello.host, sizeof(f.u.c_hello.host), "%s", d->cfg.name);
     snprintf(f.u.c_hello.target, sizeof(f.u.c_hello.target), "%s", p->cfg->name);
     PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
-    PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f), rc, fail);
+    PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f, who), rc, fail);
     PIO_CHECK(f.type != PIO_F_C_CHALLENGE, rc, PIO_EPROTO, fail);
     pthread_mutex_lock(&d->key_mtx);
     memcpy(key, p->their_key, sizeof(key));
@@ -371,7 +411,7 @@ static int tx_connect(struct piod_txchan *ch)
     f.type = PIO_F_C_PROOF;
     chan_mac(f.u.c_key.b, key, challenge, index, d->cfg.ident);
     PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
-    PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f), rc, fail);
+    PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f, who), rc, fail);
     PIO_CHECK(f.type != PIO_F_C_ACCEPT, rc, PIO_EPROTO, fail);
     PIO_CHECK(f.u.c_accept.status != PIO_OK, rc, f.u.c_accept.status, fail);
     pthread_mutex_lock(&ch->mtx);
@@ -630,27 +670,66 @@ int piod_txchans_start(struct piod *d, int peer)
 
 /* ---- rx side ---- */
 
+/* The handshake is over, either way: the thread claims the connection back
+ * from the watchdog (rx->hs 1 -> 0). Fails when the watchdog got there
+ * first (1 -> 2) and shut the connection down for being too slow. */
+static int rx_hs_end(struct piod_rxchan *rx)
+{
+    int one = 1;
+    return atomic_compare_exchange_strong(&rx->hs, &one, 0);
+}
+
+/* Why a stranger's handshake failed, in words for the log. */
+static void rx_auth_refused(struct piod_rxchan *rx, int rc, const char *what)
+{
+    if (atomic_load(&rx->hs) == 2)
+        PIOD_WARN("data channel from %s did not finish its handshake within %d s: closed",
+                  rx->remote, CHAN_HS_TIMEOUT_MS / 1000);
+    else if (rc == PIO_ECLOSED)
+        PIOD_DEBUG("data channel from %s closed %s", rx->remote, what);
+    else if (what)
+        PIOD_WARN("data channel from %s %s: closed", rx->remote, what);
+}
+
 static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
 {
     struct piod *d = rx->d;
     struct pio_frame f;
-    int rc = chan_recv_frame(d, rx->conn, buf, cap, &f);
+    char who[PIO_TP_ADDR + 8];
+    snprintf(who, sizeof(who), "from %s", rx->remote);
+    int rc = chan_recv_frame(d, rx->conn, buf, cap, &f, who);
     if (rc == PIO_EVERSION) {
         memset(&f, 0, sizeof(f));
         f.type = PIO_F_C_ACCEPT;
         f.u.c_accept.status = PIO_EVERSION;
         chan_send_frame(d, rx->conn, &f);
+        rx_hs_end(rx);
         return rc;
     }
-    if (rc != PIO_OK || f.type != PIO_F_C_HELLO)
-        return rc != PIO_OK ? rc : PIO_EPROTO;
+    if (rc != PIO_OK) {
+        rx_auth_refused(rx, rc, rc == PIO_ECLOSED ? "before its C_HELLO" : NULL);
+        rx_hs_end(rx);
+        return rc;
+    }
+    if (f.type != PIO_F_C_HELLO) {
+        char what[64];
+        snprintf(what, sizeof(what), "sent %s before C_HELLO", pio_wire_type_name(f.type));
+        rx_auth_refused(rx, PIO_EPROTO, what);
+        rx_hs_end(rx);
+        return PIO_EPROTO;
+    }
     if (f.u.c_hello.target[0] && strcmp(f.u.c_hello.target, d->cfg.ident) != 0) {
         /* meant for another host of our system: it came in on a link we own */
         int m = piod_member_by_name(d, f.u.c_hello.target);
         if (m < 0) {
             PIOD_WARN("data channel from %s is for '%s', neither us nor a member: refused",
                       rx->remote, f.u.c_hello.target);
+            rx_hs_end(rx);
             return PIO_EAUTH;
+        }
+        if (!rx_hs_end(rx)) { /* the watchdog shut it: nothing to hand on */
+            rx_auth_refused(rx, PIO_ETIMEDOUT, NULL);
+            return PIO_ETIMEDOUT;
         }
         struct pio_tp_conn *c = rx->conn;
         rx->conn = NULL;
@@ -670,8 +749,14 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
     f.type = PIO_F_C_CHALLENGE;
     memcpy(f.u.c_key.b, challenge, sizeof(challenge));
     PIO_TRY(chan_send_frame(d, rx->conn, &f), rc, out);
-    PIO_TRY(chan_recv_frame(d, rx->conn, buf, cap, &f), rc, out);
-    PIO_CHECK(f.type != PIO_F_C_PROOF, rc, PIO_EPROTO, out);
+    PIO_TRY(chan_recv_frame(d, rx->conn, buf, cap, &f, who), rc, out);
+    if (f.type != PIO_F_C_PROOF) {
+        char what[64];
+        snprintf(what, sizeof(what), "sent %s where C_PROOF was due", pio_wire_type_name(f.type));
+        rx_auth_refused(rx, PIO_EPROTO, what);
+        rx_hs_end(rx);
+        return PIO_EPROTO;
+    }
     rc = PIO_EAUTH;
     if (peer >= 0) {
         /* nchan too is the main thread's, written under key_mtx (core.c) */
@@ -683,6 +768,10 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
         chan_mac(expect, key, challenge, index, system);
         if (ok && sodium_memcmp(expect, f.u.c_key.b, PIO_WIRE_KEY) == 0)
             rc = PIO_OK;
+    }
+    if (!rx_hs_end(rx)) { /* too late, even with the right proof */
+        rx_auth_refused(rx, PIO_ETIMEDOUT, NULL);
+        return PIO_ETIMEDOUT;
     }
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_ACCEPT;
@@ -696,7 +785,10 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
         PIOD_WARN("refused data channel from %s (claims system '%s', channel %u): %s", rx->remote,
                   system, index, PIO_Strerror(rc));
     }
+    return rc;
 out:
+    rx_auth_refused(rx, rc, "during its handshake");
+    rx_hs_end(rx);
     return rc;
 }
 
@@ -758,9 +850,14 @@ static void *rx_thread(void *arg)
     }
     PIOD_INFO("channel %d from %s accepted: %s <- %s", rx->index, d->peers[rx->peer].cfg->name,
               rx->local, rx->remote);
+    char who[PIO_WIRE_NAME + 32];
+    snprintf(who, sizeof(who), "%d from %s", rx->index, d->peers[rx->peer].cfg->name);
     for (;;) {
         struct pio_frame f;
-        int rc = chan_recv_frame(d, rx->conn, buf, cap, &f);
+        int rc = chan_recv_frame(d, rx->conn, buf, cap, &f, who);
+        if (rc == PIO_OK && f.type != PIO_F_C_DATA)
+            PIOD_WARN("data channel %s sent %s where only C_DATA may come: closed", who,
+                      pio_wire_type_name(f.type));
         if (rc != PIO_OK || f.type != PIO_F_C_DATA)
             break;
         struct pio_c_data cd = f.u.c_data;
@@ -850,7 +947,30 @@ struct accept_arg {
     int i;
 };
 
-void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c)
+/* "a.b.c.d:port" or "[v6]:port": the same address, whatever the port. */
+static int rx_same_host(const char *a, const char *b)
+{
+    const char *ca = strrchr(a, ':'), *cb = strrchr(b, ':');
+    size_t la = ca ? (size_t)(ca - a) : strlen(a), lb = cb ? (size_t)(cb - b) : strlen(b);
+    return la == lb && memcmp(a, b, la) == 0;
+}
+
+void piod_rx_watchdog(struct piod *d, uint64_t now)
+{
+    pthread_mutex_lock(&d->rxlist_mtx);
+    for (int k = 0; k < d->nrx; k++) {
+        struct piod_rxchan *r = d->rxlist[k];
+        int one = 1;
+        if (atomic_load(&r->hs) == 1 && now >= r->hs_deadline_ms &&
+            atomic_compare_exchange_strong(&r->hs, &one, 2))
+            d->tp->shutdown(r->conn); /* its thread logs it and ends */
+    }
+    pthread_mutex_unlock(&d->rxlist_mtx);
+}
+
+/* Run a receiver on c. limit_strangers: c was accepted from the network
+ * (not handed over by our relay), so CHAN_HS_PER_ADDR applies. */
+static void rx_adopt(struct piod *d, struct pio_tp_conn *c, int limit_strangers)
 {
     struct piod_rxchan *rx = calloc(1, sizeof(*rx));
     if (!rx) {
@@ -862,6 +982,8 @@ void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c)
     rx->peer = -1;
     rx->gen = atomic_fetch_add(&next_gen, 1) + 1;
     rx->conn = c;
+    atomic_store(&rx->hs, 1);
+    rx->hs_deadline_ms = piod_now_ms() + CHAN_HS_TIMEOUT_MS;
     d->tp->addrs(c, rx->local, rx->remote);
     /* reap finished receivers, remember this one */
     pthread_mutex_lock(&d->rxlist_mtx);
@@ -882,6 +1004,25 @@ void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c)
         }
     }
     int full = d->nrx >= (int)(sizeof(d->rxlist) / sizeof(d->rxlist[0]));
+    /* strangers from one address: a peer opens at most a channel per link
+     * and its express lane at once; more is someone filling our slots */
+    int same = 0;
+    for (int k = 0; limit_strangers && k < d->nrx; k++)
+        if (atomic_load(&d->rxlist[k]->hs) == 1 && rx_same_host(d->rxlist[k]->remote, rx->remote))
+            same++;
+    if (!full && limit_strangers && same >= CHAN_HS_PER_ADDR) {
+        uint64_t now = piod_now_ms();
+        if (now - d->rx_refused_log_ms >= 1000) { /* said at most once a second */
+            PIOD_WARN("data channel from %s refused: %d handshakes from that address are "
+                      "unfinished",
+                      rx->remote, same);
+            d->rx_refused_log_ms = now;
+        }
+        pthread_mutex_unlock(&d->rxlist_mtx);
+        d->tp->close(c);
+        free(rx);
+        return;
+    }
     if (!full)
         d->rxlist[d->nrx++] = rx;
     pthread_mutex_unlock(&d->rxlist_mtx);
@@ -895,6 +1036,11 @@ void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c)
         d->tp->close(c);
         free(rx);
     }
+}
+
+void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c)
+{
+    rx_adopt(d, c, 0);
 }
 
 static void *accept_thread(void *arg)
@@ -912,7 +1058,7 @@ static void *accept_thread(void *arg)
             break;
         if (rc != PIO_OK)
             continue;
-        piod_rx_adopt(d, c);
+        rx_adopt(d, c, 1);
     }
     return NULL;
 }

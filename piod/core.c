@@ -2124,6 +2124,7 @@ static void tick(struct piod *d, uint64_t now)
         for (int k = 0; k < d->peers[p].nchan; k++)
             if (d->peers[p].tx[k])
                 piod_tx_watchdog(d, d->peers[p].tx[k], now);
+    piod_rx_watchdog(d, now);
     for (int i = 0; i < d->nprocs_max; i++) {
         struct piod_proc *p = &d->procs[i];
         if (!p->used || p->gone || kill(p->pid, 0) == 0 || errno != ESRCH)

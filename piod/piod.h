@@ -84,6 +84,10 @@ struct piod_rxchan {
     pthread_t thr;
     struct pio_tp_conn *conn;
     atomic_int dead; /* set by the thread when it ends */
+    /* 1 while the opener is a stranger (handshake not over), 0 after, 2 when
+     * piod_rx_watchdog shut it down at hs_deadline_ms (chan.c, rx_hs_end) */
+    atomic_int hs;
+    uint64_t hs_deadline_ms;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
 };
 
@@ -300,6 +304,7 @@ struct piod {
     pthread_mutex_t rxlist_mtx;
     struct piod_rxchan *rxlist[256];
     int nrx;
+    uint64_t rx_refused_log_ms; /* rxlist_mtx: last "too many handshakes" line */
     struct piod_omsg *omsgs;
     struct piod_imsg *imsgs;
     struct piod_streams tx_streams, rx_streams;
@@ -356,6 +361,7 @@ void piod_express_failed(struct piod *d, int peer); /* main: xout is dead, recon
 int piod_tx_state(struct piod_txchan *ch, uint64_t *queued);
 void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now);
 void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c); /* run a receiver on c (takes it) */
+void piod_rx_watchdog(struct piod *d, uint64_t now); /* main: shut handshakes over time */
 void piod_grant_add(struct piod *d, struct piod_grant *g);
 struct piod_grant *piod_grant_take(struct piod *d, int peer, uint64_t msgid, uint64_t off);
 void piod_grants_drop_proc(struct piod *d, struct piod_proc *p);
