@@ -14,6 +14,16 @@
  * stale cid (a process that left, a slot reused) never reaches a newcomer.
  * The kernel tells us who connected (SO_PEERCRED): the pid we watch and the
  * uid that will own the process' pool.
+ *
+ * The socket is open to every local user (mode 0666), so a client costs a
+ * bounded amount whatever it does: answers it leaves unread stop us reading
+ * its requests (CONN_READ_PAUSE: back-pressure, its own sends block), frames
+ * we owe it beyond conn_queue_max (its proc-pool, at least CONN_QUEUE_MIN)
+ * get it disconnected, a client that has not joined must finish a frame it
+ * began within CONN_PARTIAL_MS, and when every slot is taken the oldest
+ * connection that never joined makes room for the newcomer. (A joined
+ * process may sit on half a frame, e.g. stopped in a debugger: it holds only
+ * its own connection, and its death is noticed by its pid.)
  * Thread-safety: main thread only.
  */
 #include "piod/piod.h"
@@ -29,8 +39,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define CONN_SNDBUF    (4 << 20)
-#define CONN_QUEUE_MAX ((size_t)256 << 20) /* a client that never reads is dropped */
+#define CONN_SNDBUF      (4 << 20)
+#define CONN_QUEUE_MIN   ((size_t)16 << 20) /* conn_queue_max is never below this */
+#define CONN_READ_PAUSE  ((size_t)1 << 20)  /* this much unread: stop reading its requests */
+#define CONN_READ_RESUME ((size_t)256 << 10) /* read again once it is down to this */
+#define CONN_PARTIAL_MS  5000 /* a client that has not joined finishes a frame by then */
 
 static int in_use(const char *path)
 {
@@ -61,6 +74,9 @@ int piod_conn_listen(struct piod *d)
         PIOD_ERR("another piod already serves %s", d->cfg.socket);
         return PIO_EBUSY;
     }
+    /* what a process may leave unread is as much as its pool again */
+    d->conn_queue_max = d->cfg.proc_pool > CONN_QUEUE_MIN ? (size_t)d->cfg.proc_pool
+                                                           : CONN_QUEUE_MIN;
     d->nconns = d->nprocs_max + 64;
     d->conns = calloc((size_t)d->nconns, sizeof(*d->conns));
     if (!d->conns)
@@ -92,6 +108,23 @@ void piod_conn_accept(struct piod *d)
             if (d->conns[i].fd < 0)
                 slot = i;
         if (slot < 0) {
+            /* every slot taken: a connection that has not joined (a tool,
+             * or someone holding slots) gives way, the oldest first */
+            int old = -1;
+            for (int i = 0; i < d->nconns; i++)
+                if (!d->conns[i].joined &&
+                    (old < 0 || d->conns[i].opened_ms < d->conns[old].opened_ms))
+                    old = i;
+            if (old >= 0) {
+                PIOD_WARN("too many local clients (%d): dropping the connection of pid %d, "
+                          "which has not joined in %llu s",
+                          d->nconns, (int)d->conns[old].pid,
+                          (unsigned long long)((piod_now_ms() - d->conns[old].opened_ms) / 1000));
+                piod_conn_close(d, &d->conns[old]);
+                slot = old;
+            }
+        }
+        if (slot < 0) {
             PIOD_WARN("too many local clients (%d): connection refused", d->nconns);
             close(fd);
             continue;
@@ -112,6 +145,13 @@ void piod_conn_accept(struct piod *d)
             c->gen = 1;
         c->pid = cr.pid;
         c->uid = cr.uid;
+        c->joined = 0;
+        c->paused = 0;
+        c->warned_pause = 0;
+        c->dropped = 0;
+        c->warned_partner = 0;
+        c->opened_ms = piod_now_ms();
+        c->partial_since_ms = 0;
         pio_fin_init(&c->in, d->scratch_len);
     }
 }
@@ -146,14 +186,51 @@ int piod_conn_send(struct piod *d, uint64_t cid, const void *buf, size_t len)
     struct piod_conn *c = piod_conn_get(d, cid);
     if (!c)
         return PIO_EGONE;
-    if (c->out.queued + len > CONN_QUEUE_MAX) {
-        PIOD_ERR("client pid %d does not read its socket (%zu bytes waiting): disconnected",
+    if (c->dropped)
+        return PIO_EGONE;
+    if (c->out.queued + len > d->conn_queue_max) {
+        PIOD_ERR("client pid %d does not read its socket (%zu bytes waiting, the limit is its "
+                 "proc-pool): disconnected",
                  (int)c->pid, c->out.queued);
         shutdown(c->fd, SHUT_RDWR); /* the main loop sees the hang-up and cleans up */
+        c->dropped = 1;
         return PIO_EGONE;
     }
     int rc = pio_fout_send(&c->out, c->fd, buf, len);
     return rc == PIO_ECLOSED ? PIO_EGONE : rc;
+}
+
+int piod_conn_reading(struct piod *d, struct piod_conn *c)
+{
+    (void)d;
+    if (!c->paused && c->out.queued >= CONN_READ_PAUSE) {
+        c->paused = 1;
+        if (!c->warned_pause) /* once per connection: a slow reader would fill the log */
+            PIOD_WARN("client pid %d does not read its socket (%zu bytes waiting): what it "
+                      "sends waits until it does",
+                      (int)c->pid, c->out.queued);
+        c->warned_pause = 1;
+    } else if (c->paused && c->out.queued <= CONN_READ_RESUME) {
+        c->paused = 0;
+    }
+    return !c->paused;
+}
+
+int piod_conn_stalled(struct piod *d, struct piod_conn *c, uint64_t now)
+{
+    (void)d;
+    if (c->fd < 0 || c->joined || c->paused || c->in.len == c->in.start) {
+        c->partial_since_ms = 0;
+        return 0;
+    }
+    if (!c->partial_since_ms)
+        c->partial_since_ms = now;
+    if (now - c->partial_since_ms < CONN_PARTIAL_MS)
+        return 0;
+    PIOD_WARN("client pid %d began a frame and sent no more of it for %d s (%zu bytes of it "
+              "came): disconnected",
+              (int)c->pid, CONN_PARTIAL_MS / 1000, c->in.len - c->in.start);
+    return 1;
 }
 
 void piod_conn_fini(struct piod *d)

@@ -52,6 +52,9 @@
 #define TICK_MS        100
 #define RATE_SAMPLE_MS 400  /* busy time behind one rate sample (at least) */
 #define SEQ_GAP_MS     2000 /* a missing request holds its stream's later ones this long */
+#define PARTNER_WAIT_MAX 64 /* partner look-ups one process may have waiting */
+#define LANE_PAUSE     ((size_t)4 << 20) /* an express lane this full: processes wait */
+#define LANE_RESUME    ((size_t)1 << 20) /* ... until it is down to this */
 
 static int proc_index(struct piod *d, uint64_t cid);
 
@@ -720,8 +723,16 @@ static void grant_all(struct piod *d)
             uint32_t len = chunk_len(m->size, m->chunk, i);
             if (!m->claimed) {
                 uint64_t mine = (uint64_t)(m->ngranted - m->nfreed) * m->chunk;
-                if (mine + len > region / 4 || dst->unclaimed_bytes + len > region / 2)
+                if (mine + len > region / 4)
                     break;
+                if (dst->unclaimed_bytes + len > region / 2) {
+                    if (!dst->warned_unclaimed) /* once per process: back-pressure is normal */
+                        PIOD_INFO("%s:%u has %llu bytes of messages no receive has claimed (half "
+                                  "its receive region): more wait until it receives",
+                                  dst->app, dst->proc, (unsigned long long)dst->unclaimed_bytes);
+                    dst->warned_unclaimed = 1;
+                    break;
+                }
             }
             int ch = 0;
             if (remote) {
@@ -1158,6 +1169,8 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
             w->recv_len = p->recv_len;
             snprintf(w->shm, sizeof(w->shm), "%s", p->shm);
             left_forget(p->app, p->proc);
+            if (c)
+                c->joined = 1;
             PIOD_INFO("process %s:%u of %u joined (pid %u, pool %s)", p->app, p->proc, p->nprocs,
                       h->pid, p->shm);
         }
@@ -1433,8 +1446,12 @@ static void on_info(struct piod *d, uint64_t cid, uint64_t req)
             in->app[k].nprocs = p->nprocs;
         }
         in->app[k].joined++;
-        in->pool_used += p->size;
     }
+    /* pools still mapped, including those of processes that left while a
+     * channel or a message still held them: what the pool really has out */
+    for (int i = 0; i < d->nprocs_max; i++)
+        if (d->procs[i].used && atomic_load(&d->procs[i].unmapped) != 2)
+            in->pool_used += d->procs[i].size;
     for (int p = 0; p < d->npeers; p++)
         for (int a = 0; a < d->peers[p].napps && in->napp < PIO_WIRE_MAX_REG; a++) {
             struct piod_remote_app *ra = &d->peers[p].apps[a];
@@ -1462,11 +1479,18 @@ static void on_proc_frame(struct piod *d, uint64_t cid, const uint8_t *buf, size
     if (rc == PIO_OK)
         rc = pio_wire_decode(buf, len, f, NULL);
     if (rc != PIO_OK) {
+        struct piod_conn *cc = piod_conn_get(d, cid);
+        int cpid = cc ? (int)cc->pid : 0;
         if (rc == PIO_EVERSION)
-            PIOD_WARN("a process speaks protocol version %u, we speak %u", ver, PIO_WIRE_VERSION);
+            PIOD_WARN("client pid %d speaks protocol version %u, we speak %u", cpid, ver,
+                      PIO_WIRE_VERSION);
+        else if (len >= PIO_WIRE_HDR && pio_wire_type_name(buf[5])[0] == '?')
+            PIOD_WARN("frame of unknown type %u from client pid %d (%zu bytes): ignored", buf[5],
+                      cpid, len);
         else
-            PIOD_WARN("malformed frame from a local process (%zu bytes): %s", len,
-                      PIO_Strerror(rc));
+            PIOD_WARN("malformed %s frame from client pid %d (%zu bytes: bad check, a count over "
+                      "its bound or a bad body): ignored",
+                      len >= PIO_WIRE_HDR ? pio_wire_type_name(buf[5]) : "?", cpid, len);
         if (rc == PIO_EVERSION) {
             struct pio_frame w;
             memset(&w, 0, sizeof(w));
@@ -1492,6 +1516,24 @@ static void on_proc_frame(struct piod *d, uint64_t cid, const uint8_t *buf, size
     switch (f->type) {
     case PIO_F_P_BYE: proc_leave(d, pi, "PIO_Exit"); break;
     case PIO_F_P_PARTNER: {
+        /* a process waits for a few partners at once; thousands are a flood
+         * that would grow the list every tick walks */
+        int waiting = 0;
+        for (struct piod_pending_partner *x = d->pending; x; x = x->next)
+            waiting += x->cid == cid;
+        if (waiting >= PARTNER_WAIT_MAX) {
+            struct piod_conn *cc = piod_conn_get(d, cid);
+            if (cc && !cc->warned_partner)
+                PIOD_WARN("process %s:%u (pid %d) waits for %d partner look-ups already: more "
+                          "are answered PIO_EBUSY",
+                          d->procs[pi].app, d->procs[pi].proc, (int)d->procs[pi].pid, waiting);
+            if (cc)
+                cc->warned_partner = 1;
+            struct piod_pending_partner busy = {.cid = cid, .req = f->u.p_partner.req};
+            snprintf(busy.app, sizeof(busy.app), "%s", f->u.p_partner.app);
+            answer_partner(d, &busy, PIO_EBUSY);
+            break;
+        }
         struct piod_pending_partner *pp = calloc(1, sizeof(*pp));
         if (!pp)
             break;
@@ -1540,6 +1582,11 @@ static void on_conn_ready(struct piod *d, struct piod_conn *c, short revents, st
     }
     if (!(revents & (POLLIN | POLLERR | POLLHUP)))
         return;
+    if ((revents & POLLHUP) && !(revents & (POLLIN | POLLERR)) &&
+        (c->paused || (d->lanes_paused && c->joined))) {
+        conn_closed(d, c); /* it hung up while we were not reading it */
+        return;
+    }
     uint64_t cid = piod_conn_cid(d, c);
     int rc = pio_fin_fill(&c->in, c->fd);
     if (rc == PIO_EAGAIN)
@@ -2125,6 +2172,9 @@ static void tick(struct piod *d, uint64_t now)
             if (d->peers[p].tx[k])
                 piod_tx_watchdog(d, d->peers[p].tx[k], now);
     piod_rx_watchdog(d, now);
+    for (int i = 0; i < d->nconns; i++)
+        if (d->conns[i].fd >= 0 && piod_conn_stalled(d, &d->conns[i], now))
+            conn_closed(d, &d->conns[i]);
     for (int i = 0; i < d->nprocs_max; i++) {
         struct piod_proc *p = &d->procs[i];
         if (!p->used || p->gone || kill(p->pid, 0) == 0 || errno != ESRCH)
@@ -2147,6 +2197,35 @@ static void tick(struct piod *d, uint64_t now)
             omsg_pump(d, m);
         }
     grant_all(d);
+}
+
+/* Back-pressure from the peers to the processes. Eager messages and
+ * requests go to a peer as fast as our processes hand them over; when the
+ * peer reads its express lane slower than that, what it has not taken
+ * waits in p->xo, in our memory. Past LANE_PAUSE we stop reading joined
+ * processes (their frames wait in their sockets, and their sends block)
+ * until every lane is down to LANE_RESUME. Tools (not joined) are still
+ * answered, and nothing here stops us reading peers, so the lanes drain. */
+static int lanes_congested(struct piod *d)
+{
+    size_t most = 0;
+    int who = -1;
+    for (int p = 0; p < d->npeers; p++)
+        if (d->peers[p].xout && d->peers[p].xo.queued > most) {
+            most = d->peers[p].xo.queued;
+            who = p;
+        }
+    if (!d->lanes_paused && most >= LANE_PAUSE) {
+        d->lanes_paused = 1;
+        if (!d->lanes_warned)
+            PIOD_WARN("express lane to %s has %zu bytes waiting (the peer reads slower than our "
+                      "processes send): their requests wait until it drains",
+                      d->peers[who].cfg->name, most);
+        d->lanes_warned = 1; /* once: a flood would otherwise fill the log */
+    } else if (d->lanes_paused && most <= LANE_RESUME) {
+        d->lanes_paused = 0;
+    }
+    return d->lanes_paused;
 }
 
 /* ---- life cycle ---- */
@@ -2451,11 +2530,16 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
         it[2] = (struct pollfd){zap_fd, POLLIN, 0};
         for (int p = 0; p < d->npeers; p++)
             it[3 + p] = (struct pollfd){mon_fd[p], POLLIN, 0};
+        int lanes_full = lanes_congested(d);
         for (int i = 0; i < d->nconns; i++)
             if (d->conns[i].fd >= 0) {
                 itc[nit] = i;
-                it[nit++] = (struct pollfd){
-                    d->conns[i].fd, (short)(POLLIN | (d->conns[i].out.head ? POLLOUT : 0)), 0};
+                short in = piod_conn_reading(d, &d->conns[i]) &&
+                                   !(lanes_full && d->conns[i].joined)
+                               ? POLLIN
+                               : 0;
+                it[nit++] = (struct pollfd){d->conns[i].fd,
+                                            (short)(in | (d->conns[i].out.head ? POLLOUT : 0)), 0};
             }
         int nconn_end = nit;
         for (int p = 0; p < d->npeers; p++) {

@@ -158,6 +158,7 @@ struct piod_proc {
     uint64_t next_key;
     uint64_t dead_since_ms;   /* its pid was found gone (grace before leaving) */
     uint64_t unclaimed_bytes; /* granted to messages not yet claimed */
+    int warned_unclaimed;     /* logged that unclaimed messages fill half its region */
 };
 
 /* Outgoing message (this host sends it). */
@@ -250,6 +251,13 @@ struct piod_conn {
     uid_t uid;
     struct pio_fin in;   /* frames read, not handled yet */
     struct pio_fout out; /* frames the socket had no room for */
+    int joined;          /* a process joined on it (P_WELCOME PIO_OK) */
+    int paused;          /* not read: too many of our answers wait (piod_conn_reading) */
+    int warned_pause;    /* said so in the log */
+    int dropped;         /* shut down for not reading (said once; the loop closes it) */
+    int warned_partner;  /* logged that it waits for too many partner look-ups */
+    uint64_t opened_ms;
+    uint64_t partial_since_ms; /* an incomplete frame waits in `in` since (0: none) */
 };
 
 struct piod_stream {          /* per (peer, src app, src proc, dst app, dst proc, tag) */
@@ -287,6 +295,9 @@ struct piod {
     int lfd; /* the process socket (listening) */
     struct piod_conn *conns;
     int nconns;
+    size_t conn_queue_max; /* frames owed to one client before it is dropped (conn.c) */
+    int lanes_paused;      /* an express lane is too full: joined processes are not read */
+    int lanes_warned;
     int evfd;
     pthread_mutex_t ev_mtx, grant_mtx, key_mtx;
     pthread_cond_t grant_cv; /* a held grant was let go (with grant_mtx) */
@@ -384,6 +395,9 @@ struct piod_conn *piod_conn_get(struct piod *d, uint64_t cid); /* NULL: gone */
 uint64_t piod_conn_cid(struct piod *d, struct piod_conn *c);
 int piod_conn_send(struct piod *d, uint64_t cid, const void *buf, size_t len); /* queues */
 void piod_conn_close(struct piod *d, struct piod_conn *c);
+int piod_conn_reading(struct piod *d, struct piod_conn *c); /* poll it for requests now? */
+/* a frame begun and not finished for too long (logged): the caller closes c */
+int piod_conn_stalled(struct piod *d, struct piod_conn *c, uint64_t now);
 void piod_conn_fini(struct piod *d);
 
 #endif
