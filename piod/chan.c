@@ -875,6 +875,16 @@ static void *rx_thread(void *arg)
                       (unsigned long long)cd.msgid, (unsigned long long)cd.off, cd.len, g->len);
             break;
         }
+        /* no grant: a duplicate, which is never longer than a receive
+         * region (we grant nothing longer); a length beyond it would only
+         * make us allocate it (the channel is authenticated, not sealed:
+         * the bytes may be anyone's on the way) */
+        if (!g && cd.len > d->cfg.proc_pool - d->cfg.proc_pool / 2) {
+            PIOD_WARN("data channel %s: chunk %llu+%llu of %u bytes, longer than any grant we "
+                      "make: closed",
+                      who, (unsigned long long)cd.msgid, (unsigned long long)cd.off, cd.len);
+            break;
+        }
         if (direct) {
             rc = d->tp->recv(rx->conn, g->dst, cd.len);
             pthread_mutex_lock(&d->grant_mtx);
