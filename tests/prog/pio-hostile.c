@@ -12,7 +12,10 @@
  * Usage (PIO_SOCKET names the piod's process socket):
  *   pio-hostile proc CASE [-j APP]        a raw process-plane client
  *   pio-hostile data ADDR PORT CASE [-s SYSTEM] [-b FROM]  a raw data-channel opener
- *   pio-hostile mitm LADDR LPORT TADDR TPORT OUT  forward a link; replay a proof
+ *   pio-hostile mitm LADDR LPORT TADDR TPORT OUT [-i CASE,...]  forward a link; replay
+ *                                         the first data channel's proof, or (-i) break
+ *                                         one accepted data channel per CASE (huge-chunk,
+ *                                         ack, or a CASE of data) by writing into it
  *   pio-hostile flood-info N [-t S]       N P_INFO_REQ, never reading, then hold S s
  *   pio-hostile flood-send N [-j APP] [-p PARTNER] [-t S]  join, N eager P_SEND, never read
  *   pio-hostile flood-partner N [-j APP] [-t S]  join, N P_PARTNER for absent apps, hold
@@ -53,7 +56,8 @@
 #define CHECK_SEED 0x70696Fu
 #define WAIT_MS    3000
 
-static const char *opt_app = "hostile", *opt_partner = "nobody", *opt_system = "A", *opt_bind;
+static const char *opt_app = "hostile", *opt_partner = "nobody", *opt_system = "A", *opt_bind,
+                  *opt_inject;
 static int opt_hold = 0, opt_join = 0;
 
 static void die(const char *what)
@@ -482,6 +486,61 @@ static void replay(const char *taddr, int tport, const struct rec *r, const char
     }
 }
 
+/* Break an authenticated data channel: write KASE's bytes to the acceptor
+ * where C_DATA should come, and append what it did to out. */
+static void inject(int b, const char *kase, const char *out)
+{
+    uint8_t buf[65536];
+    size_t len = 0;
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    if (strcmp(kase, "huge-chunk") == 0) { /* a chunk of ~4 GiB nobody granted */
+        f.type = PIO_F_C_DATA;
+        f.u.c_data.msgid = 777;
+        f.u.c_data.len = 0xF0000000u;
+        len = encode(&f, buf, sizeof(buf));
+    } else if (strcmp(kase, "ack") == 0) { /* only C_DATA may come this way */
+        f.type = PIO_F_C_ACK;
+        f.u.c_ack.n = 1;
+        len = encode(&f, buf, sizeof(buf));
+    } else {
+        len = craft(kase, 1, buf, sizeof(buf));
+    }
+    send_all(b, buf, len);
+    if (strcmp(kase, "huge-chunk") == 0) { /* and 256 MiB of it, if it reads them */
+        memset(buf, 0x77, sizeof(buf));
+        for (int i = 0; i < 4096; i++) {
+            ssize_t n = send(b, buf, sizeof(buf), MSG_NOSIGNAL);
+            if (n <= 0)
+                break;
+        }
+    }
+    int closed = wait_closed(b, WAIT_MS);
+    FILE *o = fopen(out, "a");
+    if (o) {
+        fprintf(o, "RESULT inject %s %s\n", kase, closed ? "closed" : "open");
+        fclose(o);
+    }
+}
+
+/* The next injection case not yet used by another connection, or NULL. */
+static const char *inject_claim(const char *out)
+{
+    static char list[256];
+    snprintf(list, sizeof(list), "%s", opt_inject);
+    int k = 0;
+    for (char *save = NULL, *c = strtok_r(list, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+        char flag[4200];
+        snprintf(flag, sizeof(flag), "%s.%d", out, k++);
+        FILE *o = fopen(flag, "wx"); /* one connection per case, across forked children */
+        if (o) {
+            fclose(o);
+            return c;
+        }
+    }
+    return NULL;
+}
+
 static void forward(int a, int b, const char *taddr, int tport, const char *out)
 {
     struct rec r;
@@ -503,6 +562,14 @@ static void forward(int a, int b, const char *taddr, int tport, const char *out)
                 return;
             scan_bytes(i == 0 ? &sa : &sb, buf, (size_t)n, &r, i == 0);
             send_all(p[1 - i].fd, buf, (size_t)n);
+        }
+        if (!replayed && r.accepted && r.proof_len && r.index != 0xffffu && opt_inject) {
+            replayed = 1;
+            const char *kase = inject_claim(out);
+            if (kase) {
+                inject(b, kase, out);
+                return; /* both ends closed: the opener reconnects through us */
+            }
         }
         if (!replayed && r.accepted && r.proof_len && r.index != 0xffffu) {
             replayed = 1;
@@ -690,6 +757,7 @@ static int m_hold_conns(int argc, char **argv)
             closed++;
     }
     printf("RESULT %d of %d closed by the piod\n", closed, n);
+    free(fds);
     return 0;
 }
 
@@ -718,6 +786,7 @@ static int m_idle_many(int argc, char **argv)
         if (fds[i] >= 0 && wait_closed(fds[i], opt_hold * 1000))
             late++;
     printf("RESULT closed later %d of %d\n", late, n - early);
+    free(fds);
     return 0;
 }
 
@@ -830,6 +899,7 @@ int main(int argc, char **argv)
             case 's': opt_system = argv[++i]; continue;
             case 't': opt_hold = atoi(argv[++i]); continue;
             case 'b': opt_bind = argv[++i]; continue;
+            case 'i': opt_inject = argv[++i]; continue;
             default: break;
             }
         }
