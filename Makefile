@@ -114,8 +114,9 @@ deps:
 
 # The second pass of `make test`: what it builds and which cases it runs.
 SAN_PASS        ?= 1
-SAN_PASS_FILTER ?= ^(unit/|bats/(pio_loopback|pio_errors|pio_paths|piod_cli|hostile)$$)
-SAN_SUBSET      := $(UNIT_TESTS) $(PIOD_BIN) $(B)/bin/pio-info $(PROG_SRCS:%.c=$(B)/%)
+SAN_PASS_FILTER ?= ^(unit/|bats/(pio_loopback|pio_errors|pio_paths|piod_cli|pio_seal|hostile)$$)
+SAN_SUBSET      := $(UNIT_TESTS) $(PIOD_BIN) $(B)/bin/pio-info $(B)/bin/pcp $(B)/sbin/pio-files \
+                   $(PROG_SRCS:%.c=$(B)/%)
 .PHONY: san-subset
 san-subset: $(SAN_SUBSET)
 

@@ -32,6 +32,7 @@
 #include "piod/piod.h"
 #include "piod/relay.h"
 #include "piod/log.h"
+#include "piod/seal.h"
 #include "err.h"
 
 #include <errno.h>
@@ -183,6 +184,22 @@ static int chan_send_frame(struct piod *d, struct pio_tp_conn *c, const struct p
     return d->tp->sendv(c, &iov, 1);
 }
 
+/* A C_ACK on a sealed channel: the frame, then its tag (the frame is the
+ * associated data). */
+static int chan_send_sealed(struct piod *d, struct pio_tp_conn *c, struct pio_frame *f,
+                            struct piod_seal *s)
+{
+    uint8_t buf[PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64], tag[PIOD_SEAL_TAG];
+    size_t len;
+    f->flags |= PIO_WH_SEAL;
+    int rc = pio_wire_encode(f, buf, sizeof(buf), &len);
+    if (rc != PIO_OK)
+        return rc;
+    piod_seal_data(s, buf, len, NULL, NULL, 0, tag);
+    struct iovec iov[2] = {{buf, len}, {tag, sizeof(tag)}};
+    return d->tp->sendv(c, iov, 2);
+}
+
 /* Receive one frame (not C_DATA payload) into buf; decode into f. Bytes
  * that are not a frame we take are logged with who (the channel or the
  * remote address) and the reason; the caller closes the connection, since
@@ -330,6 +347,19 @@ static void *tx_ack_reader(void *arg)
                       pio_wire_type_name(f->type));
         if (rc != PIO_OK || f->type != PIO_F_C_ACK)
             break;
+        if (ch->sealed) { /* the frame is the associated data of the tag after it */
+            uint8_t tag[PIOD_SEAL_TAG];
+            size_t flen = PIO_WIRE_HDR +
+                          (size_t)(buf[8] | buf[9] << 8 | buf[10] << 16 | (uint32_t)buf[11] << 24);
+            if (d->tp->recv(ch->conn, tag, sizeof(tag)) != PIO_OK)
+                break;
+            if (piod_seal_open(&ch->seal_ack, buf, flen, NULL, 0, tag) != 0) {
+                PIOD_WARN("data channel %s: an acknowledgement failed its seal check (forged "
+                          "or altered on the way): closed",
+                          who);
+                break;
+            }
+        }
         for (uint32_t i = 0; i < f->u.c_ack.n; i++) {
             uint64_t msgid = f->u.c_ack.a[i].msgid, off = f->u.c_ack.a[i].off;
             struct piod_chunk *c = NULL, **pp;
@@ -394,6 +424,7 @@ static int tx_connect(struct piod_txchan *ch)
         snprintf(who, sizeof(who), "%d to %s", ch->index, p->cfg->name);
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_HELLO;
+    f.flags = d->cfg.encrypt ? PIO_WH_SEAL : 0;
     f.u.c_hello.proto = PIO_WIRE_VERSION;
     f.u.c_hello.index = index;
     snprintf(f.u.c_hello.system, sizeof(f.u.c_hello.system), "%s", d->cfg.ident);
@@ -413,7 +444,26 @@ static int tx_connect(struct piod_txchan *ch)
     PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
     PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f, who), rc, fail);
     PIO_CHECK(f.type != PIO_F_C_ACCEPT, rc, PIO_EPROTO, fail);
+    if (f.u.c_accept.status == PIO_EREFUSED && (f.flags & PIO_WH_SEAL) && !d->cfg.encrypt &&
+        ch->last_err != PIO_EREFUSED)
+        PIOD_ERR("data channel %s: %s takes encrypted channels only (set encrypt = yes, or "
+                 "--encrypt, on both sides)",
+                 who, p->cfg->name);
     PIO_CHECK(f.u.c_accept.status != PIO_OK, rc, f.u.c_accept.status, fail);
+    if (d->cfg.encrypt && !(f.flags & PIO_WH_SEAL)) {
+        if (ch->last_err != PIO_EAUTH)
+            PIOD_ERR("data channel %s: %s accepted it without sealing it (a piod that cannot "
+                     "encrypt?): closed, nothing sent in the clear",
+                     who, p->cfg->name);
+        rc = PIO_EAUTH;
+        goto fail;
+    }
+    ch->sealed = d->cfg.encrypt;
+    if (ch->sealed) {
+        piod_seal_init(&ch->seal_data, key, challenge, index, d->cfg.ident, 0);
+        piod_seal_init(&ch->seal_ack, key, challenge, index, d->cfg.ident, 1);
+    }
+    sodium_memzero(key, sizeof(key));
     pthread_mutex_lock(&ch->mtx);
     ch->conn = c;
     ch->conn_dead = 0;
@@ -481,6 +531,8 @@ static void *tx_thread(void *arg)
     struct piod_txchan *ch = arg;
     struct piod *d = ch->d;
     int backoff = 50;
+    uint8_t *sealbuf = NULL; /* sealed chunks are encrypted here */
+    size_t sealcap = 0;
     while (!ch->stop) {
         tx_set_state(ch, 1);
         int rc = tx_connect(ch);
@@ -526,10 +578,11 @@ static void *tx_thread(void *arg)
             if (!c)
                 break;
             struct pio_frame f;
-            uint8_t hdr[64];
+            uint8_t hdr[64], tag[PIOD_SEAL_TAG];
             size_t hl;
             memset(&f, 0, sizeof(f));
             f.type = PIO_F_C_DATA;
+            f.flags = ch->sealed ? PIO_WH_SEAL : 0;
             f.u.c_data.msgid = c->msgid;
             f.u.c_data.off = c->off;
             f.u.c_data.len = c->len;
@@ -537,8 +590,21 @@ static void *tx_thread(void *arg)
             pio_wire_encode(&f, hdr, sizeof(hdr), &hl);
             uint32_t len = c->len; /* once written, c may be acked and freed any time */
             int resend = c->resend;
-            struct iovec iov[2] = {{hdr, hl}, {(void *)c->data, len}};
-            if (d->tp->sendv(ch->conn, iov, 2) != PIO_OK)
+            struct iovec iov[3] = {{hdr, hl}, {(void *)c->data, len}, {tag, sizeof(tag)}};
+            if (ch->sealed) { /* encrypt into our buffer: the pool's bytes stay for a resend */
+                if (sealcap < len) {
+                    free(sealbuf);
+                    sealcap = 0;
+                    if (!(sealbuf = malloc(len)))
+                        break;
+                    sealcap = len;
+                }
+                uint8_t ad[20];
+                piod_seal_chunk_ad(ad, c->msgid, c->off, len);
+                piod_seal_data(&ch->seal_data, ad, sizeof(ad), c->data, sealbuf, len, tag);
+                iov[1].iov_base = sealbuf;
+            }
+            if (d->tp->sendv(ch->conn, iov, ch->sealed ? 3 : 2) != PIO_OK)
                 break;
             pthread_mutex_lock(&ch->mtx);
             ch->tx_bytes += len;
@@ -560,6 +626,7 @@ static void *tx_thread(void *arg)
         tx_requeue_all(ch);
     }
     tx_set_state(ch, 0);
+    free(sealbuf);
     return NULL;
 }
 
@@ -741,6 +808,7 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
         if (strcmp(d->peers[i].cfg->name, f.u.c_hello.system) == 0)
             peer = i;
     uint32_t index = f.u.c_hello.index;
+    int sealed = (f.flags & PIO_WH_SEAL) != 0;
     char system[PIO_WIRE_NAME];
     snprintf(system, sizeof(system), "%s", f.u.c_hello.system);
     uint8_t challenge[PIO_WIRE_KEY], expect[PIO_WIRE_KEY], key[PIO_WIRE_KEY];
@@ -769,19 +837,32 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
         if (ok && sodium_memcmp(expect, f.u.c_key.b, PIO_WIRE_KEY) == 0)
             rc = PIO_OK;
     }
+    if (rc == PIO_OK && d->cfg.encrypt && !sealed) {
+        PIOD_WARN("data channel from %s (system '%s', channel %u) is not sealed and this piod "
+                  "takes encrypted channels only (encrypt = yes): refused",
+                  rx->remote, system, index);
+        rc = PIO_EREFUSED;
+    }
+    if (rc == PIO_OK && sealed) {
+        rx->sealed = 1;
+        piod_seal_init(&rx->seal_data, key, challenge, index, system, 0);
+        piod_seal_init(&rx->seal_ack, key, challenge, index, system, 1);
+    }
+    sodium_memzero(key, sizeof(key));
     if (!rx_hs_end(rx)) { /* too late, even with the right proof */
         rx_auth_refused(rx, PIO_ETIMEDOUT, NULL);
         return PIO_ETIMEDOUT;
     }
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_ACCEPT;
+    f.flags = (rc == PIO_OK && sealed) || rc == PIO_EREFUSED ? PIO_WH_SEAL : 0;
     f.u.c_accept.status = rc;
     if (chan_send_frame(d, rx->conn, &f) != PIO_OK && rc == PIO_OK)
         rc = PIO_ECLOSED;
     if (rc == PIO_OK) {
         rx->peer = peer;
         rx->index = (int)index;
-    } else {
+    } else if (rc != PIO_EREFUSED) {
         PIOD_WARN("refused data channel from %s (claims system '%s', channel %u): %s", rx->remote,
                   system, index, PIO_Strerror(rc));
     }
@@ -805,6 +886,24 @@ static void rx_post_arrived(struct piod *d, int peer, int index, uint64_t msgid,
     ev->off = off;
     ev->len = len;
     piod_post(d, ev);
+}
+
+/* A sealed chunk's payload is in buf: read its tag and decrypt it in place.
+ * PIO_EAUTH (logged) when it does not check: the channel must close. */
+static int rx_open(struct piod_rxchan *rx, const struct pio_c_data *cd, uint8_t *buf,
+                   const char *who)
+{
+    uint8_t tag[PIOD_SEAL_TAG], ad[20];
+    int rc = rx->d->tp->recv(rx->conn, tag, sizeof(tag));
+    if (rc != PIO_OK)
+        return rc;
+    piod_seal_chunk_ad(ad, cd->msgid, cd->off, cd->len);
+    if (piod_seal_open(&rx->seal_data, ad, sizeof(ad), buf, cd->len, tag) == 0)
+        return PIO_OK;
+    PIOD_WARN("data channel %s: chunk %llu+%llu failed its seal check (forged or altered on the "
+              "way): closed; it will be sent again",
+              who, (unsigned long long)cd->msgid, (unsigned long long)cd->off);
+    return PIO_EAUTH;
 }
 
 static void *rx_thread(void *arg)
@@ -887,6 +986,8 @@ static void *rx_thread(void *arg)
         }
         if (direct) {
             rc = d->tp->recv(rx->conn, g->dst, cd.len);
+            if (rc == PIO_OK && rx->sealed)
+                rc = rx_open(rx, &cd, g->dst, who);
             pthread_mutex_lock(&d->grant_mtx);
             g->holder = NULL;
             if (rc == PIO_OK)
@@ -905,7 +1006,8 @@ static void *rx_thread(void *arg)
                 if (!scratch)
                     break;
             }
-            if (d->tp->recv(rx->conn, scratch, cd.len) != PIO_OK)
+            if (d->tp->recv(rx->conn, scratch, cd.len) != PIO_OK ||
+                (rx->sealed && rx_open(rx, &cd, scratch, who) != PIO_OK))
                 break;
             g = NULL;
             if (pp) {
@@ -931,7 +1033,8 @@ static void *rx_thread(void *arg)
         f.u.c_ack.n = 1;
         f.u.c_ack.a[0].msgid = cd.msgid;
         f.u.c_ack.a[0].off = cd.off;
-        if (chan_send_frame(d, rx->conn, &f) != PIO_OK)
+        if ((rx->sealed ? chan_send_sealed(d, rx->conn, &f, &rx->seal_ack)
+                        : chan_send_frame(d, rx->conn, &f)) != PIO_OK)
             break;
     }
     ev = calloc(1, sizeof(*ev));

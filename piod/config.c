@@ -254,6 +254,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"eager-limit", CFG_SIZE32, CFG_FIELD(struct piod_config, eager_limit)},
     {"chunk", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk)},
     {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
+    {"encrypt", CFG_BOOL, CFG_FIELD(struct piod_config, encrypt)},
     {"spin-us", CFG_SIZE32, CFG_FIELD(struct piod_config, spin_us)},
     {"link-timeout", CFG_SIZE32, CFG_FIELD(struct piod_config, link_timeout)},
     {"internal", CFG_ADDR, CFG_FIELD(struct piod_config, internal)},
@@ -511,12 +512,13 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                             "under that peer's [peer NAME] header",
                             key);
             else
-                cfg_problem(p,
-                            "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
-                            "export, log, log-level, listen, control, control-port, data-port, "
-                            "source-ports, pool, proc-pool, eager-limit, chunk, express, spin-us, "
-                            "link-timeout, internal, relay-port, transport)",
-                            key);
+                cfg_problem(
+                    p,
+                    "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
+                    "export, log, log-level, listen, control, control-port, data-port, "
+                    "source-ports, pool, proc-pool, eager-limit, chunk, express, encrypt, spin-us, "
+                    "link-timeout, internal, relay-port, transport)",
+                    key);
             return;
         }
     } else {
@@ -1020,6 +1022,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     cfg_size_str(c->chunk, s, sizeof(s));
     fprintf(out, "chunk = %s\n", s);
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
+    fprintf(out, "encrypt = %s\n", c->encrypt ? "yes" : "no");
     fprintf(out, "spin-us = %u\n", c->spin_us);
     fprintf(out, "link-timeout = %u\n", c->link_timeout);
     if (c->internal[0])

@@ -59,6 +59,7 @@ struct piod_config {
     int log_level;               /* enum piod_log_level, default INFO */
     int curve;             /* 1 (default): CURVE on the control plane; 0 only with --insecure */
     int express;           /* 1 (default): H_* frames on the express lane once it is up */
+    int encrypt;           /* 1: data channels sealed (seal.h), no express lane; default 0 */
     uint32_t spin_us;      /* main loop: look again without sleeping this long (us) */
     uint32_t link_timeout; /* s: with no channel up to a peer this long, its sends fail */
     char internal[PIOD_ADDR_MAX]; /* our internal-network address (systems of several hosts) */

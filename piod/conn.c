@@ -40,8 +40,8 @@
 #include <unistd.h>
 
 #define CONN_SNDBUF      (4 << 20)
-#define CONN_QUEUE_MIN   ((size_t)16 << 20) /* conn_queue_max is never below this */
-#define CONN_READ_PAUSE  ((size_t)1 << 20)  /* this much unread: stop reading its requests */
+#define CONN_QUEUE_MIN   ((size_t)16 << 20)  /* conn_queue_max is never below this */
+#define CONN_READ_PAUSE  ((size_t)1 << 20)   /* this much unread: stop reading its requests */
 #define CONN_READ_RESUME ((size_t)256 << 10) /* read again once it is down to this */
 #define CONN_PARTIAL_MS  5000 /* a client that has not joined finishes a frame by then */
 
@@ -75,8 +75,8 @@ int piod_conn_listen(struct piod *d)
         return PIO_EBUSY;
     }
     /* what a process may leave unread is as much as its pool again */
-    d->conn_queue_max = d->cfg.proc_pool > CONN_QUEUE_MIN ? (size_t)d->cfg.proc_pool
-                                                           : CONN_QUEUE_MIN;
+    d->conn_queue_max =
+        d->cfg.proc_pool > CONN_QUEUE_MIN ? (size_t)d->cfg.proc_pool : CONN_QUEUE_MIN;
     d->nconns = d->nprocs_max + 64;
     d->conns = calloc((size_t)d->nconns, sizeof(*d->conns));
     if (!d->conns)

@@ -49,12 +49,12 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#define TICK_MS        100
-#define RATE_SAMPLE_MS 400  /* busy time behind one rate sample (at least) */
-#define SEQ_GAP_MS     2000 /* a missing request holds its stream's later ones this long */
-#define PARTNER_WAIT_MAX 64 /* partner look-ups one process may have waiting */
-#define LANE_PAUSE     ((size_t)4 << 20) /* an express lane this full: processes wait */
-#define LANE_RESUME    ((size_t)1 << 20) /* ... until it is down to this */
+#define TICK_MS          100
+#define RATE_SAMPLE_MS   400  /* busy time behind one rate sample (at least) */
+#define SEQ_GAP_MS       2000 /* a missing request holds its stream's later ones this long */
+#define PARTNER_WAIT_MAX 64   /* partner look-ups one process may have waiting */
+#define LANE_PAUSE       ((size_t)4 << 20) /* an express lane this full: processes wait */
+#define LANE_RESUME      ((size_t)1 << 20) /* ... until it is down to this */
 
 static int proc_index(struct piod *d, uint64_t cid);
 
@@ -2303,6 +2303,11 @@ int piod_init(struct piod *d)
                       d->tp->name);
         d->cfg.express = 0;
     }
+    if (d->cfg.encrypt && d->cfg.express) {
+        PIOD_INFO("encrypt = yes: data channels sealed; no express lane (control frames stay "
+                  "on the CURVE control plane)");
+        d->cfg.express = 0;
+    }
     d->tpo.sndbuf = 4 << 20;
     d->tpo.rcvbuf = 4 << 20;
     d->tpo.src_port_lo = d->cfg.src_port_lo;
@@ -2534,8 +2539,7 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
         for (int i = 0; i < d->nconns; i++)
             if (d->conns[i].fd >= 0) {
                 itc[nit] = i;
-                short in = piod_conn_reading(d, &d->conns[i]) &&
-                                   !(lanes_full && d->conns[i].joined)
+                short in = piod_conn_reading(d, &d->conns[i]) && !(lanes_full && d->conns[i].joined)
                                ? POLLIN
                                : 0;
                 it[nit++] = (struct pollfd){d->conns[i].fd,

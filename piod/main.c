@@ -59,6 +59,8 @@ static void usage(FILE *out)
             "      --proc-pool SIZE   pool per process (default 64M)\n"
             "      --eager-limit SIZE largest message sent with its request (default 64K)\n"
             "      --no-express       keep peer frames on ZeroMQ (no express lane)\n"
+            "      --encrypt          seal data channels (ChaCha20-Poly1305; peer frames\n"
+            "                         stay on the CURVE control plane); peers must agree\n"
             "      --link-timeout S   with no channel up to a peer for S s, its sends fail\n"
             "                         with PIO_ELINK (default 30)\n"
             "      --spin-us N        after activity, look again without sleeping for N us\n"
@@ -114,6 +116,7 @@ enum {
     O_PPOOL,
     O_EAGER,
     O_NOEXPRESS,
+    O_ENCRYPT,
     O_SPIN,
     O_LINKTO,
     O_CHUNK,
@@ -176,6 +179,7 @@ int main(int argc, char **argv)
         {"proc-pool", required_argument, 0, O_PPOOL},
         {"eager-limit", required_argument, 0, O_EAGER},
         {"no-express", no_argument, 0, O_NOEXPRESS},
+        {"encrypt", no_argument, 0, O_ENCRYPT},
         {"spin-us", required_argument, 0, O_SPIN},
         {"link-timeout", required_argument, 0, O_LINKTO},
         {"chunk", required_argument, 0, O_CHUNK},
@@ -283,6 +287,7 @@ int main(int argc, char **argv)
             break;
         }
         case O_NOEXPRESS: c->express = 0; break;
+        case O_ENCRYPT: c->encrypt = 1; break;
         case O_LINKTO: {
             char *end;
             long v = strtol(optarg, &end, 10);

@@ -31,6 +31,7 @@
 #include "piod/balance.h"
 #include "piod/config.h"
 #include "piod/keys.h"
+#include "piod/seal.h"
 #include "fstream.h"
 #include "pool.h"
 #include "transport/transport.h"
@@ -74,6 +75,10 @@ struct piod_txchan {
     uint64_t last_progress_ms; /* last ack, or when work arrived on an idle channel */
     struct pio_tp_conn *conn;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
+    /* sealed (encrypt = yes): set by tx_connect before the connection is
+     * used; seal_data is the sender thread's, seal_ack the ack reader's */
+    int sealed;
+    struct piod_seal seal_data, seal_ack;
 };
 
 /* One incoming channel (the peer opened it; we receive C_DATA on it). */
@@ -89,6 +94,8 @@ struct piod_rxchan {
     atomic_int hs;
     uint64_t hs_deadline_ms;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
+    int sealed; /* the opener asked (C_HELLO flag): seal_data opens, seal_ack seals */
+    struct piod_seal seal_data, seal_ack;
 };
 
 /* Balancing view of one channel from the receiver's side. */
@@ -372,7 +379,7 @@ void piod_express_failed(struct piod *d, int peer); /* main: xout is dead, recon
 int piod_tx_state(struct piod_txchan *ch, uint64_t *queued);
 void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now);
 void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c); /* run a receiver on c (takes it) */
-void piod_rx_watchdog(struct piod *d, uint64_t now); /* main: shut handshakes over time */
+void piod_rx_watchdog(struct piod *d, uint64_t now);       /* main: shut handshakes over time */
 void piod_grant_add(struct piod *d, struct piod_grant *g);
 struct piod_grant *piod_grant_take(struct piod *d, int peer, uint64_t msgid, uint64_t off);
 void piod_grants_drop_proc(struct piod *d, struct piod_proc *p);

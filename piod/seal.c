@@ -37,11 +37,17 @@ static void seal_nonce(struct piod_seal *s,
     seal_le64(npub, s->high | s->n++);
 }
 
+/* libsodium declares its buffers non-null even for 0 bytes (a tag over
+ * associated data only): stand in for them */
+static uint8_t seal_none[1];
+
 void piod_seal_data(struct piod_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in,
                     uint8_t *out, size_t len, uint8_t tag[PIOD_SEAL_TAG])
 {
     uint8_t npub[crypto_aead_chacha20poly1305_IETF_NPUBBYTES];
     seal_nonce(s, npub);
+    if (len == 0)
+        in = out = seal_none;
     crypto_aead_chacha20poly1305_ietf_encrypt_detached(out, tag, NULL, in, len, ad, adlen, NULL,
                                                        npub, s->key);
 }
@@ -51,6 +57,9 @@ int piod_seal_open(struct piod_seal *s, const uint8_t *ad, size_t adlen, uint8_t
 {
     uint8_t npub[crypto_aead_chacha20poly1305_IETF_NPUBBYTES];
     seal_nonce(s, npub);
+    uint8_t none[1];
+    if (len == 0)
+        buf = none;
     return crypto_aead_chacha20poly1305_ietf_decrypt_detached(buf, NULL, buf, len, tag, ad, adlen,
                                                               npub, s->key) == 0
                ? 0

@@ -90,6 +90,14 @@ enum pio_ftype { PIO_FTYPES(PIO_FTYPE_ENUM_) };
 #define PIO_WF_BIGEND 0x02 /* payload is big-endian */
 #define PIO_WF_EAGER  0x04 /* payload is inline in this frame */
 
+/* Header flags (struct pio_frame.flags, the header's u16). Data channels:
+ * C_HELLO with PIO_WH_SEAL asks to seal the channel; C_ACCEPT with it says
+ * the channel is sealed (status PIO_OK) or that this acceptor takes sealed
+ * channels only (status PIO_EREFUSED); on a sealed channel every C_DATA
+ * payload and every C_ACK frame is followed by a 16-byte tag
+ * (piod/seal.h). */
+#define PIO_WH_SEAL 0x0001
+
 /* Connection (balancing) codes on the wire. */
 enum pio_wconn { PIO_WCONN_USER = 0, PIO_WCONN_STATIC = 1, PIO_WCONN_DYNAMIC = 2 };
 

@@ -109,10 +109,25 @@ static void test_keys_differ(void **state)
     assert_int_equal(piod_seal_open(&ack, ad, sizeof(ad), w, sizeof(m), tag), -1);
 }
 
+/* a C_ACK: a tag over the frame alone (no payload; NULL buffers) */
+static void test_ack_tag(void **state)
+{
+    (void)state;
+    struct piod_seal tx, rx;
+    pair(&tx, &rx, 1);
+    uint8_t frame[48], tag[PIOD_SEAL_TAG];
+    for (size_t i = 0; i < sizeof(frame); i++)
+        frame[i] = (uint8_t)i;
+    piod_seal_data(&tx, frame, sizeof(frame), NULL, NULL, 0, tag);
+    assert_int_equal(piod_seal_open(&rx, frame, sizeof(frame), NULL, 0, tag), 0);
+    piod_seal_data(&tx, frame, sizeof(frame), NULL, NULL, 0, tag);
+    frame[20] ^= 0x40; /* an acknowledged offset changed on the way */
+    assert_int_equal(piod_seal_open(&rx, frame, sizeof(frame), NULL, 0, tag), -1);
+}
+
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_roundtrip_in_order),
-    cmocka_unit_test(test_tampering_refused),
-    cmocka_unit_test(test_replay_and_reorder_refused),
+    cmocka_unit_test(test_ack_tag),           cmocka_unit_test(test_roundtrip_in_order),
+    cmocka_unit_test(test_tampering_refused), cmocka_unit_test(test_replay_and_reorder_refused),
     cmocka_unit_test(test_keys_differ),
 };
 PIO_UNIT_MAIN(tests)

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# seal.sh - what sealing the data channels (encrypt = yes) costs.
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The same PIO stream with and without --encrypt on both piods, in one run:
+#   loopback  a piod pair on 127.x addresses (no link limits: the CPU is the
+#             limit), K = 1 and K = 4 channels, pio-perf stream of 16 MiB
+#             messages (SEAL_LOOP_MB in all); the baseline beside it is one
+#             TCP stream on loopback (iperf3).
+#   bed       2 hosts x 4 links at SEAL_BED_RATE (1gbit) on the namespace test
+#             bed, pio-perf stream of 1 MiB messages with DYNAMIC balancing;
+#             the ceiling beside it is 4 iperf3 streams, one per link.
+# For every run: MB/s (10^6 B/s) at the receiver, the ratio sealed / clear,
+# and the CPU seconds both piods spent per GB moved (utime + stime from
+# /proc, before and after), which is the cost that remains when the link,
+# not the CPU, is the limit.
+# Prints a table, writes bench/results/seal.csv and seal.png. Needs root.
+# Exit status: 0 when every run completed; 1 otherwise; 2 not root.
+# Environment: BUILD (build/default), SEAL_LOOP_MB (2048), SEAL_BED_RATE
+# (1gbit), SEAL_BED_SECONDS (8), PIO_BENCH_RESULTS (bench/results).
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build/default}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+export PIO_SRC=$ROOT PIO_BUILD=$BUILD
+PERF=$BUILD/bin/pio-perf
+TB=$ROOT/tests/testbed/pio-testbed
+RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+LOOP_MB=${SEAL_LOOP_MB:-2048}
+RATE=${SEAL_BED_RATE:-1gbit}
+SECS=${SEAL_BED_SECONDS:-8}
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "seal.sh: needs root (network namespaces for the test bed)" >&2
+  exit 2
+fi
+for b in "$PERF" "$BUILD/sbin/piod" "$TB"; do
+  [ -x "$b" ] || { echo "seal.sh: $b is missing: run 'make' first" >&2; exit 1; }
+done
+# shellcheck source=../tests/lib/piod.bash
+source "$ROOT/tests/lib/piod.bash"
+# shellcheck source=lib.bash
+source "$ROOT/bench/lib.bash"
+
+work=$(mktemp -d /tmp/pio-bench-seal.XXXXXX)
+bed=""
+cleanup() {
+  pio_piods_stop
+  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# cpu_of PID...: utime + stime of the processes, in clock ticks
+cpu_of() {
+  local p t=0
+  for p in "$@"; do
+    t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
+# stream PLACE SEALED K SIZE N: pio-perf stream of N messages of SIZE from A to
+# B (PIO_SOCK_A/B set, piods running); appends a CSV row
+stream() {
+  local place=$1 sealed=$2 k=$3 size=$4 n=$5 tag="$1.$2.$3"
+  local pa pb
+  pa=$(cat "$work/$tag/A.pid") pb=$(cat "$work/$tag/B.pid")
+  PIO_SOCKET=$PIO_SOCK_B "$PERF" --server -q >"$work/$tag.srv" 2>&1 &
+  local sp=$! c0 c1 mbps
+  c0=$(cpu_of "$pa" "$pb")
+  if ! PIO_SOCKET=$PIO_SOCK_A "$PERF" -t stream -s "$size" -n "$n" -w 2 -b DYNAMIC --timeout 120 \
+    --csv "$work/$tag.csv" >"$work/$tag.cli" 2>&1; then
+    echo "seal.sh: $tag: pio-perf failed:" >&2
+    sed 's/^/  | /' "$work/$tag.cli" >&2
+    kill "$sp" 2>/dev/null; wait "$sp"
+    return 1
+  fi
+  wait "$sp"
+  c1=$(cpu_of "$pa" "$pb")
+  mbps=$(awk -F, 'NR == 2 { print $7 }' "$work/$tag.csv")
+  local bytes
+  bytes=$(bench_bytes "$size")
+  awk -v p="$place" -v s="$sealed" -v k="$k" -v m="$mbps" -v dc=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" \
+    -v by="$((bytes * n))" 'BEGIN { printf "%s,%s,%s,%.2f,%.3f\n", p, s, k, m, dc / hz / (by / 1e9) }' \
+    >>"$work/rows.csv"
+  printf '   %-9s %-7s K=%s  %9.2f MB/s\n' "$place" "$sealed" "$k" "$mbps"
+}
+
+date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
+echo "== seal.sh: $date_s on $(hostname), $(nproc) cores"
+echo "place,sealed,k,MBps,cpu_s_per_GB" >"$work/rows.csv"
+fail=0
+
+# ---- loopback --------------------------------------------------------------
+lo_tcp=""
+if command -v iperf3 >/dev/null; then
+  iperf3 -s -1 -B 127.0.0.1 -p 5299 >/dev/null 2>&1 &
+  sleep 0.5
+  lo_tcp=$(iperf3 -J -t 4 -B 127.0.0.1 -c 127.0.0.1 -p 5299 2>/dev/null |
+    "$PY" -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8e6))' 2>/dev/null)
+  echo "   loopback, one TCP stream (iperf3): ${lo_tcp:-?} MB/s"
+fi
+n_loop=$((LOOP_MB / 16))
+for k in 1 4; do
+  for sealed in clear sealed; do
+    flags=""
+    [ "$sealed" = sealed ] && flags="--encrypt"
+    mkdir -p "$work/loop.$sealed.$k"
+    if PIO_PIOD_FLAGS="$flags" pio_pair_loopback "$work/loop.$sealed.$k" "$k"; then
+      stream loop "$sealed" "$k" 16M "$n_loop" || fail=1
+    else
+      echo "seal.sh: loopback K=$k $sealed: piods did not come up" >&2; fail=1
+    fi
+    pio_piods_stop
+  done
+done
+
+# ---- test bed, 4 links -------------------------------------------------------
+bed="seal$(printf '%04d' $((RANDOM % 10000)))"
+ceil=""
+if "$TB" up "$bed" --hosts 2 --links 4 --rate "$RATE" >"$work/up.log" 2>&1; then
+  if iperf_servers 0 1 2 3 && iperf_clients "$work/ceil" "$SECS" 0 1 2 3 &&
+    ceil=$(iperf_rate "$work"/ceil.*.json); then
+    echo "   bed ceiling (4 x iperf3 at $RATE): $ceil MB/s"
+  else
+    echo "seal.sh: the ceiling measurement failed" >&2; fail=1
+  fi
+  # about SECS seconds at the ceiling
+  n_bed=$(awk -v c="${ceil:-100}" -v s="$SECS" 'BEGIN { n = int(c * 1e6 * s / 1048576); print n < 64 ? 64 : n }')
+  for sealed in clear sealed; do
+    flags=""
+    [ "$sealed" = sealed ] && flags="--encrypt"
+    mkdir -p "$work/bed.$sealed.4"
+    if PIO_PIOD_FLAGS="$flags" pio_pair_testbed "$work/bed.$sealed.4" "$bed" 4; then
+      stream bed "$sealed" 4 1M "$n_bed" || fail=1
+    else
+      echo "seal.sh: bed $sealed: piods did not come up" >&2; fail=1
+    fi
+    pio_piods_stop
+  done
+else
+  echo "seal.sh: the bed did not come up:" >&2; cat "$work/up.log" >&2; fail=1
+fi
+
+mkdir -p "$RESULTS"
+"$PY" - "$work/rows.csv" "$RESULTS/seal.csv" "$RESULTS/seal.png" "${lo_tcp:-}" "${ceil:-}" "$RATE" "$date_s" <<'EOF'
+import csv, sys
+src, out_csv, out_png, lo_tcp, ceil, rate, date = sys.argv[1:8]
+rows = list(csv.DictReader(open(src)))
+by = {(r["place"], r["sealed"], r["k"]): r for r in rows}
+print()
+print("Sealed data channels (encrypt = yes) against clear ones; MB/s = 10^6 B/s")
+print("%-22s %10s %10s %14s %16s %16s" % ("run", "clear", "sealed", "sealed/clear",
+                                          "CPU s/GB clear", "CPU s/GB sealed"))
+out = []
+for place, k, label, base in (("loop", "1", "loopback, 1 channel", lo_tcp),
+                              ("loop", "4", "loopback, 4 channels", lo_tcp),
+                              ("bed", "4", "bed, 4 x %s" % rate, ceil)):
+    c, s = by.get((place, "clear", k)), by.get((place, "sealed", k))
+    if not c or not s:
+        print("%-22s (incomplete)" % label)
+        continue
+    ratio = float(s["MBps"]) / float(c["MBps"])
+    print("%-22s %10s %10s %14.3f %16s %16s" % (label, c["MBps"], s["MBps"], ratio,
+                                                c["cpu_s_per_GB"], s["cpu_s_per_GB"]))
+    out.append({"run": label, "clear_MBps": c["MBps"], "sealed_MBps": s["MBps"],
+                "sealed_over_clear": "%.3f" % ratio, "baseline_MBps": base,
+                "cpu_s_per_GB_clear": c["cpu_s_per_GB"], "cpu_s_per_GB_sealed": s["cpu_s_per_GB"]})
+print("baselines: loopback one TCP stream %s MB/s; bed ceiling (4 x iperf3) %s MB/s" %
+      (lo_tcp or "-", ceil or "-"))
+with open(out_csv, "w", newline="") as fo:
+    w = csv.DictWriter(fo, fieldnames=["run", "clear_MBps", "sealed_MBps", "sealed_over_clear",
+                                       "baseline_MBps", "cpu_s_per_GB_clear", "cpu_s_per_GB_sealed"])
+    w.writeheader()
+    w.writerows(out)
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    print("note: no matplotlib: %s not drawn" % out_png)
+    sys.exit(0)
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.2))
+x = list(range(len(out)))
+wd = 0.27
+for j, (key, lab) in enumerate((("baseline_MBps", "baseline (TCP on loopback / bed ceiling)"),
+                                ("clear_MBps", "PIO clear"), ("sealed_MBps", "PIO sealed"))):
+    vals = [float(r[key]) if r[key] else 0 for r in out]
+    bars = a1.bar([i + (j - 1) * wd for i in x], vals, wd, label=lab)
+    for b, v in zip(bars, vals):
+        a1.annotate("%.0f" % v, (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom",
+                    fontsize=7)
+a1.set_xticks(x)
+a1.set_xticklabels([r["run"] for r in out], fontsize=8)
+a1.set_ylabel("MB/s")
+a1.set_title("throughput")
+a1.legend(fontsize=7)
+for j, (key, lab) in enumerate((("cpu_s_per_GB_clear", "clear"), ("cpu_s_per_GB_sealed", "sealed"))):
+    vals = [float(r[key]) for r in out]
+    a2.bar([i + (j - 0.5) * wd for i in x], vals, wd, label=lab)
+a2.set_xticks(x)
+a2.set_xticklabels([r["run"] for r in out], fontsize=8)
+a2.set_ylabel("CPU seconds of both piods per GB")
+a2.set_title("CPU cost")
+a2.legend(fontsize=7)
+fig.suptitle("Sealed data channels (ChaCha20-Poly1305) vs clear, %s" % date, fontsize=10)
+fig.tight_layout()
+fig.savefig(out_png, dpi=110)
+EOF
+[ $? -eq 0 ] || { echo "seal.sh: the summary failed" >&2; exit 1; }
+echo "wrote $RESULTS/seal.csv and $RESULTS/seal.png"
+[ $fail -eq 0 ] || { echo "seal.sh: FAILED: not every run completed" >&2; exit 1; }
