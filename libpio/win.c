@@ -38,6 +38,7 @@
 #include "transport/rma.h"
 #include "win.h"
 #include "winctl.h"
+#include "mono.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -137,8 +138,15 @@ static int ctl_send(int partner, int proc, const struct pio_winctl *c)
 
 static void deadline(struct timespec *ts, int seconds)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += seconds;
+    pio_deadline_mono(ts, (int64_t)seconds * 1000000000);
+}
+
+/* W.cv waits on CLOCK_MONOTONIC (mono.h); a static initializer cannot say
+ * so, and nothing may wait on it before this runs: at load time. */
+__attribute__((constructor)) static void win_cv_init(void)
+{
+    pthread_cond_destroy(&W.cv);
+    pio_cond_init_mono(&W.cv);
 }
 
 static struct peer *peer_find(int partner, int proc)

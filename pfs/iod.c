@@ -45,6 +45,7 @@
 #include "pfs/iostat.h"
 #include "pfs/proto.h"
 #include "pfs/qos.h"
+#include "libpio/mono.h"
 #include "libpio/parse.h"
 #include "pfs/srv.h"
 #include "pfs/store.h"
@@ -88,7 +89,7 @@ static atomic_int stopping;
 
 /* per tag: requests received and not yet popped, free records */
 static pthread_mutex_t tag_mtx = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t tag_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t tag_cv; /* CLOCK_MONOTONIC (mono.h): made in main */
 static int pending[PFS_CLASS_MAX];
 static struct req *free_list[PFS_CLASS_MAX];
 static int nfree[PFS_CLASS_MAX];
@@ -347,12 +348,7 @@ static void *receiver(void *arg)
         pthread_mutex_lock(&tag_mtx);
         while (pending[tag] >= queue_max && !atomic_load(&stopping)) {
             struct timespec dl;
-            clock_gettime(CLOCK_REALTIME, &dl);
-            dl.tv_nsec += RECV_MS * 1000000L;
-            if (dl.tv_nsec >= 1000000000L) {
-                dl.tv_sec++;
-                dl.tv_nsec -= 1000000000L;
-            }
+            pio_deadline_mono(&dl, (int64_t)RECV_MS * 1000000);
             pthread_cond_timedwait(&tag_cv, &tag_mtx, &dl);
         }
         pthread_mutex_unlock(&tag_mtx);
@@ -602,6 +598,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int nsvc = 0, nrecv = 0;
+    pio_cond_init_mono(&tag_cv);
     for (; nsvc < nthreads; nsvc++) {
         sarg[nsvc].t = nsvc;
         if (pthread_create(&sth[nsvc], NULL, service, &sarg[nsvc]) != 0)

@@ -34,6 +34,7 @@
 #include "piod/log.h"
 #include "piod/seal.h"
 #include "err.h"
+#include "mono.h"
 
 #include <errno.h>
 #include <sodium.h>
@@ -634,10 +635,7 @@ static void *tx_thread(void *arg)
 static void tx_backoff(struct piod_txchan *ch, int ms)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)ms * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
+    pio_deadline_mono(&ts, (int64_t)ms * 1000000);
     pthread_mutex_lock(&ch->mtx);
     if (!ch->stop)
         pthread_cond_timedwait(&ch->cv, &ch->mtx, &ts);
@@ -714,7 +712,7 @@ static struct piod_txchan *txchan_new(struct piod *d, int peer, int index, int e
     ch->index = index;
     ch->express = express;
     pthread_mutex_init(&ch->mtx, NULL);
-    pthread_cond_init(&ch->cv, NULL);
+    pio_cond_init_mono(&ch->cv);
     if (pthread_create(&ch->thr, NULL, express ? express_thread : tx_thread, ch) != 0) {
         pthread_mutex_destroy(&ch->mtx);
         pthread_cond_destroy(&ch->cv);

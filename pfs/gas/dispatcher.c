@@ -40,6 +40,7 @@
 #include "pfs/layout.h"
 #include "pfs/pfs.h"
 #include "libpio/capture.h"
+#include "libpio/mono.h"
 #include "libpio/parse.h"
 #include "pfs/srv.h"
 #include "pio.h"
@@ -295,13 +296,10 @@ static void *flusher(void *arg)
         if (atomic_load(&stopping) && s->fill.nreq == 0)
             break;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
         int64_t wait = s->fill.nreq > 0 ? s->first_ns + cfg.interval_ns - now : 200000000;
         if (wait > 200000000)
             wait = 200000000;
-        ts.tv_nsec += (long)wait;
-        ts.tv_sec += ts.tv_nsec / 1000000000;
-        ts.tv_nsec %= 1000000000;
+        pio_deadline_mono(&ts, wait > 0 ? wait : 0);
         pthread_cond_timedwait(&s->work, &s->mtx, &ts);
     }
     pthread_mutex_unlock(&s->mtx);
@@ -957,7 +955,7 @@ int main(int argc, char **argv)
         s->idx = started;
         s->gen = 1;
         pthread_mutex_init(&s->mtx, NULL);
-        pthread_cond_init(&s->work, NULL);
+        pio_cond_init_mono(&s->work);
         pthread_cond_init(&s->room, NULL);
         pthread_cond_init(&s->done_cv, NULL);
         if (sbuf_init(&s->fill) != 0 || pthread_create(&s->th, NULL, flusher, s) != 0)
