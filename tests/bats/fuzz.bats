@@ -47,11 +47,11 @@ FUZZ_ALL="wire fstream win config relay pcp pfs gas viz"
   assert_success
 }
 
-@test "the seeded fuzzer runs 20 s without a finding" {
+@test "the seeded fuzzer runs 10 s without a finding" {
   corpus="$BATS_TEST_TMPDIR/corpus"
   mkdir -p "$corpus"
   "$FUZZ_B/fuzz/fuzz_seeds" "$corpus" >/dev/null
-  run "$FUZZ_B/fuzz/fuzz_wire" -max_total_time=20 -timeout=5 -print_final_stats=1 \
+  run "$FUZZ_B/fuzz/fuzz_wire" -max_total_time=10 -timeout=5 -print_final_stats=1 \
       -artifact_prefix="$BATS_TEST_TMPDIR/" "$corpus"
   echo "$output" | grep -E '^(Done|stat::(number_of_executed|average_exec))' | sed 's/^/# /' >&3 || true
   assert_success
@@ -67,14 +67,14 @@ FUZZ_ALL="wire fstream win config relay pcp pfs gas viz"
   assert_output --partial "Done 1000 runs"
 }
 
-# fuzz_15s TARGET SEED MAGIC: 15 s of TARGET from an empty corpus, no
+# fuzz_10s TARGET SEED MAGIC: 10 s of TARGET from an empty corpus, no
 # finding, and the corpus it grew holds an input with MAGIC (it got past the
 # decoder's first check)
-fuzz_15s() {
+fuzz_10s() {
   [ -x "$FUZZ_B/fuzz/$1" ]
   corpus="$BATS_TEST_TMPDIR/$1"
   mkdir -p "$corpus"
-  run "$FUZZ_B/fuzz/$1" -max_total_time=15 -timeout=5 -seed="$2" \
+  run "$FUZZ_B/fuzz/$1" -max_total_time=10 -timeout=5 -seed="$2" \
       -artifact_prefix="$BATS_TEST_TMPDIR/" "$corpus"
   echo "$output" | grep -E '^Done' | sed 's/^/# /' >&3 || true
   assert_success
@@ -82,20 +82,20 @@ fuzz_15s() {
   grep -rl "$3" "$corpus" >/dev/null
 }
 
-@test "the pcp message decoder: 15 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
-  fuzz_15s fuzz_pcp 7 PCP2
+@test "the pcp message decoder: 10 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
+  fuzz_10s fuzz_pcp 7 PCP2
 }
 
-@test "the visualization feed's decoders: 15 s of fuzzing from an empty corpus, no finding" {
-  fuzz_15s fuzz_viz 11 PVZ1
+@test "the visualization feed's decoders: 10 s of fuzzing from an empty corpus, no finding" {
+  fuzz_10s fuzz_viz 11 PVZ1
 }
 
-@test "the pfs message decoder: 15 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
-  fuzz_15s fuzz_pfs 13 PFS1
+@test "the pfs message decoder: 10 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
+  fuzz_10s fuzz_pfs 13 PFS1
 }
 
-@test "the GAS frame decoder: 15 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
-  fuzz_15s fuzz_gas 17 GAS1
+@test "the GAS frame decoder: 10 s of fuzzing from an empty corpus, no finding, and it gets past the magic" {
+  fuzz_10s fuzz_gas 17 GAS1
 }
 
 # replay TARGET MIN: the committed corpus of TARGET holds at least MIN inputs
@@ -123,18 +123,18 @@ replay() {
 @test "corpus replay: gas (the GAS dispatcher's frames)" { replay gas 2; }
 @test "corpus replay: viz (the visualization feed)" { replay viz 2; }
 
-# fuzz_corpus_10s TARGET: 10 s from the committed corpus, no finding
-fuzz_corpus_10s() {
+# fuzz_corpus_6s TARGET: 6 s from the committed corpus, no finding
+fuzz_corpus_6s() {
   local work="$BATS_TEST_TMPDIR/$1"
   mkdir -p "$work"
-  run "$FUZZ_B/fuzz/fuzz_$1" -max_total_time=10 -timeout=5 -seed=3 \
+  run "$FUZZ_B/fuzz/fuzz_$1" -max_total_time=6 -timeout=5 -seed=3 \
       -artifact_prefix="$BATS_TEST_TMPDIR/" "$work" "$PIO_SRC/tests/fuzz/corpus/$1"
   echo "$output" | grep -E '^Done' | sed "s/^/# $1: /" >&3 || true
   assert_success
   assert_output --regexp "Done [0-9]+ runs in"
 }
 
-@test "the config parsers: 10 s of fuzzing from the corpus, no finding" { fuzz_corpus_10s config; }
-@test "the window control messages: 10 s of fuzzing from the corpus, no finding" { fuzz_corpus_10s win; }
-@test "the relay header: 10 s of fuzzing from the corpus, no finding" { fuzz_corpus_10s relay; }
-@test "the frame stream: 10 s of fuzzing from the corpus, no finding" { fuzz_corpus_10s fstream; }
+@test "the config parsers: 6 s of fuzzing from the corpus, no finding" { fuzz_corpus_6s config; }
+@test "the window control messages: 6 s of fuzzing from the corpus, no finding" { fuzz_corpus_6s win; }
+@test "the relay header: 6 s of fuzzing from the corpus, no finding" { fuzz_corpus_6s relay; }
+@test "the frame stream: 6 s of fuzzing from the corpus, no finding" { fuzz_corpus_6s fstream; }
