@@ -298,7 +298,11 @@ run() {
   run_bg "$@"
   wait $!
 }
-firstfail() { grep -m1 -E 'FAIL|rror|failed|differ|timed out|Terminated' "$1" | cut -c1-300; }
+# firstfail LOG: the line of LOG that says what went wrong (else its last line)
+firstfail() {
+  { grep -m1 -E 'FAIL|rror|failed|differ|timed out|Terminated|^pfs: |^pcp: ' "$1" || grep -v '^== ' "$1" | tail -1; } |
+    cut -c1-300
+}
 
 it_msg() {
   local i=$1 conn rp rs=0 rr=0
@@ -937,10 +941,8 @@ def report_mode(work, results, t_start, t_end, duration, warmup, clients, settin
     a1.legend(fontsize=7, ncol=4, loc="upper right")
     a1.set_ylim(bottom=0)
     for n in names:
-        l, = a2.plot(T, rss[n], lw=1, alpha=0.35)
-        a2.plot(T, priv[n], lw=1.5, color=l.get_color(),
-                label="%s%s" % (n, " (MISS)" if n in miss else ""))
-    a2.set_ylabel("MiB: private (bold), VmRSS (faint)")
+        a2.plot(T, priv[n], lw=1.5, label="%s%s" % (n, " (MISS)" if n in miss else ""))
+    a2.set_ylabel("MiB private (VmRSS - RssShmem)")
     a2.set_xlabel("s since the clients started")
     a2.set_yscale("log")
     a2.legend(fontsize=7, ncol=4, loc="upper left")
@@ -951,8 +953,9 @@ def report_mode(work, results, t_start, t_end, duration, warmup, clients, settin
         ax.axvline(warmup, color="tab:blue", ls=":", lw=1)
         ax.grid(True, alpha=0.3)
     a1.text(warmup, a1.get_ylim()[1] * 0.97, " end of warm-up", color="tab:blue", fontsize=7, va="top")
-    for x in fails:
-        a1.axvline(x["t1"] - t_start, color="red", lw=1.5)
+    if fails:
+        a1.plot([x["t1"] - t_start for x in fails], [a1.get_ylim()[1] * 0.99] * len(fails), "v", color="red",
+                ms=5, ls="none", label="failure (%d)" % len(fails))
     a1.legend(fontsize=7, ncol=4, loc="upper right")
     fig.tight_layout()
     fig.savefig(os.path.join(results, "soak.png"), dpi=100)
