@@ -1582,25 +1582,30 @@ static void on_conn_ready(struct piod *d, struct piod_conn *c, short revents, st
     }
     if (!(revents & (POLLIN | POLLERR | POLLHUP)))
         return;
-    if ((revents & POLLHUP) && !(revents & (POLLIN | POLLERR)) &&
-        (c->paused || (d->lanes_paused && c->joined))) {
-        conn_closed(d, c); /* it hung up while we were not reading it */
-        return;
-    }
+    /* A client that hung up while we were not reading it (back-pressure:
+     * POLLIN was not asked for) still has frames in its socket: its last
+     * sends, its P_BYE. They are read and handled, all of them (the socket's
+     * buffer bounds them), before the connection closes: a process that
+     * sent and exited has its messages delivered, as if we had been reading. */
+    int hung_up = (revents & (POLLHUP | POLLERR)) && !(revents & POLLIN) &&
+                  (c->paused || (d->lanes_paused && c->joined));
     uint64_t cid = piod_conn_cid(d, c);
-    int rc = pio_fin_fill(&c->in, c->fd);
-    if (rc == PIO_EAGAIN)
-        return;
-    if (rc != PIO_OK) {
-        conn_closed(d, c);
-        return;
-    }
-    const uint8_t *fr;
-    size_t len;
-    uint8_t ver;
-    while (c->fd >= 0 && piod_conn_get(d, cid) == c &&
-           (rc = pio_fin_next(&c->in, &fr, &len, &ver)) == PIO_OK)
-        on_proc_frame(d, cid, fr, len, f);
+    int rc;
+    do {
+        rc = pio_fin_fill(&c->in, c->fd);
+        if (rc == PIO_EAGAIN && !hung_up)
+            return;
+        if (rc != PIO_OK) {
+            conn_closed(d, c);
+            return;
+        }
+        const uint8_t *fr;
+        size_t len;
+        uint8_t ver;
+        while (c->fd >= 0 && piod_conn_get(d, cid) == c &&
+               (rc = pio_fin_next(&c->in, &fr, &len, &ver)) == PIO_OK)
+            on_proc_frame(d, cid, fr, len, f);
+    } while (hung_up && rc == PIO_EAGAIN && c->fd >= 0 && piod_conn_get(d, cid) == c);
     if (rc == PIO_EPROTO || rc == PIO_EVERSION) {
         PIOD_WARN("client pid %d sent %s: disconnected", (int)c->pid,
                   rc == PIO_EVERSION ? "another protocol version" : "bytes that are not frames");

@@ -41,7 +41,10 @@ setup() { cd "$PIO_SRC"; }
 int main(void) { printf("%s\n", PIO_Strerror(PIO_ETIMEDOUT)); return 0; }
 C
   export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-  run bash -c "cc -o '$BATS_TEST_TMPDIR/p' '$BATS_TEST_TMPDIR/p.c' \$(pkg-config --cflags --libs pio) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/p'"
+  # under `make test SANITIZER=...` (MAKEFLAGS reaches this make) the
+  # installed library is sanitized: the program links its runtime too
+  san=$(pio_san_flags)
+  run bash -c "cc $san -o '$BATS_TEST_TMPDIR/p' '$BATS_TEST_TMPDIR/p.c' \$(pkg-config --cflags --libs pio) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/p'"
   assert_success
   assert_output "timed out"
   # a pfs client builds from the installed pfs.h and libpfs.a alone
@@ -51,7 +54,7 @@ C
 #include <stdio.h>
 int main(void) { pfs_fs *fs; printf("%s\n", PIO_Strerror(pfs_mount(NULL, NULL, &fs))); return 0; }
 C
-  run bash -c "cc -o '$BATS_TEST_TMPDIR/f' '$BATS_TEST_TMPDIR/f.c' -I'$prefix/include' -L'$prefix/lib' -lpfs \$(pkg-config --cflags --libs pio libxxhash) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/f'"
+  run bash -c "cc $san -o '$BATS_TEST_TMPDIR/f' '$BATS_TEST_TMPDIR/f.c' -I'$prefix/include' -L'$prefix/lib' -lpfs \$(pkg-config --cflags --libs pio libxxhash) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/f'"
   assert_success
   assert_output --partial "PIO is not initialized"
 }

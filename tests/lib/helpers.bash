@@ -116,3 +116,26 @@ pio_cleanup() {
 pio_need_root() {
   [ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces (CI runs as root)"
 }
+
+# pio_san_flags: the -fsanitize flags of the build under test ($PIO_BUILD),
+# for programs a test compiles against it (a sanitized libpio.so needs its
+# runtime linked into the program); empty for a plain build.
+pio_san_flags() {
+  case $PIO_BUILD in
+    *asan-ubsan*) echo "-fsanitize=address,undefined" ;;
+    *asan*) echo "-fsanitize=address" ;;
+    *ubsan*) echo "-fsanitize=undefined" ;;
+    *tsan*) echo "-fsanitize=thread" ;;
+  esac
+}
+
+# pio_san_runtime: the sanitizer runtime that must come first in LD_PRELOAD
+# when a sanitized program is started with another library preloaded
+# (libfaketime, a preload library), followed by ':'; empty for a plain
+# build or UBSan (whose runtime has no such rule).
+pio_san_runtime() {
+  case $PIO_BUILD in
+    *asan*) echo "$(gcc -print-file-name=libasan.so):" ;;
+    *tsan*) echo "$(gcc -print-file-name=libtsan.so):" ;;
+  esac
+}

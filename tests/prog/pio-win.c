@@ -43,6 +43,9 @@
 
 #define TAG_BARRIER 901
 #define TAG_DONE    902
+/* a barrier waits this long: emulated atomics over UCX tcp in a sanitizer
+ * build on a loaded 2-core machine take minutes, not seconds */
+#define BARRIER_MS 240000
 
 static int rank, size, self;
 
@@ -80,13 +83,13 @@ static void barrier(void)
     int x = 0;
     if (rank == 0) {
         for (int i = 1; i < size; i++)
-            CALL(PIO_Recv(self, PIO_ANY_PROCESS, TAG_BARRIER, &x, PIO_INT32, 1, 60000, PIO_BLOCKING,
-                          NULL));
+            CALL(PIO_Recv(self, PIO_ANY_PROCESS, TAG_BARRIER, &x, PIO_INT32, 1, BARRIER_MS,
+                          PIO_BLOCKING, NULL));
         for (int i = 1; i < size; i++)
             CALL(PIO_Send(self, i, TAG_BARRIER, PIO_DYNAMIC, &x, PIO_INT32, 1, PIO_BLOCKING));
     } else {
         CALL(PIO_Send(self, 0, TAG_BARRIER, PIO_DYNAMIC, &x, PIO_INT32, 1, PIO_BLOCKING));
-        CALL(PIO_Recv(self, 0, TAG_BARRIER, &x, PIO_INT32, 1, 60000, PIO_BLOCKING, NULL));
+        CALL(PIO_Recv(self, 0, TAG_BARRIER, &x, PIO_INT32, 1, BARRIER_MS, PIO_BLOCKING, NULL));
     }
 }
 
