@@ -128,14 +128,3 @@ pio_san_flags() {
     *tsan*) echo "-fsanitize=thread" ;;
   esac
 }
-
-# pio_san_runtime: the sanitizer runtime that must come first in LD_PRELOAD
-# when a sanitized program is started with another library preloaded
-# (libfaketime, a preload library), followed by ':'; empty for a plain
-# build or UBSan (whose runtime has no such rule).
-pio_san_runtime() {
-  case $PIO_BUILD in
-    *asan*) echo "$(gcc -print-file-name=libasan.so):" ;;
-    *tsan*) echo "$(gcc -print-file-name=libtsan.so):" ;;
-  esac
-}
