@@ -28,7 +28,7 @@ for t in "$@"; do
   corpus=tests/fuzz/corpus/$t
   mkdir -p "$corpus" "$cap/$t"
   before=$(ls "$corpus" | wc -l)
-  "$FUZZ_DIR/fuzz_$t" -merge=1 -timeout=10 -rss_limit_mb=2048 "$corpus" "$cap/$t" \
+  "$FUZZ_DIR/fuzz_$t" -merge=1 -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$cap/" "$corpus" "$cap/$t" \
     >"$FUZZ_DIR/$t.merge.log" 2>&1 || { echo "$t: merge failed, see $FUZZ_DIR/$t.merge.log"; exit 1; }
   printf '%-9s %9s %12s %12s\n' "$t" "$(ls "$cap/$t" | wc -l)" "$before" "$(ls "$corpus" | wc -l)"
 done
