@@ -195,6 +195,42 @@ kill9() {
   cmp "$W/src" "$EXP/down.out"
 }
 
+# up_count SOCK: channels the piod has up
+up_count() {
+  PIO_SOCKET=$1 "$PIO_BUILD/bin/pio-info" --count-up 2>/dev/null
+}
+
+# a_sees_one_down: piod A has given channel 1 up (an idle channel over a cut
+# link looks fine until it has to carry)
+a_sees_one_down() {
+  [ "$(up_count "$SOCK_A")" -le 1 ]
+}
+
+@test "pcp: link 1 cut: -n 2, -b static, -b user and -b dynamic copy over link 0; -n says which channel it skips" {
+  head -c $((24 << 20)) /dev/urandom >"$W/src"
+  "$PIO_TESTBED" link "$BED" h1 1 down
+  # -n 2 while channel 1 still looks up: its messages there stall, piod A
+  # gives the channel up and sends them again on channel 0; pcp sees it
+  # down and names only channel 0 from then on (it used to stop with
+  # PIO_ECHANNEL, at times without a word)
+  local how name
+  for how in "-n 2" "-b static" "-b user" "-b dynamic"; do
+    name=cut${how// /}
+    run timeout 120 "$PCP" -q --chunk 1M $how "$W/src" "B:$name"
+    echo "pcp $how: exit $status"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    cmp "$W/src" "$EXP/$name"
+    pio_wait_until 20 a_sees_one_down
+  done
+  # the -b user run started with channel 1 down: it said so
+  run timeout 120 "$PCP" -q --chunk 1M -n 2 "$W/src" B:cut-n2-again
+  echo "$output"
+  assert_success
+  assert_output --partial "channel 1 to B is down: the copy goes on over the other channels of -n 2"
+  cmp "$W/src" "$EXP/cut-n2-again"
+}
+
 # merged NP PATH ARGS...: examples/merged_output on A (an application "merge")
 merged() {
   local np=$1; shift

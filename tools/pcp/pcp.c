@@ -33,10 +33,16 @@
 #include <xxhash.h>
 
 #define WINDOW 4 /* data messages in flight */
+/* -b user: a value no PIO connection has (PIO_STATIC is -1, PIO_DYNAMIC -2;
+ * -1 here once made -b static send round-robin on named channels) */
+#define BAL_USER         (-100)
+#define CHAN_MAX         64
+#define CHAN_LOOK_MS     200  /* named channels: their states are asked for this often */
+#define CHAN_DOWN_WAIT_S 30.0 /* every named channel down: wait this long for one */
 
 static struct {
     int nchan;      /* -n: round-robin over channels 0..n-1 (0: -b decides) */
-    int balance;    /* PIO_DYNAMIC, PIO_STATIC, or -1 (user: round-robin) */
+    int balance;    /* PIO_DYNAMIC, PIO_STATIC, or BAL_USER (round-robin) */
     uint64_t block; /* --chunk */
     int resume, verify, quiet, json, verbose, recursive;
     int put; /* sending (else fetching) */
@@ -153,6 +159,21 @@ static void err_pio(const char *what, int rc)
         err("%s: %s", what, PIO_Strerror(rc));
 }
 
+/* A data message of src failed (conn: its connection; sent: bytes handed
+ * over so far). A named channel that went down between our look and the
+ * piod's check ends the copy: the messages after it are on their way, and
+ * the file service takes them in order, so it cannot be sent again alone. */
+static void err_data(const char *src, int rc, int conn, uint64_t sent)
+{
+    if (rc == PIO_ECHANNEL && conn >= 0) {
+        err("%s: channel %d to %s went down as a message was sent on it: stopped after %llu "
+            "bytes (%s); copy again, or with -b dynamic",
+            src, conn, o.host, (unsigned long long)sent, PIO_Strerror(rc));
+        return;
+    }
+    err_pio(src, rc);
+}
+
 static int send_ctl(uint32_t sid, int tag, struct pcp_msg *m)
 {
     uint8_t buf[PCP_MSG_MAX];
@@ -200,18 +221,104 @@ static int recv_ctl(uint32_t sid, struct pcp_msg *m)
     return recv_ctl_within(sid, m, 120000);
 }
 
-static int conn_for(uint64_t k)
+/* ---- named channels (-n K, -b user) ----
+ * A message on PIO_USER(i) fails with PIO_ECHANNEL, nothing sent, when
+ * channel i is down as it starts. A user who names channels wants the copy
+ * to go on over those that are up, so pcp names only channels its piod says
+ * are up (asked at most every CHAN_LOOK_MS), says once when one goes down and
+ * when it is back, and waits CHAN_DOWN_WAIT_S while all of them are down
+ * before it gives up, naming them. -b static and dynamic need none of
+ * this: the piods move their chunks to the channels up. */
+static struct {
+    int n;                /* channels named: -n K, or every channel for -b user */
+    int up[CHAN_MAX];     /* per the last look */
+    int warned[CHAN_MAX]; /* "is down" said, "is up again" not yet */
+    double last;          /* when we last looked */
+    uint64_t next;        /* round-robin position */
+} chans;
+
+/* Ask our piod which channels to the partner are up; 0, or -1 (said). */
+static int chan_look(void)
 {
-    if (o.nchan > 0)
-        return PIO_USER((int)(k % (uint64_t)o.nchan));
-    if (o.balance == -1) { /* user: every channel in turn */
-        static int n;
-        PIO_Coninfo ci[64];
-        if (n == 0 && (PIO_Getconinfo(o.partner, ci, 64, &n) != PIO_OK || n < 1))
-            n = 1;
-        return PIO_USER((int)(k % (uint64_t)n));
+    PIO_Coninfo ci[CHAN_MAX];
+    int n = 0, rc = PIO_Getconinfo(o.partner, ci, CHAN_MAX, &n);
+    if (rc != PIO_OK) {
+        char what[128];
+        snprintf(what, sizeof(what), "%s: the channels' states", o.host);
+        err_pio(what, rc);
+        return -1;
     }
-    return o.balance;
+    chans.last = now();
+    if (chans.n == 0) /* -b user: every channel of the bundle */
+        chans.n = n < 1 ? 1 : n;
+    int nup = 0;
+    for (int i = 0; i < chans.n; i++) {
+        chans.up[i] = 0;
+        for (int j = 0; j < n; j++)
+            if (ci[j].index == i)
+                chans.up[i] = ci[j].up;
+        nup += chans.up[i];
+    }
+    char opt[16] = "-b user";
+    if (o.nchan > 0)
+        snprintf(opt, sizeof(opt), "-n %d", o.nchan);
+    for (int i = 0; i < chans.n; i++) {
+        if (i >= n && !chans.warned[i]) {
+            err("%s: %s has %d channel%s, no channel %d", opt, o.host, n, n == 1 ? "" : "s", i);
+            chans.warned[i] = 2; /* said for good */
+        } else if (!chans.up[i] && !chans.warned[i]) {
+            if (nup > 0)
+                err("channel %d to %s is down: the copy goes on over the other channels of %s", i,
+                    o.host, opt);
+            else
+                err("channel %d to %s is down, and so is every other channel of %s: waiting up "
+                    "to %.0f s for one",
+                    i, o.host, opt, CHAN_DOWN_WAIT_S);
+            chans.warned[i] = 1;
+        } else if (chans.up[i] && chans.warned[i] == 1) {
+            err("channel %d to %s is up again", i, o.host);
+            chans.warned[i] = 0;
+        }
+    }
+    return 0;
+}
+
+/* The connection for the next data message into *conn: PIO_DYNAMIC or
+ * PIO_STATIC, or the next named channel that is up. Returns 0, or -1 (said)
+ * when none has been up for CHAN_DOWN_WAIT_S or the piod cannot be asked.
+ * (Not the connection itself: PIO_STATIC is -1.) */
+static int conn_next(int *conn)
+{
+    *conn = o.balance;
+    if (o.nchan == 0 && o.balance != BAL_USER)
+        return 0;
+    double t0 = now();
+    for (;;) {
+        if ((chans.n == 0 || now() - chans.last >= CHAN_LOOK_MS / 1000.0) && chan_look() != 0)
+            return -1;
+        for (int tries = 0; tries < chans.n; tries++) {
+            int i = (int)(chans.next++ % (uint64_t)chans.n);
+            if (chans.up[i]) {
+                *conn = PIO_USER(i);
+                return 0;
+            }
+        }
+        if (now() - t0 >= CHAN_DOWN_WAIT_S)
+            break;
+        struct timespec ts = {0, CHAN_LOOK_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    char opt[16] = "-b user";
+    if (o.nchan > 0)
+        snprintf(opt, sizeof(opt), "-n %d", o.nchan);
+    if (chans.n == 1)
+        err("%s: channel 0 to %s has been down for %.0f s; -b dynamic would use any channel up",
+            opt, o.host, CHAN_DOWN_WAIT_S);
+    else
+        err("%s: channels 0 to %d to %s have all been down for %.0f s; -b dynamic would use any "
+            "channel up",
+            opt, chans.n - 1, o.host, CHAN_DOWN_WAIT_S);
+    return -1;
 }
 
 /* Send one local file to remote path dst (an existing directory there gets
@@ -250,9 +357,15 @@ static int put_file(const char *src, const char *dst)
     XXH3_state_t *hs = XXH3_createState();
     int rc = -1;
     for (int i = 0; i < WINDOW; i++)
-        if (!(buf[i] = malloc(o.block)))
+        if (!(buf[i] = malloc(o.block))) {
+            err("%s: out of memory", src);
             goto out;
-    if (!hs || send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+        }
+    if (!hs) {
+        err("%s: out of memory", src);
+        goto out;
+    }
+    if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
         goto out;
     uint64_t off = 0, size = (uint64_t)sb.st_size;
     if (m.off > 0) { /* the service holds a part: keep it if it is our prefix */
@@ -270,13 +383,13 @@ static int put_file(const char *src, const char *dst)
     struct progress pr = {src, size, off, off, now(), 0};
     o.skipped_bytes += off;
     PIO_Request rq[WINDOW];
-    int busy[WINDOW] = {0};
+    int busy[WINDOW] = {0}, conn[WINDOW] = {0};
     uint64_t k = 0;
     while (off < size) {
         int i = (int)(k % WINDOW);
         int wrc = busy[i] ? PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) : PIO_OK;
         if (wrc != PIO_OK) {
-            err_pio(src, wrc);
+            err_data(src, wrc, conn[i], off);
             goto out;
         }
         busy[i] = 0;
@@ -287,10 +400,12 @@ static int put_file(const char *src, const char *dst)
             goto out;
         }
         XXH3_64bits_update(hs, buf[i], (size_t)r);
-        int prc = PIO_Isend(o.partner, 0, PCP_TAG_DATA + (int)sid, conn_for(k), buf[i], PIO_BYTE,
+        if (conn_next(&conn[i]) != 0)
+            goto out;
+        int prc = PIO_Isend(o.partner, 0, PCP_TAG_DATA + (int)sid, conn[i], buf[i], PIO_BYTE,
                             (size_t)r, PIO_BLOCKING, &rq[i]);
         if (prc != PIO_OK) {
-            err_pio(src, prc);
+            err_data(src, prc, conn[i], off);
             goto out;
         }
         busy[i] = 1;
@@ -303,7 +418,7 @@ static int put_file(const char *src, const char *dst)
         int wrc = busy[i] ? PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) : PIO_OK;
         busy[i] = 0;
         if (wrc != PIO_OK) {
-            err_pio(src, wrc);
+            err_data(src, wrc, conn[i], off);
             goto out;
         }
     }
@@ -409,8 +524,13 @@ static int get_file(const char *src, const char *dst)
         goto out;
     }
     for (int i = 0; i < WINDOW; i++)
-        if (!(buf[i] = malloc(o.block)))
+        if (!(buf[i] = malloc(o.block)) || !hs) {
+            err("%s: out of memory", dst);
+            memset(&m, 0, sizeof(m));
+            m.op = PCP_BYE;
+            send_ctl(sid, PCP_TAG_CTL + (int)sid, &m);
             goto out;
+        }
     memset(&m, 0, sizeof(m));
     m.op = PCP_GO;
     struct stat sb;
@@ -421,13 +541,15 @@ static int get_file(const char *src, const char *dst)
         else
             m.off = 0;
     }
-    if (!hs || send_ctl(sid, PCP_TAG_CTL + (int)sid, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+    if (send_ctl(sid, PCP_TAG_CTL + (int)sid, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
         goto out;
     off = m.off;
-    if (off == 0)
+    if (off == 0) {
         XXH3_64bits_reset(hs);
-    else if (pcp_hash_prefix(fd, off, hs, buf[0], o.block) != 0)
+    } else if (pcp_hash_prefix(fd, off, hs, buf[0], o.block) != 0) {
+        err("%s: %s", part, strerror(errno ? errno : EIO));
         goto out;
+    }
     if (ftruncate(fd, (off_t)off) != 0) {
         err("%s: %s", part, strerror(errno));
         goto out;
@@ -442,9 +564,14 @@ static int get_file(const char *src, const char *dst)
     while (off < size) {
         while (posted < size && k - kdone < WINDOW) {
             size_t want = size - posted < o.block ? (size_t)(size - posted) : (size_t)o.block;
-            if (PIO_Irecv(o.partner, 0, PCP_TAG_DATA + (int)sid, buf[k % WINDOW], PIO_BYTE, want,
-                          PIO_BLOCKING, &rq[k % WINDOW]) != PIO_OK)
+            int prc = PIO_Irecv(o.partner, 0, PCP_TAG_DATA + (int)sid, buf[k % WINDOW], PIO_BYTE,
+                                want, PIO_BLOCKING, &rq[k % WINDOW]);
+            if (prc != PIO_OK) {
+                char what[PATH_MAX + 64];
+                snprintf(what, sizeof(what), "%s:%s", o.host, src);
+                err_pio(what, prc);
                 goto out;
+            }
             posted += want;
             k++;
         }
@@ -483,8 +610,12 @@ static int get_file(const char *src, const char *dst)
     }
     if (have_end)
         m = end;
-    else if (recv_ctl(sid, &m) != 0 || m.op != PCP_END)
+    else if (recv_ctl(sid, &m) != 0)
         goto out;
+    if (m.op != PCP_END) {
+        err("%s:%s: the file service answered out of turn (op %u)", o.host, src, (unsigned)m.op);
+        goto out;
+    }
     uint64_t mine = XXH3_64bits_digest(hs);
     if (o.verify && (m.hash != mine || m.size != size)) {
         err("%s: checksum mismatch (sent %016llx, received %016llx): nothing kept", dst,
@@ -523,13 +654,21 @@ static int get_tree(const char *src, const char *dst)
         return -1;
     uint64_t n = m.size;
     struct pcp_msg *e = calloc(n ? n : 1, sizeof(*e));
-    if (!e)
+    if (!e) {
+        err("%s:%s: out of memory for %llu entries", o.host, src, (unsigned long long)n);
         return -1;
-    for (uint64_t i = 0; i < n; i++)
-        if (recv_ctl(sid, &e[i]) != 0 || e[i].op != PCP_ENTRY || !pcp_path_ok(e[i].path)) {
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        if (recv_ctl(sid, &e[i]) != 0) {
             free(e);
             return -1;
         }
+        if (e[i].op != PCP_ENTRY || !pcp_path_ok(e[i].path)) {
+            err("%s:%s: the file service listed an entry pcp does not take", o.host, src);
+            free(e);
+            return -1;
+        }
+    }
     int rc = 0;
     if (mkdir(dst, 0700) != 0 && errno != EEXIST) {
         err("%s: %s", dst, strerror(errno));
@@ -645,7 +784,7 @@ int main(int argc, char **argv)
         case 'r': o.recursive = 1; break;
         case 'n':
             o.nchan = atoi(optarg);
-            if (o.nchan < 1 || o.nchan > 64) {
+            if (o.nchan < 1 || o.nchan > CHAN_MAX) {
                 err("-n %s: give a number of channels from 1 to 64", optarg);
                 return 2;
             }
@@ -656,7 +795,7 @@ int main(int argc, char **argv)
             else if (strcmp(optarg, "static") == 0)
                 o.balance = PIO_STATIC;
             else if (strcmp(optarg, "user") == 0)
-                o.balance = -1;
+                o.balance = BAL_USER;
             else {
                 err("-b %s: use user, static or dynamic", optarg);
                 return 2;
@@ -690,6 +829,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    chans.n = o.nchan; /* -b user: every channel, counted at the first look */
     o.tty = isatty(2);
     char *dsthost = NULL, *dstpath = NULL, *last = argv[argc - 1];
     int put = split_remote(last, &dsthost, &dstpath);
