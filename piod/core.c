@@ -186,6 +186,29 @@ void piod_post(struct piod *d, struct piod_ev *ev)
 
 /* ---- registry ---- */
 
+/* Applications of a peer that have left and are still remembered (so that
+ * a send to one fails with PIO_EGONE rather than waiting for it): the most
+ * recent ones, as many as the local left_ring. Names that differ per run
+ * (a pid, a counter) would otherwise grow the table, and every look-up that
+ * walks it, for as long as the piods run. */
+#define REMOTE_LEFT_MAX 1024
+
+/* Forget the application of p that left longest ago, if REMOTE_LEFT_MAX have left. */
+static void remote_apps_trim(struct piod_peer_st *p)
+{
+    int nleft = 0, oldest = -1;
+    for (int i = 0; i < p->napps; i++)
+        if (p->apps[i].njoined == 0) {
+            nleft++;
+            if (oldest < 0 || p->apps[i].left_at < p->apps[oldest].left_at)
+                oldest = i;
+        }
+    if (nleft < REMOTE_LEFT_MAX)
+        return;
+    free(p->apps[oldest].joined);
+    p->apps[oldest] = p->apps[--p->napps];
+}
+
 static struct piod_remote_app *remote_app(struct piod_peer_st *p, const char *app, uint32_t nprocs,
                                           int create)
 {
@@ -194,6 +217,7 @@ static struct piod_remote_app *remote_app(struct piod_peer_st *p, const char *ap
             return &p->apps[i];
     if (!create || nprocs == 0 || nprocs > (1u << 24))
         return NULL;
+    remote_apps_trim(p);
     struct piod_remote_app *n = realloc(p->apps, (size_t)(p->napps + 1) * sizeof(*n));
     if (!n)
         return NULL;
@@ -372,11 +396,10 @@ static int streams_grow(struct piod_streams *t)
     return 0;
 }
 
-/* stream_get - the stream of that tuple in t, made (next_seq 0) if new;
- * NULL out of memory. */
-static struct piod_stream *stream_get(struct piod_streams *t, int peer, const char *src_app,
-                                      uint32_t src_proc, const char *dst_app, uint32_t dst_proc,
-                                      int32_t tag)
+/* stream_find - the stream of that tuple in t, NULL if there is none. */
+static struct piod_stream *stream_find(struct piod_streams *t, int peer, const char *src_app,
+                                       uint32_t src_proc, const char *dst_app, uint32_t dst_proc,
+                                       int32_t tag)
 {
     uint64_t h = stream_hash(peer, src_app, src_proc, dst_app, dst_proc, tag);
     if (t->nb)
@@ -385,6 +408,19 @@ static struct piod_stream *stream_get(struct piod_streams *t, int peer, const ch
                 s->dst_proc == dst_proc && s->tag == tag && strcmp(s->src_app, src_app) == 0 &&
                 strcmp(s->dst_app, dst_app) == 0)
                 return s;
+    return NULL;
+}
+
+/* stream_get - the stream of that tuple in t, made (next_seq 0) if new;
+ * NULL out of memory. */
+static struct piod_stream *stream_get(struct piod_streams *t, int peer, const char *src_app,
+                                      uint32_t src_proc, const char *dst_app, uint32_t dst_proc,
+                                      int32_t tag)
+{
+    struct piod_stream *found = stream_find(t, peer, src_app, src_proc, dst_app, dst_proc, tag);
+    if (found)
+        return found;
+    uint64_t h = stream_hash(peer, src_app, src_proc, dst_app, dst_proc, tag);
     if ((t->n >= 2 * t->nb) && streams_grow(t) != 0)
         return NULL;
     struct piod_stream *s = calloc(1, sizeof(*s));
@@ -423,6 +459,79 @@ static void streams_drop(struct piod_streams *t, int peer)
         t->b = NULL;
         t->nb = t->n = 0;
     }
+}
+
+/* A stream's numbers live as long as both its ends: when the source or the
+ * destination process leaves, both piods forget the stream (the sender's
+ * when its process leaves or the peer says the destination did, the
+ * receiver's when its process leaves or the peer says the source did), and
+ * a later process of the same name starts again from 0 on both sides. So
+ * the tables hold what is live, not every name that ever sent (pcp and pfs
+ * clients carry their pid in their name, pfs gives each request its own
+ * reply tag). A receiver's stream with a request still waiting to be
+ * announced in order is kept, marked gone, until none waits. */
+enum { STREAM_SRC = 1, STREAM_DST = 2 };
+
+/* An incoming request of stream s waits to be announced (rx streams). */
+static int stream_waiting(struct piod *d, const struct piod_stream *s)
+{
+    for (struct piod_imsg *m = d->imsgs; m; m = m->next)
+        if (!m->announced && m->peer == s->peer && m->src_proc == s->src_proc &&
+            m->dst_proc == s->dst_proc && m->tag == s->tag && strcmp(m->src_app, s->src_app) == 0 &&
+            strcmp(m->dst_app, s->dst_app) == 0)
+            return 1;
+    return 0;
+}
+
+/* streams_forget - drop the streams of t whose end (STREAM_SRC or
+ * STREAM_DST) is process app:proc of peer (-2: of any peer). */
+static void streams_forget(struct piod *d, struct piod_streams *t, int peer, int end,
+                           const char *app, uint32_t proc)
+{
+    for (size_t i = 0; i < t->nb; i++)
+        for (struct piod_stream **sp = &t->b[i]; *sp;) {
+            struct piod_stream *s = *sp;
+            int match = (peer == -2 || s->peer == peer) &&
+                        (end == STREAM_SRC ? s->src_proc == proc && strcmp(s->src_app, app) == 0
+                                           : s->dst_proc == proc && strcmp(s->dst_app, app) == 0);
+            if (!match) {
+                sp = &s->next;
+                continue;
+            }
+            if (t == &d->rx_streams && stream_waiting(d, s)) {
+                d->streams_gone++;
+                s->gone = 1;
+                sp = &s->next;
+                continue;
+            }
+            *sp = s->next;
+            free(s);
+            t->n--;
+        }
+}
+
+/* streams_sweep - drop the rx streams marked gone that no request waits on
+ * any more (each tick while there are some: rare, and then few). The count
+ * is taken afresh, so a peer's reset (streams_drop) cannot leave it wrong. */
+static void streams_sweep(struct piod *d)
+{
+    struct piod_streams *t = &d->rx_streams;
+    if (d->streams_gone == 0)
+        return;
+    size_t still = 0;
+    for (size_t i = 0; i < t->nb; i++)
+        for (struct piod_stream **sp = &t->b[i]; *sp;) {
+            struct piod_stream *s = *sp;
+            if (!s->gone || stream_waiting(d, s)) {
+                still += s->gone;
+                sp = &s->next;
+                continue;
+            }
+            *sp = s->next;
+            free(s);
+            t->n--;
+        }
+    d->streams_gone = still;
 }
 
 /* ---- message lookup ---- */
@@ -643,6 +752,23 @@ static void announce_all(struct piod *d)
                 m = next;
                 continue;
             }
+            /* its process first: a message for one that has left fails
+             * without making its stream again (that went with the process) */
+            if (m->dst < 0) {
+                for (int i = 0; i < d->nprocs_max; i++) {
+                    struct piod_proc *p = &d->procs[i];
+                    if (p->used && !p->gone && p->proc == m->dst_proc &&
+                        strcmp(p->app, m->dst_app) == 0)
+                        m->dst = i;
+                }
+                if (m->dst < 0) {
+                    if (app_proc_left(d, m->dst_app, m->dst_proc))
+                        imsg_fail(d, m, PIO_EGONE);
+                    m = next;
+                    continue;
+                }
+                m->key = ++d->procs[m->dst].next_key;
+            }
             /* a peer's requests are announced in their stream's send order
              * (seq), whatever path each took (express lane or ZeroMQ, which
              * can overtake each other when the lane comes or goes) */
@@ -660,21 +786,6 @@ static void announce_all(struct piod *d)
                           (unsigned long long)st->next_seq, (unsigned long long)m->seq - 1,
                           m->src_app, m->src_proc, m->dst_app, m->dst_proc, m->tag);
                 st->next_seq = m->seq;
-            }
-            if (m->dst < 0) {
-                for (int i = 0; i < d->nprocs_max; i++) {
-                    struct piod_proc *p = &d->procs[i];
-                    if (p->used && !p->gone && p->proc == m->dst_proc &&
-                        strcmp(p->app, m->dst_app) == 0)
-                        m->dst = i;
-                }
-                if (m->dst < 0) {
-                    if (app_proc_left(d, m->dst_app, m->dst_proc))
-                        imsg_fail(d, m, PIO_EGONE);
-                    m = next;
-                    continue;
-                }
-                m->key = ++d->procs[m->dst].next_key;
             }
             announce(d, m);
             if (st && m->seq >= st->next_seq)
@@ -829,8 +940,8 @@ static void imsg_complete(struct piod *d, struct piod_imsg *m, int status)
 static void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
 {
     if (m->peer >= 0 && !m->announced) { /* its place in the stream is taken */
-        struct piod_stream *st = stream_get(&d->rx_streams, m->peer, m->src_app, m->src_proc,
-                                            m->dst_app, m->dst_proc, m->tag);
+        struct piod_stream *st = stream_find(&d->rx_streams, m->peer, m->src_app, m->src_proc,
+                                             m->dst_app, m->dst_proc, m->tag);
         if (st && st->next_seq == m->seq)
             st->next_seq++;
     }
@@ -1086,6 +1197,10 @@ static void proc_leave(struct piod *d, int pi, const char *why)
         if (d->peers[k].hello_seen)
             send_registry(d, k, pi, 2);
     broadcast_event(d, p->app, p->proc, p->nprocs, 2);
+    /* its streams, both ways (before a process of the same name can join) */
+    streams_forget(d, &d->tx_streams, -2, STREAM_SRC, p->app, p->proc);
+    streams_forget(d, &d->tx_streams, -1, STREAM_DST, p->app, p->proc);
+    streams_forget(d, &d->rx_streams, -2, STREAM_DST, p->app, p->proc);
     pio_ralloc_fini(&p->recv);
     if (atomic_load(&p->refs) == 0)
         piod_proc_unmap(p);
@@ -1576,12 +1691,6 @@ static void conn_closed(struct piod *d, struct piod_conn *c)
  * one client cannot starve the others). */
 static void on_conn_ready(struct piod *d, struct piod_conn *c, short revents, struct pio_frame *f)
 {
-    if ((revents & POLLOUT) && pio_fout_flush(&c->out, c->fd) != PIO_OK) {
-        conn_closed(d, c);
-        return;
-    }
-    if (!(revents & (POLLIN | POLLERR | POLLHUP)))
-        return;
     /* A client that hung up while we were not reading it (back-pressure:
      * POLLIN was not asked for) still has frames in its socket: its last
      * sends, its P_BYE. They are read and handled, all of them (the socket's
@@ -1766,6 +1875,12 @@ static void on_peer_registry(struct piod *d, int peer, struct pio_h_registry *r)
         a->njoined += (uint32_t)(a->joined[e->proc] - was);
         if (was != a->joined[e->proc])
             broadcast_event(d, e->app, e->proc, e->nprocs, e->state);
+        if (was && !a->joined[e->proc]) { /* its streams with us go with it */
+            streams_forget(d, &d->tx_streams, peer, STREAM_DST, e->app, e->proc);
+            streams_forget(d, &d->rx_streams, peer, STREAM_SRC, e->app, e->proc);
+            if (a->njoined == 0)
+                a->left_at = ++p->apps_left;
+        }
     }
     pending_partners(d, piod_now_ms());
 }
@@ -2194,6 +2309,7 @@ static void tick(struct piod *d, uint64_t now)
     pending_partners(d, now);
     links_watch(d, now);
     announce_all(d); /* requests held behind a gap that has timed out */
+    streams_sweep(d);
     for (struct piod_omsg *m = d->omsgs; m; m = m->next)
         if (m->peer >= 0) {
             for (uint32_t i = 0; i < m->nchunks; i++)

@@ -115,6 +115,7 @@ struct piod_remote_app {
     uint32_t nprocs;
     uint8_t *joined; /* nprocs flags */
     uint32_t njoined;
+    uint64_t left_at; /* its peer's apps_left when its last process left (0: never) */
 };
 
 struct piod_peer_st {
@@ -145,6 +146,7 @@ struct piod_peer_st {
     atomic_uint_fast64_t rx_chunks[PIOD_MAX_LINKS];
     int napps;
     struct piod_remote_app *apps;
+    uint64_t apps_left; /* applications of it that have left so far (ages apps[].left_at) */
 };
 
 /* A process of a local application, joined through P_HELLO. */
@@ -275,6 +277,7 @@ struct piod_stream {          /* per (peer, src app, src proc, dst app, dst proc
     uint32_t src_proc, dst_proc;
     int32_t tag;
     uint64_t next_seq;
+    int gone; /* an end left while a request of it waited: dropped once none waits */
 };
 
 /* The streams of one direction: a hash table (chained buckets, doubled when
@@ -326,6 +329,7 @@ struct piod {
     struct piod_omsg *omsgs;
     struct piod_imsg *imsgs;
     struct piod_streams tx_streams, rx_streams;
+    size_t streams_gone; /* rx streams marked gone (core.c streams_sweep) */
     struct piod_pending_partner *pending;
     uint64_t next_msgid;
     uint64_t last_tick_ms;
