@@ -1698,6 +1698,16 @@ static void on_conn_ready(struct piod *d, struct piod_conn *c, short revents, st
      * sent and exited has its messages delivered, as if we had been reading. */
     int hung_up = (revents & (POLLHUP | POLLERR)) && !(revents & POLLIN) &&
                   (c->paused || (d->lanes_paused && c->joined));
+    /* A client that exits with our frames unread in its socket makes our
+     * sends fail at once (EPIPE): that is the same hang-up, seen first from
+     * the writing side (a client paused for not reading always has frames
+     * waiting here), and what it sent before it went is still to be read. */
+    if ((revents & POLLOUT) && pio_fout_flush(&c->out, c->fd) != PIO_OK) {
+        pio_fout_clear(&c->out);
+        hung_up = 1;
+    }
+    if (!hung_up && !(revents & (POLLIN | POLLERR | POLLHUP)))
+        return;
     uint64_t cid = piod_conn_cid(d, c);
     int rc;
     do {

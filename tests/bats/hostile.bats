@@ -444,3 +444,64 @@ expect_data() {
   transfer nr
   mem_check A B
 }
+
+# ---- 7. a client that exits while the piod is not reading it ------------------
+
+@test "a client paused for not reading sends a message and P_BYE and closes at once: the message arrives" {
+  hx_pair
+  mem_start A
+  bg_start "$BATS_TEST_TMPDIR/recv" env PIO_SOCKET="$PIO_SOCK_B" timeout 60 "$CHECK" recv sizes \
+    -a lw-r -p lw-s -S 1000
+  rp=$BG_PID
+  pio_wait_until 10 grep -q "process lw-r:0 of 1 joined" "$D/B.log"
+  # lw-s floods P_INFO_REQ unread until A stops reading it (its answers
+  # owed pass 1 MiB), then its last words: one eager message, P_BYE, close.
+  # A read none of them before it saw the hang-up.
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$HOSTILE" last-words lw-r -j lw-s
+  echo "$output"
+  assert_success
+  assert_output --regexp "RESULT paused after [0-9]+ batches of [0-9]+ requests; last words sent"
+  grep -E "client pid [0-9]+ does not read its socket \([0-9]+ bytes waiting\): what it sends waits until it does" "$D/A.log"
+  bg_wait "$rp"
+  cat "$BATS_TEST_TMPDIR/recv"
+  [ "$BG_RC" -eq 0 ]
+  grep -q '^OK sizes: 1 messages' "$BATS_TEST_TMPDIR/recv"
+  grep -q "process lw-s:0 (pid [0-9]*) left: PIO_Exit" "$D/A.log"
+  transfer lw
+  mem_check A
+}
+
+# ---- 8. names that come and go -------------------------------------------------
+
+# private_kb NAME: piod NAME's private memory in kB (VmRSS less RssShmem:
+# the pools it maps are shared memory, bounded by --pool, and come and go)
+private_kb() {
+  awk '/^VmRSS/ {r = $2} /^RssShmem/ {s = $2} END {print r - s}' "/proc/$(cat "$D/$1.pid")/status"
+}
+
+@test "thousands of applications with fresh names join, exchange messages on 8 tags and leave: the piods' private memory stays level" {
+  # small pools: a pool is mapped with MAP_POPULATE, 8000 of 8 MiB take a minute
+  POOL_FLAGS="--pool 32M --proc-pool 1M --chunk 256K"
+  hx_pair
+  # warm-up: heaps, the left-application rings and the stream tables' buckets
+  run env PIO_SOCKET="$PIO_SOCK_A" PIO_SOCKET2="$PIO_SOCK_B" timeout 60 "$HOSTILE" churn 1200 8
+  assert_success
+  a0=$(private_kb A) b0=$(private_kb B)
+  start=$(date +%s)
+  run env PIO_SOCKET="$PIO_SOCK_A" PIO_SOCKET2="$PIO_SOCK_B" timeout 120 "$HOSTILE" churn 4000 8
+  echo "$output"
+  assert_success
+  assert_output --partial "RESULT churn 4000 pairs"
+  a1=$(private_kb A) b1=$(private_kb B)
+  echo "4000 pairs in $(($(date +%s) - start)) s; private memory A $a0 -> $a1 kB, B $b0 -> $b1 kB"
+  if [ -n "${HOSTILE_MEM_LOG:-}" ]; then
+    echo "$BATS_TEST_DESCRIPTION | A $a0 $a1 | B $b0 $b1" >>"$HOSTILE_MEM_LOG"
+  fi
+  transfer churn
+  case "$PIO_BUILD" in *asan* | *tsan* | *ubsan*) return 0 ;; esac
+  # what the live processes need, not what every name that ever came left:
+  # 1 MiB is the allocator's step, far below the 64,000 streams and 8,000
+  # application entries a leak would keep (some 12 MiB)
+  [ $((a1 - a0)) -le 1024 ]
+  [ $((b1 - b0)) -le 1024 ]
+}

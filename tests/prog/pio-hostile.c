@@ -24,6 +24,13 @@
  *   pio-hostile noread APP [-t S]         join and never read the socket
  *   pio-hostile spray APP PARTNER SIZE N MS   libpio: N sends of SIZE, each waited MS ms
  *   pio-hostile sink APP                  libpio: join, never receive
+ *   pio-hostile last-words PARTNER [-j APP]  join, flood P_INFO_REQ unread until the piod
+ *                                         stops reading us, then one eager message to
+ *                                         PARTNER:0 (1000 bytes of pio-check's message 0,
+ *                                         tag 1), P_BYE, and close at once
+ *   pio-hostile churn N [TAGS]            N pairs of fresh names, one joined on PIO_SOCKET
+ *                                         and one on PIO_SOCKET2: TAGS eager messages each
+ *                                         way (one per tag), then both leave
  * CASE (proc and data): long-len short-len over-limit huge-count unknown-type
  * bad-magic bad-version bad-check; data also: skip-handshake bad-proof idle.
  * The raw modes print one line "RESULT ..." saying what the piod did:
@@ -46,6 +53,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -162,11 +171,11 @@ static int wait_closed(int fd, int ms)
     }
 }
 
-static int unix_connect(void)
+static int unix_connect_env(const char *var)
 {
-    const char *path = getenv("PIO_SOCKET");
+    const char *path = getenv(var);
     if (!path) {
-        fprintf(stderr, "pio-hostile: set PIO_SOCKET\n");
+        fprintf(stderr, "pio-hostile: set %s\n", var);
         exit(2);
     }
     struct sockaddr_un sa;
@@ -175,8 +184,13 @@ static int unix_connect(void)
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
-        die("connect to PIO_SOCKET");
+        die(var);
     return fd;
+}
+
+static int unix_connect(void)
+{
+    return unix_connect_env("PIO_SOCKET");
 }
 
 static int tcp_connect_to(const char *addr, int port)
@@ -207,8 +221,8 @@ static int tcp_connect_to(const char *addr, int port)
     return fd;
 }
 
-/* Join as opt_app:0 of 1 with a raw P_HELLO; exits unless welcomed. */
-static void raw_join(int fd)
+/* Join as app:0 of 1 with a raw P_HELLO; exits unless welcomed. */
+static void join_as(int fd, const char *app)
 {
     struct pio_frame f;
     uint8_t buf[4096];
@@ -217,13 +231,66 @@ static void raw_join(int fd)
     f.u.p_hello.proto = PIO_WIRE_VERSION;
     f.u.p_hello.nprocs = 1;
     f.u.p_hello.pid = (uint32_t)getpid();
-    snprintf(f.u.p_hello.app, sizeof(f.u.p_hello.app), "%s", opt_app);
+    snprintf(f.u.p_hello.app, sizeof(f.u.p_hello.app), "%s", app);
     send_all(fd, buf, encode(&f, buf, sizeof(buf)));
     if (recv_frame(fd, buf, sizeof(buf), 10000, &f) != 1 || f.type != PIO_F_P_WELCOME ||
         f.u.p_welcome.status != PIO_OK) {
-        fprintf(stderr, "pio-hostile: not welcomed\n");
+        fprintf(stderr, "pio-hostile: %s not welcomed\n", app);
         exit(2);
     }
+}
+
+static void raw_join(int fd)
+{
+    join_as(fd, opt_app);
+}
+
+/* Look partner up (P_PARTNER, 10 s) on a joined fd; exits unless it is known. */
+static void await_partner(int fd, const char *partner)
+{
+    static uint8_t buf[1 << 17];
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_PARTNER;
+    f.u.p_partner.req = 1;
+    f.u.p_partner.timeout_ms = 10000;
+    snprintf(f.u.p_partner.app, sizeof(f.u.p_partner.app), "%s", partner);
+    send_all(fd, buf, encode(&f, buf, sizeof(buf)));
+    while (recv_frame(fd, buf, sizeof(buf), 15000, &f) == 1)
+        if (f.type == PIO_F_P_PARTNER_INFO) {
+            if (f.u.p_partner_info.status == PIO_OK)
+                return;
+            break;
+        }
+    fprintf(stderr, "pio-hostile: partner %s not found\n", partner);
+    exit(2);
+}
+
+/* Encode an eager message of len bytes for partner:0 with tag into buf. */
+static size_t eager_frame(uint8_t *buf, size_t cap, uint64_t sid, const char *partner, int32_t tag,
+                          const uint8_t *payload, size_t len)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_SEND;
+    f.u.p_send.sid = sid;
+    f.u.p_send.size = len;
+    f.u.p_send.count = len;
+    f.u.p_send.tag = tag;
+    f.u.p_send.datatype = PIO_BYTE;
+    f.u.p_send.conn = PIO_WCONN_DYNAMIC;
+    f.u.p_send.flags = PIO_WF_EAGER;
+    f.u.p_send.payload = payload;
+    snprintf(f.u.p_send.partner, sizeof(f.u.p_send.partner), "%s", partner);
+    return encode(&f, buf, cap);
+}
+
+static size_t bye_frame(uint8_t *buf, size_t cap)
+{
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_BYE;
+    return encode(&f, buf, cap);
 }
 
 /* A broken frame for CASE, built from a valid one of the plane's first type.
@@ -811,6 +878,113 @@ static int m_noread(int argc, char **argv)
     return 0;
 }
 
+/* pio-check's pattern (tests/prog/pio-check.c pat): byte off of message msg */
+static uint8_t check_pat(uint64_t msg, uint64_t off)
+{
+    uint64_t x = (msg + 1) * 0x9E3779B97F4A7C15ull ^ (off >> 3) * 0xBF58476D1CE4E5B9ull;
+    return (uint8_t)((x >> 29) ^ off);
+}
+
+/* Unread bytes we wrote to fd (the piod has not read them yet). */
+static int unread(int fd)
+{
+    int q = 0;
+    return ioctl(fd, SIOCOUTQ, &q) == 0 ? q : -1;
+}
+
+static int m_last_words(int argc, char **argv)
+{
+    if (argc < 1)
+        return 2;
+    int fd = unix_connect();
+    raw_join(fd);
+    await_partner(fd, argv[0]);
+    /* requests in batches, until one batch stays unread: the piod owes us
+     * too many answers and stopped reading us (its back-pressure). The
+     * socket still has room for our last words. */
+    static uint8_t batch[256 * 64];
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_INFO_REQ;
+    f.u.p_info_req.what = 7;
+    size_t one = encode(&f, batch, sizeof(batch)), blen = one;
+    while (blen + one <= sizeof(batch)) {
+        memcpy(batch + blen, batch, one);
+        blen += one;
+    }
+    long batches = 0;
+    for (int paused = 0; !paused; batches++) {
+        if (batches > 100000) {
+            printf("RESULT never paused\n");
+            return 0;
+        }
+        ssize_t w = send(fd, batch, blen, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w != (ssize_t)blen) {
+            printf("RESULT the socket filled before the pause\n");
+            return 0;
+        }
+        /* unread after half a second: it is not reading us any more */
+        for (int t = 0; t < 50 && unread(fd) > 0; t++)
+            usleep(10000);
+        paused = unread(fd) > 0;
+    }
+    uint8_t payload[1000], out[4096];
+    for (size_t i = 0; i < sizeof(payload); i++)
+        payload[i] = check_pat(0, i);
+    size_t len = eager_frame(out, sizeof(out), 1, argv[0], 1, payload, sizeof(payload));
+    len += bye_frame(out + len, sizeof(out) - len);
+    ssize_t w = send(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    close(fd); /* at once, our answers unread */
+    printf("RESULT paused after %ld batches of %zu requests; last words %s\n", batches, blen / one,
+           w == (ssize_t)len ? "sent" : "not sent");
+    return 0;
+}
+
+static int m_churn(int argc, char **argv)
+{
+    if (argc < 1)
+        return 2;
+    long n = atol(argv[0]);
+    int tags = argc > 1 ? atoi(argv[1]) : 1;
+    static uint8_t buf[1 << 17];
+    uint8_t payload[64];
+    memset(payload, 0xA5, sizeof(payload));
+    for (long i = 0; i < n; i++) {
+        char name[2][PIO_WIRE_NAME];
+        int fd[2];
+        snprintf(name[0], sizeof(name[0]), "churn-%d-%ld-s", (int)getpid(), i);
+        snprintf(name[1], sizeof(name[1]), "churn-%d-%ld-r", (int)getpid(), i);
+        fd[1] = unix_connect_env("PIO_SOCKET2");
+        join_as(fd[1], name[1]);
+        fd[0] = unix_connect();
+        join_as(fd[0], name[0]);
+        /* one way, then back: streams and remote applications on both piods */
+        for (int dir = 0; dir < 2; dir++) {
+            int from = fd[dir], to = fd[!dir];
+            await_partner(from, name[!dir]);
+            size_t len = 0;
+            for (int t = 0; t < tags; t++)
+                len += eager_frame(buf + len, sizeof(buf) - len, (uint64_t)t + 1, name[!dir], t,
+                                   payload, sizeof(payload));
+            send_all(from, buf, len);
+            struct pio_frame f;
+            int got = 0;
+            while (got < tags && recv_frame(to, buf, sizeof(buf), 10000, &f) == 1)
+                got += f.type == PIO_F_P_MSG_NEW;
+            if (got < tags) {
+                printf("RESULT pair %ld: %d of %d messages came\n", i, got, tags);
+                return 1;
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            send_all(fd[k], buf, bye_frame(buf, sizeof(buf)));
+            close(fd[k]);
+        }
+    }
+    printf("RESULT churn %ld pairs\n", n);
+    return 0;
+}
+
 /* ---- through libpio ---- */
 
 static double now_s(void)
@@ -881,7 +1055,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: pio-hostile proc|data|mitm|flood-info|flood-send|flood-partner|"
-                        "hold-conns|idle-many|noread|spray|sink ...\n");
+                        "hold-conns|idle-many|noread|spray|sink|last-words|churn ...\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -930,6 +1104,10 @@ int main(int argc, char **argv)
         rc = m_spray(npos, pos);
     else if (strcmp(mode, "sink") == 0)
         rc = m_sink(npos, pos);
+    else if (strcmp(mode, "last-words") == 0)
+        rc = m_last_words(npos, pos);
+    else if (strcmp(mode, "churn") == 0)
+        rc = m_churn(npos, pos);
     if (rc == 2)
         fprintf(stderr, "pio-hostile: bad arguments for %s\n", mode);
     return rc;
