@@ -8,7 +8,8 @@
  *            receiver when it was absent (at most every PRESENCE_MS). A
  *            receiver that just appeared is asked what it wants (HELLO; its
  *            INFO answer comes within milliseconds, waited for once, up to
- *            MODE_WAIT_S). A lossless receiver gets every step: begin waits
+ *            MODE_WAIT_S or $PIO_FEED_WAIT: longer than a link's recovery,
+ *            see there). A lossless receiver gets every step: begin waits
  *            while `window` steps are unacknowledged (checking every
  *            PRESENCE_MS that the receiver is still there). A newest-only
  *            receiver gets the steps process 0 plans: when fewer than
@@ -41,10 +42,22 @@
 #define PRESENCE_MS    1000
 #define WINDOW_DEFAULT 2
 #define WINDOW_MAX     64
-#define MODE_WAIT_S    5.0
 #define LEAD_START     2  /* steps ahead process 0 plans */
 #define LEAD_MAX       32 /* ... at most, after plans came too late */
 #define PLANS_MAX      WINDOW_MAX
+
+/* How long the first step waits for the receiver's INFO. Normally it comes
+ * in milliseconds; but a HELLO or an INFO caught on a link that was just
+ * cut waits for the link: a piod needs a few seconds to see a channel die
+ * and send again on the others, and a small message caught in a TCP
+ * connection on the cut link goes only when TCP retransmits after the link
+ * is back (its back-off reaches 6 s and more). A feed that gave up earlier
+ * skipped every step of a lossless receiver until the answer came (the
+ * soak: 5 s, all 12 steps skipped). So the wait is the piods' default
+ * link-timeout (30 s): beyond it the piod gives the peer up and the receiver
+ * shows as gone, which ends the wait at once anyway ($PIO_FEED_WAIT, in
+ * seconds, sets it). */
+#define MODE_WAIT_S 30.0
 
 struct pio_feed {
     char receiver[PIO_NAME_MAX];
@@ -62,8 +75,9 @@ struct pio_feed {
     uint64_t inflight[WINDOW_MAX];
     int ninflight;
     int lossless, window;
-    int mode_known; /* an INFO or ACK came from this receiver */
-    int asked;      /* HELLO sent to this receiver */
+    int mode_known;   /* an INFO or ACK came from this receiver */
+    int asked;        /* HELLO sent to this receiver */
+    double mode_wait; /* seconds the first step waits for the INFO */
     /* newest-only: the planned steps this process has not reached yet */
     uint64_t plan[PLANS_MAX];
     int nplans;
@@ -111,6 +125,8 @@ int PIO_Feed_open(const char *receiver, const PIO_Grid *grid, int nfields, const
     x->self = self;
     x->last_look = -1e9;
     x->window = WINDOW_DEFAULT;
+    const char *mw = getenv("PIO_FEED_WAIT");
+    x->mode_wait = mw && *mw && atof(mw) > 0 ? atof(mw) : MODE_WAIT_S;
     x->lead = me.nprocs > 1 ? LEAD_START : 0;
     snprintf(x->d.app, sizeof(x->d.app), "%s", me.name);
     struct timespec ts;
@@ -329,7 +345,7 @@ int PIO_Feed_begin_step(PIO_Feed x, uint64_t step, double time)
         x->asked = 1;
         if (send_desc(x, VIZ_HELLO) != PIO_OK)
             lost(x);
-        while (x->present && !x->mode_known && now_s() - t0 < MODE_WAIT_S)
+        while (x->present && !x->mode_known && now_s() - t0 < x->mode_wait)
             if (!take_acks(x, 200))
                 look(x, 0);
     }

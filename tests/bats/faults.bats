@@ -296,6 +296,31 @@ merged() {
   assert_success
 }
 
+@test "viz: link 0 (control plane, express lane) cut as a lossless feed starts: every rank learns the mode through the cut and sends every step" {
+  local vizd=$PIO_BUILD/bin/pio-vizd
+  mkdir "$W/arch"
+  vp=$(pio_spawn "$W/vizd.log" env -u DISPLAY PIO_SOCKET="$SOCK_B" "$vizd" --threads 2 \
+    --archive "$W/arch" --steps 12)
+  pio_wait_until 20 grep -q "receiving threads" "$W/vizd.log"
+  # the feed's question (HELLO) and the receiver's answer are small messages
+  # on link 0: they wait out the cut and TCP's back-off. The feed used to
+  # give up after 5 s and skip every step of the run (12 fast steps)
+  "$PIO_TESTBED" link "$BED" h1 0 down
+  timeout 120 "${MPIRUN[@]}" -np 4 "$EX/heat3d" --n 32 --steps 12 --stats </dev/null \
+    >"$W/heat.log" 2>&1 &
+  hp=$!
+  sleep 7
+  "$PIO_TESTBED" link "$BED" h1 0 up
+  rc=0; wait $hp || rc=$?
+  cat "$W/heat.log"
+  [ "$rc" -eq 0 ]
+  [ "$(grep -c "sent 12, skipped 0, .* lossless" "$W/heat.log")" -eq 4 ]
+  pio_wait_until 60 sh -c "! kill -0 $vp"
+  cat "$W/vizd.log"
+  grep -q "12 steps complete, 0 dropped" "$W/vizd.log"
+  [ "$(find "$W/arch" -name 'step_*.vti' | wc -l)" -eq 12 ]
+}
+
 @test "pfs: every link cut for 2 s under a striped write; the file reads back byte for byte" {
   mkdir -p "$W/iod1" "$W/iod2"
   pio_spawn "$W/iod1.log" env PIO_SOCKET="$SOCK_B" "$PIO_BUILD/sbin/pfs-iod" --dir "$W/iod1" \
