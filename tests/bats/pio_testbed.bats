@@ -193,6 +193,43 @@ tx_above() {
   assert_success
 }
 
+# The soak's lost viz steps: a cut of link 0 (the express lane's and the
+# control plane's) stalls the lane, frames for B pile up in piod A, and past
+# 4 MiB A stops reading its processes (lane back-pressure). A process that
+# sends then and exits at once (heat3d after its last step) had its last
+# sends thrown away with its connection: nothing in flight anywhere, the
+# pieces simply never existed (fixed in c2aa566, which this checks).
+@test "a link cut fills the express lane: a process that sends while its piod is held back and exits at once has its message delivered" {
+  HOSTILE=$PIO_BUILD/tests/prog/pio-hostile
+  W=$BATS_TEST_TMPDIR
+  PIO_SOCKET=$PIO_SOCK_B timeout 90 "$CHECK" recv sizes -a lc-r -p lc-s -S 1000 >"$W/r" 2>&1 &
+  rp=$!
+  bg_start "$W/sink" env PIO_SOCKET="$PIO_SOCK_B" "$HOSTILE" sink lcf-r
+  sinkp=$BG_PID
+  pio_wait_until 20 grep -q "sink ready" "$W/sink"
+  # lc-s joins and finds lc-r now, and speaks in 10 s: after the lane is full
+  bg_start "$W/lw" env PIO_SOCKET="$PIO_SOCK_A" "$HOSTILE" last-words lc-r -j lc-s -t 10
+  lwp=$BG_PID
+  pio_wait_until 20 grep -q "RESULT ready" "$W/lw"
+  "$PIO_TESTBED" link "$BED" h1 0 down
+  # eager sends to a process that never receives fill the stalled lane
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 30 "$HOSTILE" flood-send 200000 -j lcf-s -p lcf-r
+  echo "$output"
+  bg_wait "$lwp"
+  cat "$W/lw"
+  "$PIO_TESTBED" link "$BED" h1 0 up
+  # piod A was not reading lc-s when it spoke and left
+  grep -qE "RESULT last words sent, [1-9][0-9]* bytes unread after 0.5 s" "$W/lw"
+  local rs=0
+  wait "$rp" || rs=$?
+  cat "$W/r"
+  kill "$sinkp" 2>/dev/null || true
+  [ "$rs" -eq 0 ]
+  grep -q '^OK sizes: 1 messages' "$W/r"
+  grep -q "process lc-s:0 (pid [0-9]*) left: PIO_Exit" "$PAIR_DIR/A.log"
+  pio_wait_channels "$PIO_SOCK_A" 4 60
+}
+
 # Last in this file: it stops piod A.
 @test "SIGTERM makes piod drain the message in flight, then exit 0" {
   base=$(channel_bytes "$PIO_SOCK_A" tx_bytes | python3 -c 'import sys; print(sum(map(int, sys.stdin.read().split())))')

@@ -24,10 +24,10 @@
  *   pio-hostile noread APP [-t S]         join and never read the socket
  *   pio-hostile spray APP PARTNER SIZE N MS   libpio: N sends of SIZE, each waited MS ms
  *   pio-hostile sink APP                  libpio: join, never receive
- *   pio-hostile last-words PARTNER [-j APP]  join, flood P_INFO_REQ unread until the piod
- *                                         stops reading us, then one eager message to
- *                                         PARTNER:0 (1000 bytes of pio-check's message 0,
- *                                         tag 1), P_BYE, and close at once
+ *   pio-hostile last-words PARTNER [-j APP] [-t S]  join, flood P_INFO_REQ unread until
+ *                                         the piod stops reading us (-t: or just wait S s),
+ *                                         then one eager message to PARTNER:0 (1000 bytes of
+ *                                         pio-check's message 0, tag 1), P_BYE, and close
  *   pio-hostile churn N [TAGS]            N pairs of fresh names, one joined on PIO_SOCKET
  *                                         and one on PIO_SOCKET2: TAGS eager messages each
  *                                         way (one per tag), then both leave
@@ -892,6 +892,35 @@ static int unread(int fd)
     return ioctl(fd, SIOCOUTQ, &q) == 0 ? q : -1;
 }
 
+/* One eager message to partner:0 (1000 bytes of pio-check's message 0, tag
+ * 1), P_BYE, and close: at once, or (at_once 0) after half a second, having
+ * seen whether the piod read them. */
+static int last_words(int fd, const char *partner, int at_once)
+{
+    uint8_t payload[1000], out[4096];
+    for (size_t i = 0; i < sizeof(payload); i++)
+        payload[i] = check_pat(0, i);
+    size_t len = eager_frame(out, sizeof(out), 1, partner, 1, payload, sizeof(payload));
+    len += bye_frame(out + len, sizeof(out) - len);
+    ssize_t w = send(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    int left = -1;
+    if (!at_once) {
+        usleep(500000);
+        left = unread(fd);
+        /* read what the piod told us (events), as libpio's reader would have:
+         * a socket closed with input unread looks reset to the piod, not hung up */
+        uint8_t junk[65536];
+        while (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+            ;
+    }
+    close(fd); /* our answers unread */
+    printf("RESULT last words %s", w == (ssize_t)len ? "sent" : "not sent");
+    if (!at_once)
+        printf(", %d bytes unread after 0.5 s", left);
+    printf("\n");
+    return 0;
+}
+
 static int m_last_words(int argc, char **argv)
 {
     if (argc < 1)
@@ -899,6 +928,12 @@ static int m_last_words(int argc, char **argv)
     int fd = unix_connect();
     raw_join(fd);
     await_partner(fd, argv[0]);
+    if (opt_hold > 0) { /* -t S: the piod stops reading us for its own reasons (a full lane) */
+        printf("RESULT ready\n");
+        fflush(stdout);
+        sleep((unsigned)opt_hold);
+        return last_words(fd, argv[0], 0);
+    }
     /* requests in batches, until one batch stays unread: the piod owes us
      * too many answers and stopped reading us (its back-pressure). The
      * socket still has room for our last words. */
@@ -928,16 +963,8 @@ static int m_last_words(int argc, char **argv)
             usleep(10000);
         paused = unread(fd) > 0;
     }
-    uint8_t payload[1000], out[4096];
-    for (size_t i = 0; i < sizeof(payload); i++)
-        payload[i] = check_pat(0, i);
-    size_t len = eager_frame(out, sizeof(out), 1, argv[0], 1, payload, sizeof(payload));
-    len += bye_frame(out + len, sizeof(out) - len);
-    ssize_t w = send(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    close(fd); /* at once, our answers unread */
-    printf("RESULT paused after %ld batches of %zu requests; last words %s\n", batches, blen / one,
-           w == (ssize_t)len ? "sent" : "not sent");
-    return 0;
+    printf("RESULT paused after %ld batches of %zu requests\n", batches, blen / one);
+    return last_words(fd, argv[0], 1);
 }
 
 static int m_churn(int argc, char **argv)
