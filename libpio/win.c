@@ -88,6 +88,7 @@ struct rwin {
     uint64_t base, size;
     struct pio_rma_rkey *rk;
     int inflight;
+    int err; /* the DESC came but could not be used (connect, key): for the asker */
 };
 
 /* an ASK that came before its window */
@@ -228,7 +229,8 @@ static void on_ask(int partner, int proc, uint32_t id)
         /* the key may go with the window once we unlock: send a copy */
         copy = malloc(c.rkey_len + 1);
         if (copy) {
-            memcpy(copy, c.rkey, c.rkey_len);
+            if (c.rkey_len) /* an empty window has no key (rkey NULL) */
+                memcpy(copy, c.rkey, c.rkey_len);
             c.rkey = copy;
         } else {
             c.rkey_len = 0;
@@ -284,6 +286,10 @@ static void on_desc(int partner, int proc, const struct pio_winctl *c)
         r->rk = rk;
         r->state = R_KNOWN;
         rk = NULL;
+    } else if (r && r->state == R_ASKED) {
+        /* the asker learns why now, not as "no such window" after WAIT_S */
+        r->state = R_NONE;
+        r->err = rc != PIO_OK ? rc : PIO_ENOMEM;
     }
     pthread_cond_broadcast(&W.cv);
     pthread_mutex_unlock(&W.mtx);
@@ -568,7 +574,7 @@ static int resolve(int partner, int proc, int id, struct rwin **out)
     if (!r) {
         if (!(r = calloc(1, sizeof(*r))))
             return PIO_ENOMEM;
-        *r = (struct rwin){W.rwins, partner, proc, id, R_NONE, NULL, 0, 0, NULL, 0};
+        *r = (struct rwin){W.rwins, partner, proc, id, R_NONE, NULL, 0, 0, NULL, 0, 0};
         W.rwins = r;
     }
     if (r->state == R_KNOWN && r->peer && r->peer->dead && r->inflight == 0) {
@@ -586,6 +592,7 @@ static int resolve(int partner, int proc, int id, struct rwin **out)
                             * incarnation's window); the old one answers FREED again */
     if (r->state == R_NONE) {
         r->state = R_ASKED;
+        r->err = 0;
         pthread_mutex_unlock(&W.mtx);
         struct pio_winctl c = {.kind = PIO_WC_ASK, .id = (uint32_t)id};
         int rc = ctl_send(partner, proc, &c);
@@ -604,6 +611,11 @@ static int resolve(int partner, int proc, int id, struct rwin **out)
     if (r->state == R_ASKED) { /* no answer: a later call asks again */
         r->state = R_NONE;
         return PIO_ENOWIN;
+    }
+    if (r->state == R_NONE && r->err != PIO_OK) { /* a DESC we could not use */
+        int e = r->err;
+        r->err = 0;
+        return e;
     }
     if (r->state != R_KNOWN)
         return r->state == R_FREED ? PIO_EWINFREED : PIO_ENOWIN;
