@@ -13,7 +13,11 @@
  * layout in parallel. Reads of PFS_READ_DIRECT bytes or more go one-sided:
  * the file's window (PIPE slots of PFS_IO_MAX) is registered once, and each
  * server puts its piece into a slot (PIO_Put) before answering; smaller
- * reads come back in the reply.
+ * reads come back in the reply. A server whose put failed sends the bytes
+ * in the reply instead (a link cut can break the one-sided path while PIO
+ * messages go on over the links still up), and the file's reads then go in
+ * replies for INDIRECT_S, so that each piece does not wait out the same
+ * failure at the server.
  *
  * The size of a file lives at the metadata server; a writer reports the
  * end of what it wrote on fsync and close (SETSIZE, grow-only). A reader
@@ -36,12 +40,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #define PIPE       16 /* pieces in flight per call */
 #define RPC_BUF    (PFS_HDR_MAX + 4096)
 #define TIMEOUT_MS 120000
+#define INDIRECT_S 30 /* s of reads in replies after a failed put (the piods' link-timeout) */
 
 struct pfs_fs {
     int mds;
@@ -72,9 +78,17 @@ struct pfs_file {
     PIO_Win win;
     uint8_t *winbuf;
     struct xfer *wx, *rx; /* striped transfer state, kept for reuse */
+    double indirect;      /* CLOCK_MONOTONIC s: until then reads go in replies */
 };
 
 static _Thread_local char errtext[512];
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 const char *pfs_errtext(void)
 {
@@ -829,7 +843,9 @@ static int slot_finish(struct xfer *x, int k)
     if (x->write)
         return rep.len != pc->len || rep.off != x->hash[k] ? damaged(x, k, pc->len) : PIO_OK;
     uint64_t got = rep.len < pc->len ? rep.len : pc->len;
-    if (x->direct)
+    if (x->direct && got > 0 && rep.dlen > 0) /* the server could not put: in the reply */
+        x->f->indirect = mono_s() + INDIRECT_S;
+    if (x->direct && rep.dlen == 0)
         memcpy(x->dst[k], x->f->winbuf + (size_t)k * PFS_IO_MAX, (size_t)got);
     else if (rep.dlen >= got)
         memcpy(x->dst[k], rep.data, (size_t)got);
@@ -858,6 +874,7 @@ struct next_piece {
 static int xfer_pump(struct xfer *x, int (*next)(void *ctx, struct next_piece *np), void *ctx)
 {
     int rc = PIO_OK, inflight = 0, more = 1;
+    char first[sizeof(errtext)] = ""; /* the words of rc: later pieces' calls overwrite errtext */
     while (more || inflight > 0) {
         int k = -1;
         for (int i = 0; i < PIPE && k < 0; i++)
@@ -873,6 +890,7 @@ static int xfer_pump(struct xfer *x, int (*next)(void *ctx, struct next_piece *n
                 inflight++;
                 continue;
             }
+            snprintf(first, sizeof(first), "%s", errtext);
         }
         if (rc != PIO_OK && inflight == 0)
             break;
@@ -884,9 +902,13 @@ static int xfer_pump(struct xfer *x, int (*next)(void *ctx, struct next_piece *n
             break;
         int r = slot_finish(x, o);
         inflight--;
-        if (r != PIO_OK && rc == PIO_OK)
+        if (r != PIO_OK && rc == PIO_OK) {
             rc = r;
+            snprintf(first, sizeof(first), "%s", errtext);
+        }
     }
+    if (rc != PIO_OK)
+        snprintf(errtext, sizeof(errtext), "%s", first);
     return rc;
 }
 
@@ -958,7 +980,7 @@ int pfs_pread(pfs_file *f, void *buf, size_t count, uint64_t offset, size_t *got
     if (offset >= f->size)
         return PIO_OK;
     uint64_t len = f->size - offset < count ? f->size - offset : count;
-    int direct = len >= PFS_READ_DIRECT;
+    int direct = len >= PFS_READ_DIRECT && mono_s() >= f->indirect;
     int rc = direct ? ensure_window(f) : PIO_OK;
     if (rc != PIO_OK)
         return rc;

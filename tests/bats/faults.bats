@@ -344,6 +344,31 @@ merged() {
   cmp "$W/src" "$W/back"
 }
 
+@test "pfs: I/O servers whose one-sided puts fail (as a cut link breaks them) still serve a get: the bytes come in the replies" {
+  # In the soak a get during a link cut failed with "no such window" or "gone
+  # away": the servers' puts into the reader's window broke (the window's
+  # ASK / DESC exchange or the transport's connection) while PIO messages
+  # went on over the links up. Here the servers' one-sided transport has no
+  # device at all (UCX_NET_DEVICES names none), so every put fails at once.
+  mkdir -p "$W/iod1" "$W/iod2"
+  local nodev=(UCX_TLS=tcp UCX_NET_DEVICES=nosuch0)
+  pio_spawn "$W/iod1.log" env PIO_SOCKET="$SOCK_B" "${nodev[@]}" "$PIO_BUILD/sbin/pfs-iod" \
+    --dir "$W/iod1" --name flt.iod.1 --threads 2 >/dev/null
+  pio_spawn "$W/iod2.log" env PIO_SOCKET="$SOCK_B" "${nodev[@]}" "$PIO_BUILD/sbin/pfs-iod" \
+    --dir "$W/iod2" --name flt.iod.2 --threads 2 >/dev/null
+  pio_spawn "$W/mds.log" env PIO_SOCKET="$SOCK_B" "$PIO_BUILD/sbin/pfs-mds" --db "$W/mds.db" \
+    --name flt.mds --iods flt.iod.1,flt.iod.2 >/dev/null
+  pio_wait_until 30 env PIO_PARTNER_TIMEOUT=2 "$PIO_BUILD/bin/pfs" --mds flt.mds df
+  head -c $((16 << 20)) /dev/urandom >"$W/src"
+  run timeout 120 "$PIO_BUILD/bin/pfs" --mds flt.mds put -c 2 "$W/src" /nop
+  assert_success
+  run timeout 120 "$PIO_BUILD/bin/pfs" --mds flt.mds get /nop "$W/back"
+  echo "$output"
+  assert_success
+  cmp "$W/src" "$W/back"
+  grep -h "the bytes go in the reply" "$W/iod1.log" "$W/iod2.log"
+}
+
 # ---- 2. piod killed and restarted -------------------------------------------
 
 @test "pcp: the receiving piod (B) killed mid-copy: a clear error, no file under its name; restarted, --resume finishes and new copies work" {
