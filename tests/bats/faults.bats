@@ -350,19 +350,20 @@ merged() {
   # ASK / DESC exchange or the transport's connection) while PIO messages
   # went on over the links up. Here the servers' one-sided transport has no
   # device at all (UCX_NET_DEVICES names none), so every put fails at once.
+  # Names of their own: the servers of the case before may still run.
   mkdir -p "$W/iod1" "$W/iod2"
   local nodev=(UCX_TLS=tcp UCX_NET_DEVICES=nosuch0)
   pio_spawn "$W/iod1.log" env PIO_SOCKET="$SOCK_B" "${nodev[@]}" "$PIO_BUILD/sbin/pfs-iod" \
-    --dir "$W/iod1" --name flt.iod.1 --threads 2 >/dev/null
+    --dir "$W/iod1" --name nod.iod.1 --threads 2 >/dev/null
   pio_spawn "$W/iod2.log" env PIO_SOCKET="$SOCK_B" "${nodev[@]}" "$PIO_BUILD/sbin/pfs-iod" \
-    --dir "$W/iod2" --name flt.iod.2 --threads 2 >/dev/null
+    --dir "$W/iod2" --name nod.iod.2 --threads 2 >/dev/null
   pio_spawn "$W/mds.log" env PIO_SOCKET="$SOCK_B" "$PIO_BUILD/sbin/pfs-mds" --db "$W/mds.db" \
-    --name flt.mds --iods flt.iod.1,flt.iod.2 >/dev/null
-  pio_wait_until 30 env PIO_PARTNER_TIMEOUT=2 "$PIO_BUILD/bin/pfs" --mds flt.mds df
+    --name nod.mds --iods nod.iod.1,nod.iod.2 >/dev/null
+  pio_wait_until 30 env PIO_PARTNER_TIMEOUT=2 "$PIO_BUILD/bin/pfs" --mds nod.mds df
   head -c $((16 << 20)) /dev/urandom >"$W/src"
-  run timeout 120 "$PIO_BUILD/bin/pfs" --mds flt.mds put -c 2 "$W/src" /nop
+  run timeout 120 "$PIO_BUILD/bin/pfs" --mds nod.mds put -c 2 "$W/src" /nop
   assert_success
-  run timeout 120 "$PIO_BUILD/bin/pfs" --mds flt.mds get /nop "$W/back"
+  run timeout 120 "$PIO_BUILD/bin/pfs" --mds nod.mds get /nop "$W/back"
   echo "$output"
   assert_success
   cmp "$W/src" "$W/back"
