@@ -20,6 +20,7 @@
 struct pio_fout_item {
     struct pio_fout_item *next;
     size_t off, len;
+    int whole; /* data is a whole frame: the socket took none of it when queued */
     uint8_t data[];
 };
 
@@ -146,6 +147,7 @@ int pio_fout_send(struct pio_fout *out, int fd, const void *buf, size_t len)
         return PIO_ENOMEM;
     q->next = NULL;
     q->off = 0;
+    q->whole = sent == 0;
     q->len = len - sent;
     memcpy(q->data, (const uint8_t *)buf + sent, q->len);
     if (out->tail)
@@ -166,6 +168,19 @@ void pio_fout_clear(struct pio_fout *out)
     }
     out->tail = NULL;
     out->queued = 0;
+}
+
+size_t pio_fout_salvage(struct pio_fout *out,
+                        void (*each)(void *arg, const uint8_t *frame, size_t len), void *arg)
+{
+    size_t n = 0;
+    for (struct pio_fout_item *q = out->head; q; q = q->next)
+        if (q->whole) {
+            each(arg, q->data, q->len);
+            n++;
+        }
+    pio_fout_clear(out);
+    return n;
 }
 
 int pio_unix_connect(const char *path, int *fd)

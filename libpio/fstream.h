@@ -59,6 +59,16 @@ int pio_fout_flush(struct pio_fout *out, int fd);
 /* pio_fout_clear - drop what waits. */
 void pio_fout_clear(struct pio_fout *out);
 
+/* pio_fout_salvage - the socket died: hand every waiting frame we still hold
+ * whole to each(arg, frame, len), in order, then drop what waits. For a
+ * queue fed one whole frame per pio_fout_send. The other end cannot have
+ * had any of them whole: the socket never took all their bytes (a head
+ * flushed before the death is a piece it throws away with the connection).
+ * A frame whose head went out in pio_fout_send itself is dropped: only its
+ * tail was queued. Returns how many frames were handed on. */
+size_t pio_fout_salvage(struct pio_fout *out,
+                        void (*each)(void *arg, const uint8_t *frame, size_t len), void *arg);
+
 /* pio_unix_connect - connect to a piod's process socket at path; *fd [out]
  * is non-blocking, close-on-exec. Returns PIO_OK, PIO_ENOPIOD (nothing
  * listens there), PIO_EACCES or another converted errno. */

@@ -2006,9 +2006,25 @@ static void on_ctl_frame(struct piod *d, const char *user, const uint8_t *buf, s
 
 /* ---- the express lane (chan.c opens and authenticates it) ---- */
 
-/* Our lane to a peer failed: what waits for it is lost with it (as on a
- * broken ZeroMQ connection); later frames take ZeroMQ until the lane's
- * thread has opened a new one. */
+struct lane_salvage {
+    struct piod *d;
+    int peer;
+    size_t lost;
+};
+
+static void lane_salvage_one(void *arg, const uint8_t *frame, size_t len)
+{
+    struct lane_salvage *s = arg;
+    if (zmq_send(s->d->peers[s->peer].dealer, frame, len, ZMQ_DONTWAIT) < 0)
+        s->lost++;
+}
+
+/* Our lane to a peer failed; later frames take ZeroMQ until the lane's
+ * thread has opened a new one. The frames still waiting for the lane (it
+ * was full: a stalled link, a slow peer) go to ZeroMQ first, in order: they
+ * are eager messages (the sender keeps nothing of those), grants and
+ * outcomes, and the peer never had them whole. What the kernel had taken is
+ * lost with the connection, as on a broken ZeroMQ connection. */
 static void express_out_down(struct piod *d, int peer, const char *why)
 {
     struct piod_peer_st *p = &d->peers[peer];
@@ -2016,10 +2032,14 @@ static void express_out_down(struct piod *d, int peer, const char *why)
         return;
     PIOD_WARN("express lane to %s failed (%s): frames take the control plane until it is back",
               p->cfg->name, why);
-    if (p->xo.queued)
-        PIOD_WARN("%zu bytes of frames waiting for the express lane to %s are lost", p->xo.queued,
-                  p->cfg->name);
-    pio_fout_clear(&p->xo);
+    if (p->xo.queued) {
+        struct lane_salvage s = {.d = d, .peer = peer};
+        size_t queued = p->xo.queued, n = pio_fout_salvage(&p->xo, lane_salvage_one, &s);
+        PIOD_WARN("%zu bytes of frames were waiting for the express lane to %s: %zu frame(s) go on "
+                  "the control plane%s",
+                  queued, p->cfg->name, n - s.lost,
+                  s.lost ? ", some lost (its queue is full)" : "");
+    }
     p->xout = NULL;
     p->xout_fd = -1;
     piod_express_failed(d, peer); /* its thread closes it and reconnects */

@@ -506,3 +506,41 @@ private_kb() {
   [ $((a1 - a0)) -le 1024 ]
   [ $((b1 - b0)) -le 1024 ]
 }
+
+# ---- 9. the express lane dies with frames waiting ------------------------------
+
+@test "the express lane is reset while frames wait for it: an eager message among them still arrives" {
+  command -v ss >/dev/null || skip "no ss(8) to reset the lane"
+  hx_pair
+  bg_start "$BATS_TEST_TMPDIR/sink" env PIO_SOCKET="$PIO_SOCK_B" "$HOSTILE" sink xr-f
+  pio_wait_until 10 grep -q "sink ready" "$BATS_TEST_TMPDIR/sink"
+  bg_start "$BATS_TEST_TMPDIR/recv" env PIO_SOCKET="$PIO_SOCK_B" timeout 90 "$CHECK" recv sizes \
+    -a xr-r -p xr-s -S 1000
+  rp=$BG_PID
+  pio_wait_until 10 grep -q "process xr-r:0 of 1 joined" "$D/B.log"
+  # xr-s finds xr-r now and speaks in 8 s, when A's lane to B is full
+  bg_start "$BATS_TEST_TMPDIR/lw" env PIO_SOCKET="$PIO_SOCK_A" "$HOSTILE" last-words xr-r -j xr-s -t 8
+  lwp=$BG_PID
+  pio_wait_until 10 grep -q "RESULT ready" "$BATS_TEST_TMPDIR/lw"
+  bpid=$(cat "$D/B.pid")
+  kill -STOP "$bpid"
+  # B reads nothing: an eager flood fills the lane's socket, then its queue
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 30 "$HOSTILE" flood-send 200000 -j xr-fs -p xr-f
+  echo "$output"
+  bg_wait "$lwp"
+  cat "$BATS_TEST_TMPDIR/lw"
+  pio_wait_until 10 grep -q "process xr-s:0 (pid [0-9]*) left: PIO_Exit" "$D/A.log"
+  # the lane (and channel 0: the same addresses) reset under A's feet
+  ss -K src 127.1.0.1 dst 127.2.0.1 dport = ":$DP" >/dev/null 2>&1 || true
+  pio_wait_until 10 grep -q "express lane to B failed" "$D/A.log"
+  sleep 1 # what waited for the lane is handed over (7000 frames: some 70 ms)
+  kill -CONT "$bpid"
+  bg_wait "$rp"
+  cat "$BATS_TEST_TMPDIR/recv"
+  grep "express lane to B" "$D/A.log"
+  [ "$BG_RC" -eq 0 ]
+  grep -q '^OK sizes: 1 messages' "$BATS_TEST_TMPDIR/recv"
+  grep -E "bytes of frames were waiting for the express lane to B: [1-9][0-9]* frame\(s\) go on the control plane" "$D/A.log"
+  pio_wait_channels "$PIO_SOCK_A" 1
+  transfer xr
+}
