@@ -21,26 +21,11 @@ teardown() {
 
 # start_pair K FLAGS_A FLAGS_B: a pair on loopback; B exports $BATS_TEST_TMPDIR/exp
 start_pair() {
-  local k=$1 fa=$2 fb=$3 i la=() lb=() cport dport
   DIR=$BATS_TEST_TMPDIR/pair EXP=$BATS_TEST_TMPDIR/exp
   mkdir -p "$DIR" "$EXP"
-  _pio_keys "$DIR" A B
-  cport=$(_pio_port); dport=$(_pio_port)
-  for ((i = 0; i < k; i++)); do la+=("127.1.$i.1"); lb+=("127.2.$i.1"); done
-  local IFS=,
-  local pa="B=${lb[*]}" pb="A=${la[*]}"
-  unset IFS
-  local args_a=() args_b=()
-  for i in "${la[@]}"; do args_a+=(--listen "$i"); done
-  for i in "${lb[@]}"; do args_b+=(--listen "$i"); done
-  # shellcheck disable=SC2086 # the flags are words
-  _pio_start A "$DIR" "" -- "${args_a[@]}" --peer "$pa" --control-port "$cport" \
-    --data-port "$dport" --link-timeout 5 $fa
-  # shellcheck disable=SC2086
-  _pio_start B "$DIR" "" -- "${args_b[@]}" --peer "$pb" --control-port "$cport" \
-    --data-port "$dport" --link-timeout 5 --export "$EXP" $fb
-  SOCK_A=$DIR/A.sock SOCK_B=$DIR/B.sock
-  _pio_wait_sock "$SOCK_A" && _pio_wait_sock "$SOCK_B"
+  PIO_PIOD_FLAGS_A="--link-timeout 5 $2" PIO_PIOD_FLAGS_B="--link-timeout 5 --export $EXP $3" \
+    pio_pair_loopback_start "$DIR" "$1"
+  SOCK_A=$PIO_SOCK_A SOCK_B=$PIO_SOCK_B
 }
 
 # pair TEST NAME [args]: pio-check receiver on B, sender on A, both OK

@@ -5,7 +5,9 @@
 # PIO_BUILD first). Every piod started here is recorded for pio_cleanup when
 # helpers.bash is loaded; scripts call pio_piods_stop.
 #
-#   pio_pair_loopback DIR K        two systems A and B on loopback, K channels each:
+#   pio_pair_loopback DIR K        two systems A and B on loopback, K channels each
+#                                  (pio_pair_loopback_start: the same, not waiting
+#                                  for the channels; PIO_PIOD_FLAGS_A/_B per side):
 #                                  A listens on 127.1.i.1, B on 127.2.i.1 (i = 0..K-1),
 #                                  unique ports; exports PIO_SOCK_A, PIO_SOCK_B
 #   pio_pair_testbed DIR BED K     A on host h1, B on host h2 of an existing bed,
@@ -70,6 +72,14 @@ _pio_wait_sock() {
 }
 
 pio_pair_loopback() {
+  pio_pair_loopback_start "$1" "$2" &&
+    pio_wait_channels "$PIO_SOCK_A" "$2" && pio_wait_channels "$PIO_SOCK_B" "$2"
+}
+
+# pio_pair_loopback_start DIR K: pio_pair_loopback without waiting for the
+# channels (a test that expects some never to come up); extra flags for one
+# side only in PIO_PIOD_FLAGS_A / PIO_PIOD_FLAGS_B (words).
+pio_pair_loopback_start() {
   local dir=$1 k=$2 i la=() lb=() cport dport
   _pio_keys "$dir" A B || return 1
   cport=$(_pio_port); dport=$(_pio_port)
@@ -80,11 +90,14 @@ pio_pair_loopback() {
   local args_a=() args_b=()
   for i in "${la[@]}"; do args_a+=(--listen "$i"); done
   for i in "${lb[@]}"; do args_b+=(--listen "$i"); done
-  _pio_start A "$dir" "" -- "${args_a[@]}" --peer "$pa" --control-port "$cport" --data-port "$dport"
-  _pio_start B "$dir" "" -- "${args_b[@]}" --peer "$pb" --control-port "$cport" --data-port "$dport"
+  # shellcheck disable=SC2086 # the per-side flags are words
+  _pio_start A "$dir" "" -- "${args_a[@]}" --peer "$pa" --control-port "$cport" --data-port "$dport" \
+    ${PIO_PIOD_FLAGS_A:-}
+  # shellcheck disable=SC2086
+  _pio_start B "$dir" "" -- "${args_b[@]}" --peer "$pb" --control-port "$cport" --data-port "$dport" \
+    ${PIO_PIOD_FLAGS_B:-}
   export PIO_SOCK_A=$dir/A.sock PIO_SOCK_B=$dir/B.sock
-  _pio_wait_sock "$PIO_SOCK_A" && _pio_wait_sock "$PIO_SOCK_B" &&
-    pio_wait_channels "$PIO_SOCK_A" "$k" && pio_wait_channels "$PIO_SOCK_B" "$k"
+  _pio_wait_sock "$PIO_SOCK_A" && _pio_wait_sock "$PIO_SOCK_B"
 }
 
 pio_pair_testbed() {
