@@ -929,13 +929,16 @@ static void *rx_thread(void *arg)
         piod_post(d, xe);
         goto out;
     }
-    /* this channel replaces any earlier one of the same peer and index */
+    /* this channel replaces any earlier one of the same peer and index; old
+     * is touched only under key_mtx: rx_adopt's reaper frees a dead
+     * receiver once it has cleared (or found replaced) its slot under that
+     * lock (TSan saw this read after the free) */
     pthread_mutex_lock(&d->key_mtx);
     old = d->peers[rx->peer].rx[rx->index];
     d->peers[rx->peer].rx[rx->index] = rx;
-    pthread_mutex_unlock(&d->key_mtx);
     if (old && !atomic_load(&old->dead))
-        d->tp->shutdown(old->conn);
+        d->tp->shutdown(old->conn); /* shutdown(2): never blocks, calls nothing up */
+    pthread_mutex_unlock(&d->key_mtx);
     struct piod_ev *ev = calloc(1, sizeof(*ev));
     if (ev) {
         ev->kind = PIOD_EV_CHAN;
