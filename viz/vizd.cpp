@@ -27,6 +27,7 @@
 #include "viz/vizd.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -164,7 +165,10 @@ struct Options {
 Options opt;
 Stats stats;
 Hub *hub;
-volatile sig_atomic_t stop_flag;
+// set by a signal and by the receiving threads, read by all: lock-free, so
+// signal-safe (a volatile sig_atomic_t was a data race between threads)
+std::atomic<int> stop_flag{0};
+static_assert(std::atomic<int>::is_always_lock_free, "stop_flag must be signal-safe");
 
 void on_signal(int)
 {
