@@ -62,10 +62,10 @@ struct piod_txchan {
     pthread_t thr;
     pthread_mutex_t mtx;
     pthread_cond_t cv;
-    int state;   /* 0 down, 1 connecting, 2 up */
-    int express; /* the express lane (frames for the main loop), not a data channel */
-    int stop;
-    int conn_dead;                 /* the connection failed: reconnect */
+    int state;       /* 0 down, 1 connecting, 2 up */
+    int express;     /* the express lane (frames for the main loop), not a data channel */
+    atomic_int stop; /* written under mtx, read anywhere */
+    int conn_dead;   /* the connection failed: reconnect */
     struct piod_chunk *q, *q_tail; /* waiting to be sent */
     struct piod_chunk *unacked;    /* sent, not acknowledged */
     uint64_t queued_bytes;         /* in q and unacked */
