@@ -146,6 +146,7 @@ static struct {
     struct inmsg *msgs, *msgs_tail;
     struct pio_request *recvs, *sends;
     struct copy_job *jobs, *jobs_tail;
+    int copying; /* the reader runs copies without the lock (run_jobs) */
     struct lookup *lookups;
     uint64_t next_sid, next_req;
 } g = {.mtx = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .evfd = -1};
@@ -704,6 +705,7 @@ static void run_jobs(void)
     g.jobs = g.jobs_tail = NULL;
     if (!jobs)
         return;
+    g.copying = 1;
     pthread_mutex_unlock(&g.mtx);
     for (struct copy_job *j = jobs; j; j = j->next) {
         struct inmsg *m = j->m;
@@ -719,6 +721,8 @@ static void run_jobs(void)
                         (m->flags & PIO_WF_BIGEND) != 0);
     }
     pthread_mutex_lock(&g.mtx);
+    g.copying = 0;
+    pthread_cond_broadcast(&g.cv); /* fail_everything may wait for us */
     while (jobs) {
         struct copy_job *j = jobs;
         jobs = j->next;
@@ -731,8 +735,14 @@ static void run_jobs(void)
     }
 }
 
+/* g.mtx held. Waits first for copies the reader runs without the lock: it
+ * still writes into the receives' buffers, which their owners may free as
+ * soon as they are completed here (PIO_Exit from another thread; TSan, then
+ * a SEGV, in pcp). The reader itself (lost()) never has copies running. */
 static void fail_everything(int status)
 {
+    while (g.copying)
+        pthread_cond_wait(&g.cv, &g.mtx);
     g.closed = 1;
     for (struct pio_request *r = g.recvs; r; r = r->next)
         req_complete(r, status);
