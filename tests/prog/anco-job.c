@@ -105,8 +105,11 @@ int main(int argc, char **argv)
     int rc = anco_init(NULL, (int)rank, size, &a), bad = 0;
     if (rc != PIO_OK)
         return fail("anco_init", rc);
-    if ((rc = anco_open(a, path, &f, &fsize)) != PIO_OK)
-        return fail("anco_open", rc);
+    if ((rc = anco_open(a, path, &f, &fsize)) != PIO_OK) {
+        fail("anco_open", rc);
+        anco_finalize(a); /* every rank fails the same open: they leave together */
+        return 1;
+    }
     const uint64_t blk = 1 << 20; /* the tests run with the default block */
     if (!strcmp(mode, "random")) {
         int reads = argc > 5 ? atoi(argv[5]) : 100;
