@@ -31,9 +31,11 @@ pio_free_port() {
 }
 
 # pio_wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds.
-# Fails (status 1, with a message on stderr) when SECONDS pass first.
+# Fails (status 1, with a message on stderr) when SECONDS pass first;
+# SECONDS are multiplied by PIO_TEST_MULT, which tests/run sets for slow
+# (sanitized) builds as it does for its own timeouts.
 pio_wait_until() {
-  local limit=$1; shift
+  local limit=$(( $1 * ${PIO_TEST_MULT:-1} )); shift
   local end=$(( $(date +%s%N) + limit * 1000000000 ))
   until "$@" >/dev/null 2>&1; do
     if [ "$(date +%s%N)" -ge "$end" ]; then
