@@ -333,7 +333,7 @@ struct piod {
     struct piod_pending_partner *pending;
     uint64_t next_msgid;
     uint64_t last_tick_ms;
-    volatile int stopping;
+    atomic_int stopping;
     int sock_bound;             /* we bound cfg.socket (and so may remove it) */
     volatile sig_atomic_t dump; /* SIGUSR1: log the messages in flight */
     uint8_t *scratch;           /* main thread frame buffer (encoding) */
