@@ -5,6 +5,7 @@
  * request from it costs a PIO_Addpartner, later ones a table look-up under
  * part_mtx (never held across a PIO call that waits). */
 #include "pfs/srv.h"
+#include "memtrim.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -48,6 +49,7 @@ int64_t pfs_now_ns(void)
 int pfs_srv_recv(int cls, uint8_t *buf, size_t cap, int timeout, struct pfs_msg *m)
 {
     for (;;) {
+        pio_mem_trim_tick();
         PIO_Status st;
         int rc = PIO_Recv(PIO_ANY_PARTNER, PIO_ANY_PROCESS, PFS_TAG_REQ + cls, buf, PIO_BYTE, cap,
                           timeout, PIO_BLOCKING, &st);

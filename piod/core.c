@@ -29,6 +29,7 @@
 #include "piod/relay.h"
 #include "piod/log.h"
 #include "err.h"
+#include "memtrim.h"
 #include "types.h"
 
 #include <errno.h>
@@ -2291,6 +2292,7 @@ static void tick(struct piod *d, uint64_t now)
 {
     piod_relay_tick(d, now);
     piod_files_tick(d, now);
+    pio_mem_trim_tick();
     uint64_t dt = now - d->last_tick_ms;
     if (dt < TICK_MS)
         return;

@@ -23,6 +23,7 @@
 // simulation is held back, through its window); without one the new step is
 // dropped. Late joiners learn everything from the first descriptor; a new
 // simulation (another name, grid or field list) resets the assembly.
+#include "memtrim.h"
 #include "viz/outputs.h"
 #include "viz/vizd.h"
 
@@ -870,6 +871,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < opt.threads; i++)
         rx.emplace_back(receiver, i);
     while (!stop_flag) {
+        pio_mem_trim_tick();
         write_status();
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }

@@ -18,6 +18,7 @@
 #include "files_h5.h"
 #include "pcp_proto.h"
 #include "err.h"
+#include "memtrim.h"
 #include "pio.h"
 #include "win.h"
 
@@ -1080,6 +1081,7 @@ int main(int argc, char **argv)
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     uint8_t buf[PCP_MSG_MAX];
     while (!stop) {
+        pio_mem_trim_tick();
         PIO_Status st;
         rc = PIO_Recv(PIO_ANY_PARTNER, PIO_ANY_PROCESS, PCP_TAG_REQ, buf, PIO_BYTE, sizeof(buf),
                       500, PIO_BLOCKING, &st);
