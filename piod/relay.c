@@ -319,8 +319,11 @@ static void *accept_thread(void *arg)
     for (;;) {
         struct pio_tp_conn *c;
         int rc = d->tp->accept(d->relay_l, &o, &c);
-        if (rc == PIO_ECLOSED || d->stopping)
+        if (rc == PIO_ECLOSED || d->stopping) {
+            if (rc == PIO_OK) /* accepted as we stop */
+                d->tp->close(c);
             break;
+        }
         if (rc != PIO_OK)
             continue;
         char remote[PIO_TP_ADDR], addr[PIOD_ADDR_MAX];

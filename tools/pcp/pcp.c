@@ -354,6 +354,7 @@ static int put_file(const char *src, const char *dst)
     snprintf(m.text, sizeof(m.text), "%s", basename(tmp));
     snprintf(m.path, sizeof(m.path), "%s", dst);
     uint8_t *buf[WINDOW] = {0};
+    PIO_Request rq[WINDOW] = {0}; /* NULL when none is outstanding */
     XXH3_state_t *hs = XXH3_createState();
     int rc = -1;
     for (int i = 0; i < WINDOW; i++)
@@ -382,7 +383,6 @@ static int put_file(const char *src, const char *dst)
         goto out;
     struct progress pr = {src, size, off, off, now(), 0};
     o.skipped_bytes += off;
-    PIO_Request rq[WINDOW];
     int busy[WINDOW] = {0}, conn[WINDOW] = {0};
     uint64_t k = 0;
     while (off < size) {
@@ -440,8 +440,10 @@ static int put_file(const char *src, const char *dst)
     o.bytes += size;
     rc = 0;
 out:
-    for (int i = 0; i < WINDOW; i++)
+    for (int i = 0; i < WINDOW; i++) {
+        pcp_orphan(&rq[i], &buf[i]); /* a send still outstanding keeps its buffer */
         free(buf[i]);
+    }
     XXH3_freeState(hs);
     close(fd);
     return rc;
@@ -513,6 +515,7 @@ static int get_file(const char *src, const char *dst)
     snprintf(bcopy, sizeof(bcopy), "%s", dst);
     snprintf(part, sizeof(part), "%s/.%s.pcp-part", dirname(dcopy), basename(bcopy));
     uint8_t *buf[WINDOW] = {0};
+    PIO_Request rq[WINDOW] = {0}; /* NULL when none is outstanding */
     XXH3_state_t *hs = XXH3_createState();
     int rc = -1, fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     uint64_t size = info.size, off = 0;
@@ -556,7 +559,6 @@ static int get_file(const char *src, const char *dst)
     }
     struct progress pr = {src, size, off, off, now(), 0};
     o.skipped_bytes += off;
-    PIO_Request rq[WINDOW];
     uint64_t posted = off, k = 0, kdone = 0;
     struct pcp_msg end;
     int have_end = 0; /* the service's END (or another step) came early */
@@ -635,8 +637,10 @@ static int get_file(const char *src, const char *dst)
     o.bytes += size;
     rc = 0;
 out:
-    for (int i = 0; i < WINDOW; i++)
+    for (int i = 0; i < WINDOW; i++) {
+        pcp_orphan(&rq[i], &buf[i]); /* a receive still posted keeps its buffer */
         free(buf[i]);
+    }
     XXH3_freeState(hs);
     if (fd >= 0)
         close(fd);
@@ -920,5 +924,6 @@ int main(int argc, char **argv)
                secs > 0 ? (double)(o.bytes - o.skipped_bytes) / secs / 1e6 : 0.0,
                o.verify ? "true" : "false", bad ? "false" : "true");
     PIO_Exit();
+    pcp_orphans_reap(); /* every request is done now: free their buffers */
     return bad ? 1 : 0;
 }

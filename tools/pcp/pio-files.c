@@ -358,6 +358,7 @@ static void do_get(struct session *s)
     uint32_t sid = q->session;
     int fd = -1;
     uint8_t *buf[2] = {NULL, NULL};
+    PIO_Request rq[2] = {NULL, NULL}; /* NULL when none is outstanding */
     XXH3_state_t *hs = XXH3_createState();
     struct stat sb;
     if ((fd = open_source(s, sid, &sb, " (use -r)")) < 0)
@@ -390,7 +391,6 @@ static void do_get(struct session *s)
     m.off = off;
     if (send_msg(s, sid, &m) != PIO_OK)
         goto out;
-    PIO_Request rq[2];
     int busy[2] = {0, 0}, k = 0;
     while (off < size) {
         if (busy[k] && PIO_Wait(&rq[k], STEP_MS, NULL) != PIO_OK)
@@ -421,8 +421,10 @@ static void do_get(struct session *s)
     m.hash = XXH3_64bits_digest(hs);
     send_msg(s, sid, &m);
 out:
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
+        pcp_orphan(&rq[i], &buf[i]); /* a send still outstanding keeps its buffer */
         free(buf[i]);
+    }
     if (fd >= 0)
         close(fd);
     XXH3_freeState(hs);
@@ -1082,6 +1084,7 @@ int main(int argc, char **argv)
     uint8_t buf[PCP_MSG_MAX];
     while (!stop) {
         pio_mem_trim_tick();
+        pcp_orphans_reap();
         PIO_Status st;
         rc = PIO_Recv(PIO_ANY_PARTNER, PIO_ANY_PROCESS, PCP_TAG_REQ, buf, PIO_BYTE, sizeof(buf),
                       500, PIO_BLOCKING, &st);
@@ -1121,5 +1124,6 @@ int main(int argc, char **argv)
             free(s);
     }
     PIO_Exit();
+    pcp_orphans_reap(); /* every request is done now: free their buffers */
     return 0;
 }
