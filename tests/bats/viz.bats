@@ -154,7 +154,7 @@ PY
 @test "the receiver killed and restarted mid-run: the simulation runs on, the new receiver takes the next steps" {
   mkdir "$W/arch1" "$W/arch2"
   vizd "$W/vizd1.log" --threads 2 --archive "$W/arch1"
-  PIO_SOCKET=$PIO_SOCK_A timeout 120 "${MPIRUN[@]}" -np 4 "$HEAT" --n 24 --steps 60 --sleep 50 \
+  PIO_SOCKET=$PIO_SOCK_A timeout $((120 * ${PIO_TEST_MULT:-1})) "${MPIRUN[@]}" -np 4 "$HEAT" --n 24 --steps 60 --sleep 50 \
     --stats </dev/null >"$W/heat.out" 2>&1 &
   hp=$!
   pio_wait_until 30 sh -c "ls $W/arch1/step_00001*.vti"
