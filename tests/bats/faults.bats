@@ -129,6 +129,13 @@ b_tmpfs() {
   MOUNTS+=("$1")
 }
 
+# b_room DIR KIB: the tmpfs at DIR (as B sees it) has at least KIB free. A
+# failed copy's part file is unlinked at once, but its space comes back when
+# the file service's session closes it, a moment later.
+b_room() {
+  [ "$(b_ns df --output=avail -k "$1" | tail -n 1)" -ge "$2" ]
+}
+
 # stop_piod A|B [SIGNAL]: signal the piod (default TERM) and wait until it
 # is gone (or a zombie: it may be a child of another shell of Bats')
 stop_piod() {
@@ -503,7 +510,9 @@ msg_pair() {
   run b_ns ls -A "$EXP/full"
   echo "left there: $output"
   refute_output --regexp "(^|[[:space:]])big($|[[:space:]])"
-  # B still serves: a copy that fits, and one to the roomy export
+  # B still serves: a copy that fits (once the part's space is back), and
+  # one to the roomy export
+  pio_wait_until 20 b_room "$EXP/full" 4096
   head -c $((2 << 20)) /dev/urandom >"$W/small"
   run timeout 60 "$PCP" -q "$W/small" B:full/small
   assert_success

@@ -1,9 +1,9 @@
 # tools/pcp/module.mk - pcp (bin) and the file service pio-files (sbin, started by piod).
 # (pcp_proto.c, the file service protocol, is in libpio: PIO_File_* speak it too)
 # pio-files writes HDF5-mode merged output with the serial libhdf5 (it uses no MPI).
-PCP_OBJS      := $(B)/tools/pcp/pcp.o
-PIOFILES_OBJS := $(B)/tools/pcp/pio-files.o $(B)/tools/pcp/files_h5.o
-OBJS  += $(PCP_OBJS) $(PIOFILES_OBJS)
+PCP_OBJS      := $(B)/tools/pcp/pcp.o $(B)/tools/pcp/orphan.o
+PIOFILES_OBJS := $(B)/tools/pcp/pio-files.o $(B)/tools/pcp/files_h5.o $(B)/tools/pcp/orphan.o
+OBJS  += $(sort $(PCP_OBJS) $(PIOFILES_OBJS))
 BINS  += $(B)/bin/pcp
 SBINS += $(B)/sbin/pio-files
 

@@ -14,6 +14,7 @@
  * renamed into place once verified, as the service does for sent files.
  */
 #include "info.h"
+#include "orphan.h"
 #include "pcp_proto.h"
 #include "pio.h"
 

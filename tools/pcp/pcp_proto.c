@@ -2,10 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause */
 #include "pcp_proto.h"
 #include "capture.h"
-#include "pio.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -199,56 +196,4 @@ int pcp_write(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse)
         i += len;
     }
     return i > run ? write_all(fd, b + run, i - run, off + run) : 0;
-}
-
-/* ---- requests given up on, and their buffers ---- */
-
-struct orphan {
-    struct orphan *next;
-    PIO_Request rq;
-    uint8_t *buf;
-};
-
-static pthread_mutex_t orphans_mtx = PTHREAD_MUTEX_INITIALIZER;
-static struct orphan *orphans;
-
-void pcp_orphan(struct pio_request **rq, uint8_t **buf)
-{
-    if (!*rq)
-        return;
-    struct orphan *o = malloc(sizeof(*o));
-    if (!o) { /* keep the buffer alive: a leak, never a write into freed memory */
-        *rq = NULL;
-        *buf = NULL;
-        return;
-    }
-    o->rq = *rq;
-    o->buf = *buf;
-    *rq = NULL;
-    *buf = NULL;
-    pthread_mutex_lock(&orphans_mtx);
-    o->next = orphans;
-    orphans = o;
-    pthread_mutex_unlock(&orphans_mtx);
-    pcp_orphans_reap();
-}
-
-int pcp_orphans_reap(void)
-{
-    int left = 0;
-    pthread_mutex_lock(&orphans_mtx);
-    for (struct orphan **pp = &orphans; *pp;) {
-        struct orphan *o = *pp;
-        int done = 0;
-        if (PIO_Test(&o->rq, &done, NULL) != PIO_OK || done || !o->rq) {
-            *pp = o->next;
-            free(o->buf);
-            free(o);
-        } else {
-            pp = &o->next;
-            left++;
-        }
-    }
-    pthread_mutex_unlock(&orphans_mtx);
-    return left;
 }

@@ -140,17 +140,4 @@ int pcp_write(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse);
  * file is shorter or unreadable. */
 int pcp_hash_prefix(int fd, uint64_t len, void *state, uint8_t *buf, size_t cap);
 
-/* pcp_orphan - an error path gives up on a request that may still read or
- * write its buffer (a send not yet in the pool, a posted receive): the
- * buffer must outlive it, so both are kept here and the buffer is freed
- * once the request is done (pcp_orphans_reap). Takes *rq and *buf (sets
- * both to NULL; *buf was malloc'd); does nothing when *rq is NULL (the
- * caller frees *buf as usual). Thread-safe. */
-struct pio_request;
-void pcp_orphan(struct pio_request **rq, uint8_t **buf);
-
-/* pcp_orphans_reap - free the orphans whose requests are done (after
- * PIO_Exit every one is). Returns how many are left. Thread-safe. */
-int pcp_orphans_reap(void);
-
 #endif

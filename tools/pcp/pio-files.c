@@ -16,6 +16,7 @@
  * copy that stops half way leaves only the part file, which `--resume` uses.
  */
 #include "files_h5.h"
+#include "orphan.h"
 #include "pcp_proto.h"
 #include "err.h"
 #include "memtrim.h"
