@@ -131,9 +131,10 @@ print(" ".join(str(c[sys.argv[2]]) for c in chans))' "$2" "$3"
   wait "$rp" || { cat "$BATS_TEST_TMPDIR/r"; false; }
   grep -q '^OK sizes: 1 messages (128M)' "$BATS_TEST_TMPDIR/r"
   after=$(rows "$R" 'c["peer"] == "s1"' rx_bytes)
-  python3 - "$before" "$after" "$start" "$end" <<'PY'
+  python3 - "$before" "$after" "$start" "$end" "${PIO_TEST_MULT:-1}" <<'PY'
 import sys
 b, a = ([int(x) for x in s.split()] for s in sys.argv[1:3])
+slow = int(sys.argv[5]) > 1  # a sanitized build: its speed is not the code's
 d = [y - x for x, y in zip(b, a)]
 total = sum(d)
 secs = float(sys.argv[4]) - float(sys.argv[3])
@@ -143,7 +144,7 @@ assert len(d) == 4, d
 # every receiver link carries a fair share (ideal 25% each)
 assert all(x >= 0.15 * total for x in d), "a link was left out"
 # and the transfer ran faster than the two links s1 owns could carry it (2 x 12.5 MB/s)
-assert total / secs > 30e6, "not faster than the two links s1 owns"
+assert slow or total / secs > 30e6, "not faster than the two links s1 owns"
 PY
 }
 

@@ -113,6 +113,14 @@ static int parse_sizes(size_t *out, int max)
 
 /* ---- tests ---- */
 
+/* 60 s, times $PIO_TEST_MULT (tests/run sets it for sanitized builds) */
+static int recv_ms(void)
+{
+    const char *m = getenv("PIO_TEST_MULT");
+    int k = m ? atoi(m) : 1;
+    return 60000 * (k >= 1 && k <= 20 ? k : 1);
+}
+
 static void t_sizes(int send)
 {
     size_t sz[64];
@@ -127,7 +135,7 @@ static void t_sizes(int send)
         } else {
             PIO_Status st;
             memset(b, 0xEE, sz[i]);
-            CHECK(PIO_Recv(partner, 0, 1, b, PIO_BYTE, sz[i], 60000, mode, &st));
+            CHECK(PIO_Recv(partner, 0, 1, b, PIO_BYTE, sz[i], recv_ms(), mode, &st));
             if (st.bytes != sz[i] || st.count != sz[i] || st.tag != 1 || st.source != 0)
                 FAIL("status: bytes %zu count %zu tag %d source %d for size %zu", st.bytes,
                      st.count, st.tag, st.source, sz[i]);
