@@ -271,7 +271,9 @@ alive() {
 	client "$BED" h1 198.18.1.1 198.18.1.2 5231 "$BATS_TEST_TMPDIR/rate.json" -t 3
 	run recv_mbit "$BATS_TEST_TMPDIR/rate.json"
 	echo "# link 1 at 50mbit: $output Mbit/s" >&3
-	assert_between "50mbit link Mbit/s" "$output" 45 55
+	# 3 s of one TCP stream, slow start included: 0.8-1.1 of the new rate
+	# (44.4 was seen in CI on a busy host), far from the old 100
+	assert_between "50mbit link Mbit/s" "$output" 40 55
 	"$TB" rate "$BED" h1 1 100mbit
 	"$TB" rate "$BED" h2 1 100mbit
 }
