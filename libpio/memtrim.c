@@ -10,18 +10,38 @@
  * heap stay level (design notes, "What the soak found: memory"). malloc_trim
  * also releases the whole free pages inside a heap (madvise), so resident
  * memory follows what is live. Once per PIO_MEM_TRIM_MS: a trim of a few
- * MiB of heap costs well under a millisecond. */
+ * MiB of heap costs well under a millisecond.
+ *
+ * malloc_trim does not release the top of a thread's arena, and glibc only
+ * shrinks that top when it exceeds the trim threshold, which glibc raises
+ * (up to 64 MiB) each time a freed mmap'd block was larger than the mmap
+ * threshold: after one 4 MiB buffer is freed, later ones come from the
+ * arena and its top stays resident. The soak saw that as steps of 1-4 MiB
+ * that never came back (pfs-iod, piod). So the first tick fixes both
+ * thresholds (which turns glibc's adjustment off): blocks of 256 KiB or more
+ * are mmap'd and unmapped when freed, and an arena's top is trimmed above
+ * 512 KiB. The daemons' big buffers are few and long-lived (pools, scratch),
+ * so the extra mmap calls cost nothing measurable. */
 #include "memtrim.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
 static atomic_uint_fast64_t last_trim_ms;
+static pthread_once_t tune_once = PTHREAD_ONCE_INIT;
+
+static void tune(void)
+{
+    mallopt(M_MMAP_THRESHOLD, PIO_MEM_MMAP_MIN);
+    mallopt(M_TRIM_THRESHOLD, 2 * PIO_MEM_MMAP_MIN);
+}
 
 void pio_mem_trim_tick(void)
 {
+    pthread_once(&tune_once, tune);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;

@@ -467,9 +467,12 @@ typedef struct PIO_Feedinfo {
 /* PIO_Feed_open - this process's side of a feed to application receiver.
  * grid [in]: the global grid (every process passes the same). nfields,
  * names [in], types [in]: the fields (names copied; types PIO_FLOAT,
- * PIO_DOUBLE or PIO_INT32). feed [out]. Does not wait for the receiver.
+ * PIO_DOUBLE or PIO_INT32). feed [out]. Does not wait for the receiver;
+ * with several processes it looks up its own application at its piod,
+ * which answers at once unless a cut link holds the piod back (then up to
+ * $PIO_FEED_WAIT seconds, default 30).
  * Returns PIO_OK, PIO_EINVAL (grid, names, types, counts), PIO_ENOTINIT,
- * PIO_ENOMEM. */
+ * PIO_ENOMEM, PIO_ETIMEDOUT. */
 int PIO_Feed_open(const char *receiver, const PIO_Grid *grid, int nfields, const char *const *names,
                   const int *types, PIO_Feed *feed);
 

@@ -30,6 +30,7 @@
 #include "piod/log.h"
 #include "err.h"
 #include "memtrim.h"
+#include "tsan.h"
 #include "types.h"
 
 #include <errno.h>
@@ -2643,10 +2644,13 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
     uint64_t last_zcheck = 0, last_busy_us = 0;
     uint64_t spin_us = (uint64_t)d->cfg.spin_us;
     uint8_t *rbuf = malloc(d->scratch_len);
-    if (!it || !itc || !rbuf) {
+    size_t zcap = d->scratch_len; /* control frames adopted under TSan (tsan.h) */
+    uint8_t *zbuf = malloc(zcap);
+    if (!it || !itc || !rbuf || !zbuf) {
         free(it);
         free(itc);
         free(rbuf);
+        free(zbuf);
         free(f);
         return PIO_ENOMEM;
     }
@@ -2775,8 +2779,10 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
                     break;
                 }
                 if (zmq_msg_more(&id) && zmq_msg_recv(&body, d->ctl_sock, 0) >= 0)
-                    on_ctl_frame(d, zmq_msg_gets(&body, "User-Id"), zmq_msg_data(&body),
-                                 zmq_msg_size(&body), f);
+                    on_ctl_frame(
+                        d, zmq_msg_gets(&body, "User-Id"),
+                        pio_tsan_adopt(zmq_msg_data(&body), zmq_msg_size(&body), zbuf, zcap),
+                        zmq_msg_size(&body), f);
                 while (zmq_msg_more(&body)) {
                     zmq_msg_close(&body);
                     zmq_msg_init(&body);
@@ -2795,6 +2801,7 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
     free(it);
     free(itc);
     free(rbuf);
+    free(zbuf);
     d->rbuf = NULL;
     return PIO_OK;
 }

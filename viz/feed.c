@@ -114,9 +114,16 @@ int PIO_Feed_open(const char *receiver, const PIO_Grid *grid, int nfields, const
     int rc = PIO_Getappinfo(PIO_SELF, &me);
     if (rc != PIO_OK)
         return rc;
+    const char *mw = getenv("PIO_FEED_WAIT");
+    double mode_wait = mw && *mw && atof(mw) > 0 ? atof(mw) : MODE_WAIT_S;
+    /* our own application, known to our piod since PIO_Init: answered as
+     * soon as the piod reads the look-up. But a piod whose express lane to
+     * a peer is full (a cut link) reads none of its processes until the
+     * lane drains, which takes the link's recovery: the same wait as for
+     * the receiver's INFO (the soak: a 2 s wait failed one run in 257). */
     int self = -1;
-    if (me.nprocs > 1 && (rc = pio_partner_find(me.name, 2000, &self)) != PIO_OK)
-        return rc; /* our own application: known to our piod since PIO_Init */
+    if (me.nprocs > 1 && (rc = pio_partner_find(me.name, (int)(mode_wait * 1000), &self)) != PIO_OK)
+        return rc;
     struct pio_feed *x = calloc(1, sizeof(*x));
     if (!x)
         return PIO_ENOMEM;
@@ -125,8 +132,7 @@ int PIO_Feed_open(const char *receiver, const PIO_Grid *grid, int nfields, const
     x->self = self;
     x->last_look = -1e9;
     x->window = WINDOW_DEFAULT;
-    const char *mw = getenv("PIO_FEED_WAIT");
-    x->mode_wait = mw && *mw && atof(mw) > 0 ? atof(mw) : MODE_WAIT_S;
+    x->mode_wait = mode_wait;
     x->lead = me.nprocs > 1 ? LEAD_START : 0;
     snprintf(x->d.app, sizeof(x->d.app), "%s", me.name);
     struct timespec ts;
