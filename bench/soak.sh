@@ -71,12 +71,15 @@
 # the samples after warm-up minus the median of the first 10 %, and the least-squares
 # slope over every post-warm-up sample times their span, must both stay
 # within max(2 MiB, min(8 MiB, 10 % of the warm-up level)). PASS, else MISS
-# with the daemon's name (docs/soak-notes.md says why).
+# with the daemon's name (docs/design-notes.md, "the soak run", says why). Each sample also
+# splits each daemon's private anonymous memory by mapping kind (smaps:
+# heap, thread arenas, thread stacks, other): the report shows each kind at
+# warm-up and at the end, so a MISS says where the memory went.
 #
 # Output: the table as it goes; a closing summary (duration, iterations
 # and bytes per client, cuts, failures, per daemon RSS at warm-up end / max
 # / end, growth, verdict); bench/results/soak.csv (one row per sample),
-# soak-iterations.csv (every iteration), soak-cuts.csv, soak.png
+# soak-iterations.csv (every iteration), soak-cuts.csv, soak-smaps.csv, soak.png
 # (throughput per client and RSS per daemon over time, cuts shaded); on
 # failure or MISS, the failed iterations' logs and the daemons' logs under
 # bench/results/soak-logs/. The bed is always torn down (trap), also on
@@ -604,7 +607,7 @@ cutter_loop() {
 
 # ---- the sampler and the report (one Python program, two modes) ------------
 cat >"$work/soak.py" <<'EOF'
-import csv, json, math, os, subprocess, sys, time
+import csv, json, math, os, shutil, subprocess, sys, time
 
 CLIENTS = ["msg", "pcp", "merge", "viz", "pfs"]
 MiB = 1048576.0
@@ -680,6 +683,41 @@ def read_status(pid):
     return {k: int(v.get(k, 0)) for k in ("VmRSS", "RssAnon", "RssFile", "RssShmem")}
 
 
+SMAPS_KINDS = ("heap", "arenas", "stacks", "anon_other")
+
+
+def smaps_kinds(pid):
+    """Private anonymous memory by mapping kind, kB: the [heap], glibc's
+    thread arenas (64 MiB-aligned anonymous heaps), 8 MiB thread stacks
+    (glibc's default size) and other anonymous mappings (big malloc blocks,
+    library pools). Files and shared memory are left out."""
+    kb = dict.fromkeys(SMAPS_KINDS, 0)
+    cur = None
+    try:
+        for line in open("/proc/%d/smaps" % pid):
+            p = line.split()
+            if not p:
+                continue
+            if "-" in p[0] and not p[0].endswith(":"):
+                a, b = (int(x, 16) for x in p[0].split("-"))
+                name = p[5] if len(p) > 5 else ""
+                if name == "[heap]":
+                    cur = "heap"
+                elif name:
+                    cur = None
+                elif abs((b - a) - (8 << 20)) <= 64 << 10:  # with or without its guard page
+                    cur = "stacks"
+                elif a % (64 << 20) == 0:
+                    cur = "arenas"
+                else:
+                    cur = "anon_other"
+            elif p[0] == "Rss:" and cur:
+                kb[cur] += int(p[1])
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return kb
+
+
 def children(ppid, comm):
     try:
         for task in os.listdir("/proc/%d/task" % ppid):
@@ -702,6 +740,9 @@ def sample_mode(work, period, t_start, info, socks, clients):
     w = csv.writer(f)
     w.writerow(["t", "wire_bytes"] + ["%s_%s" % (n, k) for n in names for k in ("pid", "rss", "anon", "shmem")])
     samples = []
+    fk = open(os.path.join(work, "smaps.csv"), "w", newline="")
+    wk = csv.writer(fk)
+    wk.writerow(["t", "daemon"] + list(SMAPS_KINDS))
     print("   (MB/s = 10^6 B/s of verified bytes; wire: the piods' channel tx; RSS in MiB (VmRSS);"
           " each row one sample late)")
     print(header(names, clients))
@@ -751,6 +792,10 @@ def sample_mode(work, period, t_start, info, socks, clients):
                 last_pid[name] = pid
                 gone.discard(name)
             vals.append((pid, st))
+            kinds = smaps_kinds(pid) if st else None
+            if kinds:
+                wk.writerow(["%.3f" % (t - t_start), name] + [kinds[x] for x in SMAPS_KINDS])
+        fk.flush()
         w.writerow(["%.3f" % (t - t_start), wire if wire is not None else ""] +
                    [x for pid, st in vals for x in ((pid or ""),) + ((st["VmRSS"], st["RssAnon"], st["RssShmem"])
                                                                       if st else ("", "", ""))])
@@ -773,6 +818,7 @@ def sample_mode(work, period, t_start, info, socks, clients):
             break
         k += 1
     f.close()
+    fk.close()
 
 
 def fit(ts, ys):
@@ -785,6 +831,31 @@ def fit(ts, ys):
 def med(v):
     v = sorted(v)
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def smaps_report(work, results, names, warmup):
+    """Where the private memory is, by mapping kind: the medians of the first
+    and the last 10 % of the samples after warm-up, as for the verdict (a
+    diagnostic: the verdict is on the totals)."""
+    path = os.path.join(work, "smaps.csv")
+    if not os.path.exists(path):
+        return
+    rows = list(csv.reader(open(path)))[1:]
+    shutil.copy(path, os.path.join(results, "soak-smaps.csv"))
+    print("private anonymous memory by kind (MiB, warm-up -> end; smaps; soak-smaps.csv):")
+    print("%-10s " % "daemon" + " ".join("%17s" % k for k in SMAPS_KINDS))
+    for n in names:
+        pts = [r for r in rows if r[1] == n and float(r[0]) >= warmup]
+        if len(pts) < 4:
+            continue
+        m = max(3, int(round(0.1 * len(pts))))
+        cells = []
+        for i, k in enumerate(SMAPS_KINDS):
+            a = med([int(r[2 + i]) for r in pts[:m]]) / 1024.0
+            b = med([int(r[2 + i]) for r in pts[-m:]]) / 1024.0
+            cells.append("%5.1f -> %5.1f" % (a, b))
+        print("%-10s " % n + " ".join("%17s" % c for c in cells))
+    print()
 
 
 def report_mode(work, results, t_start, t_end, duration, warmup, clients, settings):
@@ -916,6 +987,7 @@ def report_mode(work, results, t_start, t_end, duration, warmup, clients, settin
         print("MISS: memory: %s grew %+.1f MiB after warm-up (fit %+.1f MiB), allowed %.1f MiB" % (n, g, fg, al))
     if not miss:
         print("PASS: memory: no daemon grew after warm-up (%d judged)" % len(mem))
+    smaps_report(work, results, names, warmup)
     print("%s: data: %d failure(s) (every iteration verified byte for byte)" % ("PASS" if not fails else "FAIL",
                                                                             len(fails)))
     verdict = not fails and not miss and mem
