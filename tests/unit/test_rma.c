@@ -15,6 +15,7 @@
  */
 #include "pio.h"
 #include "transport/rma.h"
+#include "tsan.h"
 #include "tests/lib/unit.h"
 
 #include <errno.h>
@@ -61,26 +62,6 @@ static const struct pio_rma_ops *R;
  * a search through every address reported so far, so a 16 MiB fill took
  * minutes. The target tells TSan to ignore its accesses there; everything
  * else in this file stays checked. */
-#if defined(__SANITIZE_THREAD__)
-#define RMA_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RMA_TSAN 1
-#endif
-#endif
-#ifdef RMA_TSAN
-void AnnotateIgnoreReadsBegin(const char *file, int line);
-void AnnotateIgnoreReadsEnd(const char *file, int line);
-void AnnotateIgnoreWritesBegin(const char *file, int line);
-void AnnotateIgnoreWritesEnd(const char *file, int line);
-#define WINDOW_ACCESS_BEGIN()                                                                      \
-    (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
-#define WINDOW_ACCESS_END()                                                                        \
-    (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
-#else
-#define WINDOW_ACCESS_BEGIN() ((void)0)
-#define WINDOW_ACCESS_END()   ((void)0)
-#endif
 
 static uint8_t pat(uint32_t seed, uint64_t i)
 {
@@ -145,7 +126,7 @@ static int target_main(int sock)
             break;
         if (c.off + (c.op == CMD_SET64 ? 8 : c.len) > TARGET_LEN)
             return 13;
-        WINDOW_ACCESS_BEGIN();
+        PIO_TSAN_IGNORE_BEGIN();
         if (c.op == CMD_CHECK) { /* reply: 0, or 1 + the first wrong offset */
             for (uint64_t i = 0; i < c.len && !reply; i++)
                 if (buf[c.off + i] != pat(c.seed, c.off + i))
@@ -158,7 +139,7 @@ static int target_main(int sock)
             for (uint64_t i = 0; i < c.len; i++)
                 buf[c.off + i] = pat(c.seed, c.off + i);
         }
-        WINDOW_ACCESS_END();
+        PIO_TSAN_IGNORE_END();
         if (xfer(sock, &reply, sizeof(reply), 1))
             return 14;
     }
