@@ -113,6 +113,14 @@ import json, sys
 print(sum(c["tx_bytes"] for c in json.load(sys.stdin)["channels"]))'
 }
 
+# app_seen SOCK APP: the piod on SOCK lists APP with a process joined (a
+# peer's application is known once that peer's registry came: after a cut
+# past the link timeout it comes again when the control plane and the lane
+# are back, which TCP's back-off can hold for seconds after the channels)
+app_seen() {
+  PIO_SOCKET=$1 "$PIO_BUILD/bin/pio-info" 2>/dev/null | awk -v a="$2" '$1 == a && $4 > 0 {f = 1} END {exit !f}'
+}
+
 tx_above() {
   [ "$(tx_total "$1")" -gt "$2" ]
 }
@@ -286,6 +294,9 @@ merged() {
   vp=$(pio_spawn "$W/vizd.log" env -u DISPLAY PIO_SOCKET="$SOCK_B" "$vizd" --threads 2 \
     --archive "$W/arch" --steps 16)
   pio_wait_until 20 grep -q "receiving threads" "$W/vizd.log"
+  # A knows the receiver before the feed looks (a feed skips the steps
+  # before its receiver is there, and the archive waits for step 0)
+  pio_wait_until 20 app_seen "$SOCK_A" vizd
   # 32^3 x 12 bytes = 384 KiB a step, 100 ms apart: the cut falls mid-run
   timeout 120 "${MPIRUN[@]}" -np 4 "$EX/heat3d" --n 32 --steps 16 --sleep 200 --stats \
     </dev/null >"$W/heat.log" 2>&1 &
@@ -309,6 +320,7 @@ merged() {
   vp=$(pio_spawn "$W/vizd.log" env -u DISPLAY PIO_SOCKET="$SOCK_B" "$vizd" --threads 2 \
     --archive "$W/arch" --steps 12)
   pio_wait_until 20 grep -q "receiving threads" "$W/vizd.log"
+  pio_wait_until 20 app_seen "$SOCK_A" vizd
   # the feed's question (HELLO) and the receiver's answer are small messages
   # on link 0: they wait out the cut and TCP's back-off. The feed used to
   # give up after 5 s and skip every step of the run (12 fast steps)
