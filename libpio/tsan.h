@@ -45,6 +45,16 @@ void AnnotateIgnoreWritesEnd(const char *file, int line);
 #define PIO_TSAN_IGNORE_END()   ((void)0)
 #endif
 
+/* pio_tsan_enabled - 1 in a TSan build, else 0 (to size adopt buffers). */
+static inline int pio_tsan_enabled(void)
+{
+#ifdef PIO_TSAN
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* pio_tsan_adopt - the n bytes at src, as our thread's own: in a TSan build
  * a copy in copy (cap bytes; src itself when n > cap), else src. */
 static inline const void *pio_tsan_adopt(const void *src, size_t n, void *copy, size_t cap)

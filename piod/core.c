@@ -2644,7 +2644,8 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
     uint64_t last_zcheck = 0, last_busy_us = 0;
     uint64_t spin_us = (uint64_t)d->cfg.spin_us;
     uint8_t *rbuf = malloc(d->scratch_len);
-    size_t zcap = d->scratch_len; /* control frames adopted under TSan (tsan.h) */
+    /* control frames are copied (adopted) under TSan only (tsan.h) */
+    size_t zcap = pio_tsan_enabled() ? d->scratch_len : 1;
     uint8_t *zbuf = malloc(zcap);
     if (!it || !itc || !rbuf || !zbuf) {
         free(it);
