@@ -53,10 +53,11 @@
 
 #define TICK_MS          100
 #define RATE_SAMPLE_MS   400  /* busy time behind one rate sample (at least) */
-#define SEQ_GAP_MS       2000 /* a missing request holds its stream's later ones this long */
 #define PARTNER_WAIT_MAX 64   /* partner look-ups one process may have waiting */
 #define LANE_PAUSE       ((size_t)4 << 20) /* an express lane this full: processes wait */
 #define LANE_RESUME      ((size_t)1 << 20) /* ... until it is down to this */
+#define LANE_UNACKED_PAUSE  ((size_t)16 << 20) /* numbered frames a peer has not acked: wait */
+#define LANE_UNACKED_RESUME ((size_t)8 << 20)  /* ... until down to this */
 
 static int proc_index(struct piod *d, uint64_t cid);
 
@@ -99,25 +100,104 @@ static int send_proc(struct piod *d, int pi, const struct pio_frame *f)
 
 static void express_out_down(struct piod *d, int peer, const char *why);
 
-static int send_peer(struct piod *d, int peer, const struct pio_frame *f)
+/* One kept frame out now: on our express lane while it is up (and, for a
+ * frame sent again, has nothing waiting), else through our DEALER. A path
+ * that fails or is full only delays it: lane.h keeps it until acked. */
+static int lane_xmit(struct piod *d, int peer, struct piod_lseq_ent *e, int again)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    if (p->xout && !(again && p->xo.queued)) {
+        int rc = pio_fout_send(&p->xo, p->xout_fd, e->frame, e->len);
+        if (rc == PIO_OK) {
+            e->via = PIOD_VIA_LANE;
+            e->sent_ms = piod_now_ms();
+            return 1;
+        }
+        express_out_down(d, peer, PIO_Strerror(rc)); /* sends e again, on ZeroMQ */
+        return 1;
+    }
+    if (p->xout)
+        return 0; /* the lane still works through its queue: e is in it or went */
+    if (zmq_send(p->dealer, e->frame, e->len, ZMQ_DONTWAIT) < 0) {
+        e->via = PIOD_VIA_NONE; /* its queue is full: the resend clock brings it */
+        return 0;
+    }
+    e->via = PIOD_VIA_ZMQ;
+    e->sent_ms = piod_now_ms();
+    return 1;
+}
+
+/* Every kept frame to peer goes again (after a lane failure: on ZeroMQ,
+ * since xout is gone; after the resend clock: whichever path is up). */
+static void lane_replay(struct piod *d, int peer)
+{
+    struct piod_lseq *l = &d->peers[peer].lq;
+    for (struct piod_lseq_ent *e = l->head; e; e = e->next)
+        l->resent += (uint64_t)lane_xmit(d, peer, e, 1);
+}
+
+/* An unnumbered frame (H_HELLO, H_ACK): ZeroMQ for H_HELLO; the lane when it
+ * is up and empty for H_ACK (an ack must not wait behind a full lane). */
+static int send_peer_raw(struct piod *d, int peer, const uint8_t *buf, size_t len, int type)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    if (type != PIO_F_H_HELLO && p->xout && !p->xo.queued &&
+        pio_fout_send(&p->xo, p->xout_fd, buf, len) == PIO_OK)
+        return PIO_OK;
+    if (zmq_send(p->dealer, buf, len, ZMQ_DONTWAIT) < 0) {
+        PIOD_ERR("control queue to %s is full (%s): frame %s dropped", p->cfg->name,
+                 zmq_strerror(errno), pio_wire_type_name(type));
+        return PIO_EAGAIN;
+    }
+    return PIO_OK;
+}
+
+/* Send f to peer: numbered and kept until the peer acknowledges it (every
+ * type but H_HELLO). src/sid: the process and send id of an eager message
+ * that waits for no outcome, told if the frame is lost with the peer's run
+ * (src -1 otherwise). Fails only when f cannot be kept (PIO_ENOMEM,
+ * PIO_EINVAL): a broken path delays a kept frame, it never loses it. */
+static int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, int src,
+                         uint64_t sid)
 {
     size_t len;
     int rc = enc(d, f, &len);
     if (rc != PIO_OK)
         return rc;
-    struct piod_peer_st *p = &d->peers[peer];
-    if (p->xout && f->type != PIO_F_H_HELLO) {
-        rc = pio_fout_send(&p->xo, p->xout_fd, d->scratch, len);
-        if (rc == PIO_OK)
-            return PIO_OK;
-        express_out_down(d, peer, PIO_Strerror(rc)); /* this frame takes ZeroMQ */
+    if (f->type == PIO_F_H_HELLO)
+        return send_peer_raw(d, peer, d->scratch, len, f->type);
+    struct piod_lseq_ent *e;
+    rc = piod_lseq_wrap(&d->peers[peer].lq, d->epoch, d->scratch, len, src, sid, piod_now_ms(),
+                        &e);
+    if (rc != PIO_OK) {
+        PIOD_ERR("cannot keep %s for %s: %s", pio_wire_type_name(f->type),
+                 d->peers[peer].cfg->name, PIO_Strerror(rc));
+        return rc;
     }
-    if (zmq_send(d->peers[peer].dealer, d->scratch, len, ZMQ_DONTWAIT) < 0) {
-        PIOD_ERR("control queue to %s is full (%s): frame %s dropped", d->peers[peer].cfg->name,
-                 zmq_strerror(errno), pio_wire_type_name(f->type));
-        return PIO_EAGAIN;
-    }
+    (void)lane_xmit(d, peer, e, 0);
     return PIO_OK;
+}
+
+static int send_peer(struct piod *d, int peer, const struct pio_frame *f)
+{
+    return send_peer_msg(d, peer, f, -1, 0);
+}
+
+/* Tell peer how far its numbered frames have come, when it is due (force:
+ * whatever moved since the last ack; the tick). */
+static void lane_ack(struct piod *d, int peer, int force)
+{
+    struct piod_lseq *l = &d->peers[peer].lq;
+    uint64_t ack = piod_lseq_ack_due(l, force);
+    if (!ack || !d->peers[peer].hello_seen)
+        return;
+    struct pio_frame f;
+    f.type = PIO_F_H_ACK;
+    f.flags = 0;
+    f.u.h_ack = (struct pio_h_ack){.src_epoch = d->epoch, .dst_epoch = l->peer_epoch, .ack = ack};
+    size_t len;
+    if (enc(d, &f, &len) == PIO_OK && send_peer_raw(d, peer, d->scratch, len, f.type) == PIO_OK)
+        piod_lseq_ack_told(l, ack);
 }
 
 static void send_ranges(struct piod *d, int pi, int type, uint64_t id, uint64_t msg_off,
@@ -779,15 +859,22 @@ static void announce_all(struct piod *d)
                                                       m->src_proc, m->dst_app, m->dst_proc, m->tag)
                                          : NULL;
             if (st && m->seq > st->next_seq) {
-                if (piod_now_ms() - m->arrived_ms < SEQ_GAP_MS) {
-                    m = next;
-                    continue;
-                }
-                PIOD_WARN("messages %llu..%llu of %s:%u -> %s:%u tag %d never came (lost with "
-                          "a failed connection?): going on without them",
-                          (unsigned long long)st->next_seq, (unsigned long long)m->seq - 1,
-                          m->src_app, m->src_proc, m->dst_app, m->dst_proc, m->tag);
-                st->next_seq = m->seq;
+                /* The peer's frames come once and in order (lane.h), so
+                 * the ones before it will never come: it was numbered for
+                 * an earlier process of this name (the destination left
+                 * and another joined before the sender heard). It fails at
+                 * both ends; it is never delivered past a hole. */
+                PIOD_ERR("message %llu of %s:%u -> %s:%u tag %d (msgid %llu from %s) follows "
+                         "%llu, which never came here: it was meant for an earlier process "
+                         "%s:%u; failed (PIO_EGONE) at both ends",
+                         (unsigned long long)m->seq, m->src_app, m->src_proc, m->dst_app,
+                         m->dst_proc, m->tag, (unsigned long long)m->msgid,
+                         d->peers[m->peer].cfg->name, (unsigned long long)st->next_seq,
+                         m->dst_app, m->dst_proc);
+                imsg_fail(d, m, PIO_EGONE);
+                progress = 1;
+                m = next;
+                continue;
             }
             announce(d, m);
             if (st && m->seq >= st->next_seq)
@@ -1401,9 +1488,15 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
         memset(&f, 0, sizeof(f));
         f.type = PIO_F_H_REQUEST;
         f.u.h_request = rq;
-        if (send_peer(d, peer, &f) != PIO_OK && m) {
-            omsg_finish(d, m, PIO_ELINK);
+        /* an eager message that waits for no outcome is told if it is lost
+         * with the peer's run (lane_lost) */
+        int rc = send_peer_msg(d, peer, &f, m ? -1 : pi, s->sid);
+        if (rc != PIO_OK && m) {
+            omsg_finish(d, m, rc);
             omsg_free(d, m);
+        } else if (rc != PIO_OK) {
+            struct piod_omsg tmp = {.sid = s->sid, .src = pi};
+            omsg_finish(d, &tmp, rc);
         }
         return;
     }
@@ -1753,6 +1846,7 @@ static void peer_send_hello(struct piod *d, int peer)
     snprintf(f.u.h_hello.system, sizeof(f.u.h_hello.system), "%s", d->cfg.ident);
     snprintf(f.u.h_hello.host, sizeof(f.u.h_hello.host), "%s", d->cfg.name);
     memcpy(f.u.h_hello.chan_key, d->peers[peer].my_key, PIO_WIRE_KEY);
+    f.u.h_hello.epoch = d->epoch;
     send_peer(d, peer, &f);
 }
 
@@ -1828,6 +1922,28 @@ static void on_peer_monitor(struct piod *d, int peer)
     }
 }
 
+struct lane_lost {
+    struct piod *d;
+    int peer;
+    size_t frames, eager;
+};
+
+/* A numbered frame to a peer run that is gone. Messages with an outcome to
+ * wait for (large ones, sync ones) failed in peer_reset; an eager one that
+ * waits for none is told to its process here (P_SEND_DONE, PIO_EGONE). */
+static void lane_lost(void *arg, const struct piod_lseq_ent *e)
+{
+    struct lane_lost *ll = arg;
+    ll->frames++;
+    ll->d->peers[ll->peer].lq.lost++;
+    if (e->src < 0)
+        return;
+    ll->eager++;
+    struct piod_omsg tmp = {.sid = e->sid, .src = e->src};
+    if (ll->d->procs[e->src].used)
+        omsg_finish(ll->d, &tmp, PIO_EGONE);
+}
+
 static void on_peer_hello(struct piod *d, int peer, struct pio_h_hello *h)
 {
     struct piod_peer_st *p = &d->peers[peer];
@@ -1836,13 +1952,24 @@ static void on_peer_hello(struct piod *d, int peer, struct pio_h_hello *h)
                  PIO_WIRE_VERSION);
         return;
     }
-    int fresh = memcmp(p->their_key, h->chan_key, PIO_WIRE_KEY) != 0;
+    if (h->epoch == 0) {
+        PIOD_WARN("hello from %s without an epoch: ignored", p->cfg->name);
+        return;
+    }
+    int fresh = h->epoch != p->lq.peer_epoch || memcmp(p->their_key, h->chan_key, PIO_WIRE_KEY);
     if (!fresh)
         return;
     if (p->hello_seen) {
         PIOD_WARN("peer %s restarted: failing what was in flight with it", p->cfg->name);
         peer_reset(d, peer);
     }
+    /* a new run of the peer: our frames numbered for its last run go with it */
+    struct lane_lost ll = {.d = d, .peer = peer};
+    piod_lseq_reset(&p->lq, h->epoch, lane_lost, &ll);
+    if (ll.frames)
+        PIOD_WARN("%zu frame(s) to the last run of %s were never acknowledged: %zu eager "
+                  "message(s) among them fail with PIO_EGONE",
+                  ll.frames, p->cfg->name, ll.eager);
     int nchan = (int)h->nchan;
     if (nchan > p->cfg->naddr)
         nchan = p->cfg->naddr;
@@ -1957,10 +2084,52 @@ static void on_peer_done(struct piod *d, int peer, struct pio_h_done *h)
     }
 }
 
+/* One H_* frame from peer, in its turn (numbered frames: in number order). */
+static void on_peer_inner(struct piod *d, int peer, struct pio_frame *f)
+{
+    const char *user = d->peers[peer].cfg->name;
+    switch (f->type) {
+    case PIO_F_H_REGISTRY: on_peer_registry(d, peer, &f->u.h_registry); break;
+    case PIO_F_H_REQUEST: on_peer_request(d, peer, &f->u.h_request); break;
+    case PIO_F_H_REPLY: on_peer_reply(d, peer, &f->u.h_reply); break;
+    case PIO_F_H_DONE: on_peer_done(d, peer, &f->u.h_done); break;
+    case PIO_F_H_BYE:
+        PIOD_INFO("peer %s is stopping", user);
+        remote_apps_announce(d, peer, 2);
+        remote_apps_clear(&d->peers[peer]);
+        break;
+    default: PIOD_WARN("unexpected %s from peer %s", pio_wire_type_name(f->type), user);
+    }
+}
+
+struct inner_ctx {
+    struct piod *d;
+    int peer;
+    struct pio_frame *f;
+};
+
+static void deliver_inner(void *arg, const uint8_t *inner, size_t len)
+{
+    struct inner_ctx *c = arg;
+    uint8_t type = 0;
+    int rc = pio_wire_peek(inner, len, &type, NULL, NULL);
+    if (rc == PIO_OK)
+        rc = pio_wire_decode(inner, len, c->f, NULL);
+    if (rc == PIO_OK && (type == PIO_F_H_HELLO || type == PIO_F_H_SEQ || type == PIO_F_H_ACK))
+        rc = PIO_EPROTO;
+    if (rc != PIO_OK) {
+        PIOD_WARN("malformed numbered frame from %s: %s", c->d->peers[c->peer].cfg->name,
+                  PIO_Strerror(rc));
+        return;
+    }
+    on_peer_inner(c->d, c->peer, c->f);
+}
+
 static void on_peer_frame(struct piod *d, int peer, const uint8_t *buf, size_t len,
                           struct pio_frame *f)
 {
-    const char *user = d->peers[peer].cfg->name;
+    struct piod_peer_st *p = &d->peers[peer];
+    const char *user = p->cfg->name;
     uint8_t ver = 0, type;
     uint32_t blen;
     int rc = pio_wire_peek(buf, len, &type, &blen, &ver);
@@ -1974,23 +2143,37 @@ static void on_peer_frame(struct piod *d, int peer, const uint8_t *buf, size_t l
             PIOD_WARN("malformed control frame from %s: %s", user, PIO_Strerror(rc));
         return;
     }
-    if (f->type != PIO_F_H_HELLO && !d->peers[peer].hello_seen) {
+    if (f->type == PIO_F_H_HELLO) {
+        on_peer_hello(d, peer, &f->u.h_hello);
+        return;
+    }
+    if (!p->hello_seen) {
         PIOD_DEBUG("%s from %s before its hello: ignored", pio_wire_type_name(f->type), user);
         return;
     }
-    switch (f->type) {
-    case PIO_F_H_HELLO: on_peer_hello(d, peer, &f->u.h_hello); break;
-    case PIO_F_H_REGISTRY: on_peer_registry(d, peer, &f->u.h_registry); break;
-    case PIO_F_H_REQUEST: on_peer_request(d, peer, &f->u.h_request); break;
-    case PIO_F_H_REPLY: on_peer_reply(d, peer, &f->u.h_reply); break;
-    case PIO_F_H_DONE: on_peer_done(d, peer, &f->u.h_done); break;
-    case PIO_F_H_BYE:
-        PIOD_INFO("peer %s is stopping", user);
-        remote_apps_announce(d, peer, 2);
-        remote_apps_clear(&d->peers[peer]);
-        break;
-    default: PIOD_WARN("unexpected %s from peer %s", pio_wire_type_name(f->type), user);
+    if (f->type != PIO_F_H_SEQ && f->type != PIO_F_H_ACK) {
+        PIOD_WARN("unnumbered %s from peer %s: ignored", pio_wire_type_name(f->type), user);
+        return;
     }
+    /* both carry (sender's run, the run it meant): a frame of an earlier
+     * run of either side is stale (ZeroMQ keeps queues across reconnects) */
+    uint64_t src_epoch = f->type == PIO_F_H_SEQ ? f->u.h_seq.src_epoch : f->u.h_ack.src_epoch;
+    uint64_t dst_epoch = f->type == PIO_F_H_SEQ ? f->u.h_seq.dst_epoch : f->u.h_ack.dst_epoch;
+    if (src_epoch != p->lq.peer_epoch || dst_epoch != d->epoch) {
+        p->lq.stale++;
+        PIOD_DEBUG("%s from %s of another run: ignored", pio_wire_type_name(f->type), user);
+        return;
+    }
+    uint64_t now = piod_now_ms();
+    if (f->type == PIO_F_H_ACK) {
+        piod_lseq_acked(&p->lq, f->u.h_ack.ack, now);
+        return;
+    }
+    struct pio_h_seq sq = f->u.h_seq;
+    piod_lseq_acked(&p->lq, sq.ack, now);
+    struct inner_ctx c = {.d = d, .peer = peer, .f = f};
+    piod_lseq_rx(&p->lq, sq.seq, sq.inner, sq.len, deliver_inner, &c);
+    lane_ack(d, peer, 0);
 }
 
 /* A frame on the control ROUTER: CURVE (our ZAP handler) named the peer. */
@@ -2008,25 +2191,11 @@ static void on_ctl_frame(struct piod *d, const char *user, const uint8_t *buf, s
 
 /* ---- the express lane (chan.c opens and authenticates it) ---- */
 
-struct lane_salvage {
-    struct piod *d;
-    int peer;
-    size_t lost;
-};
-
-static void lane_salvage_one(void *arg, const uint8_t *frame, size_t len)
-{
-    struct lane_salvage *s = arg;
-    if (zmq_send(s->d->peers[s->peer].dealer, frame, len, ZMQ_DONTWAIT) < 0)
-        s->lost++;
-}
-
-/* Our lane to a peer failed; later frames take ZeroMQ until the lane's
- * thread has opened a new one. The frames still waiting for the lane (it
- * was full: a stalled link, a slow peer) go to ZeroMQ first, in order: they
- * are eager messages (the sender keeps nothing of those), grants and
- * outcomes, and the peer never had them whole. What the kernel had taken is
- * lost with the connection, as on a broken ZeroMQ connection. */
+/* Our lane to a peer failed; frames take ZeroMQ until the lane's thread
+ * has opened a new one. What waited in xo, and what the kernel had taken,
+ * may be lost with the connection: every frame the peer has not
+ * acknowledged goes again now, on ZeroMQ, in order (the peer drops what it
+ * already has; lane.h). */
 static void express_out_down(struct piod *d, int peer, const char *why)
 {
     struct piod_peer_st *p = &d->peers[peer];
@@ -2034,17 +2203,16 @@ static void express_out_down(struct piod *d, int peer, const char *why)
         return;
     PIOD_WARN("express lane to %s failed (%s): frames take the control plane until it is back",
               p->cfg->name, why);
-    if (p->xo.queued) {
-        struct lane_salvage s = {.d = d, .peer = peer};
-        size_t queued = p->xo.queued, n = pio_fout_salvage(&p->xo, lane_salvage_one, &s);
-        PIOD_WARN("%zu bytes of frames were waiting for the express lane to %s: %zu frame(s) go on "
-                  "the control plane%s",
-                  queued, p->cfg->name, n - s.lost,
-                  s.lost ? ", some lost (its queue is full)" : "");
-    }
+    pio_fout_clear(&p->xo);
     p->xout = NULL;
     p->xout_fd = -1;
     piod_express_failed(d, peer); /* its thread closes it and reconnects */
+    if (p->lq.head) {
+        PIOD_WARN("%zu frame(s) (%zu bytes) to %s not yet acknowledged go again on the control "
+                  "plane",
+                  p->lq.unacked_n, p->lq.unacked_bytes, p->cfg->name);
+        lane_replay(d, peer);
+    }
 }
 
 static void express_in_down(struct piod *d, int peer)
@@ -2324,6 +2492,19 @@ static void tick(struct piod *d, uint64_t now)
         for (int k = 0; k < d->peers[p].nchan; k++)
             if (d->peers[p].tx[k])
                 piod_tx_watchdog(d, d->peers[p].tx[k], now);
+    /* numbered frames: acks that are owed, and frames no ack came for */
+    for (int p = 0; p < d->npeers; p++) {
+        struct piod_peer_st *ps = &d->peers[p];
+        if (!ps->hello_seen)
+            continue;
+        lane_ack(d, p, 1);
+        if (piod_lseq_resend_due(&ps->lq, now)) {
+            PIOD_INFO("no acknowledgement from %s for a while: %zu frame(s) go again (next "
+                      "time after %llu ms)",
+                      ps->cfg->name, ps->lq.unacked_n, (unsigned long long)ps->lq.rto_ms);
+            lane_replay(d, p);
+        }
+    }
     piod_rx_watchdog(d, now);
     for (int i = 0; i < d->nconns; i++)
         if (d->conns[i].fd >= 0 && piod_conn_stalled(d, &d->conns[i], now))
@@ -2362,13 +2543,24 @@ static void tick(struct piod *d, uint64_t now)
  * answered, and nothing here stops us reading peers, so the lanes drain. */
 static int lanes_congested(struct piod *d)
 {
-    size_t most = 0;
+    size_t most = 0, unacked = 0;
     int who = -1;
-    for (int p = 0; p < d->npeers; p++)
+    for (int p = 0; p < d->npeers; p++) {
         if (d->peers[p].xout && d->peers[p].xo.queued > most) {
             most = d->peers[p].xo.queued;
             who = p;
         }
+        if (d->peers[p].lq.unacked_bytes > unacked) {
+            unacked = d->peers[p].lq.unacked_bytes;
+            if (unacked >= LANE_UNACKED_PAUSE && most < LANE_PAUSE)
+                who = p;
+        }
+    }
+    /* what the peer has not acknowledged counts too: we keep it (lane.h) */
+    if (unacked >= LANE_UNACKED_PAUSE)
+        most = most > LANE_PAUSE ? most : LANE_PAUSE;
+    else if (unacked > LANE_UNACKED_RESUME && most <= LANE_RESUME)
+        most = LANE_RESUME + 1;
     if (!d->lanes_paused && most >= LANE_PAUSE) {
         d->lanes_paused = 1;
         if (!d->lanes_warned)
@@ -2517,11 +2709,15 @@ int piod_init(struct piod *d)
         }
     }
 
+    do /* this run, told in H_HELLO: frames of another run are told apart */
+        randombytes_buf(&d->epoch, sizeof(d->epoch));
+    while (d->epoch == 0);
     d->npeers = d->cfg.npeers;
     for (int i = 0; i < d->npeers; i++) {
         struct piod_peer_st *p = &d->peers[i];
         p->cfg = &d->cfg.peers[i];
         randombytes_buf(p->my_key, sizeof(p->my_key));
+        piod_lseq_init(&p->lq);
         const char *server_key = piod_keys_public_of(&d->keys, p->cfg->name);
         if (!server_key) {
             PIOD_ERR("no public key for peer %s in %s: copy %s.pub there", p->cfg->name,
@@ -2824,6 +3020,7 @@ void piod_fini(struct piod *d)
             d->tp->close(d->peers[i].xout);
         d->peers[i].xout = NULL;
         pio_fout_clear(&d->peers[i].xo);
+        piod_lseq_fini(&d->peers[i].lq);
     }
     for (int i = 0; i < d->nprocs_max && d->procs; i++)
         if (d->procs[i].used && !d->procs[i].gone)

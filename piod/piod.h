@@ -31,6 +31,7 @@
 #include "piod/balance.h"
 #include "piod/config.h"
 #include "piod/keys.h"
+#include "piod/lane.h"
 #include "piod/seal.h"
 #include "fstream.h"
 #include "pool.h"
@@ -140,6 +141,9 @@ struct piod_peer_st {
     int xout_fd, xin_fd;
     struct pio_fout xo;                     /* frames waiting for room on xout */
     struct pio_fin xi;                      /* bytes read from xin */
+    /* every H_* frame but H_HELLO, numbered and kept until acked (lane.h),
+     * whichever path it takes */
+    struct piod_lseq lq;
     struct piod_rxchan *rx[PIOD_MAX_LINKS]; /* key_mtx */
     struct piod_rxbal bal[PIOD_MAX_LINKS];
     atomic_uint_fast64_t rx_bytes[PIOD_MAX_LINKS]; /* data received per index, all connections */
@@ -202,7 +206,7 @@ struct piod_imsg {
     uint32_t src_proc, dst_proc;
     int32_t tag;
     uint64_t seq, size, count;
-    uint64_t arrived_ms; /* its request came (stream order waits at most SEQ_GAP_MS) */
+    uint64_t arrived_ms; /* its request came (piod_dump) */
     uint32_t datatype, flags, chunk, nchunks;
     uint16_t conn, conn_arg;
     uint8_t *eager; /* eager payload copy (until announced) */
@@ -298,6 +302,7 @@ struct piod_member_st {
 
 struct piod {
     struct piod_config cfg;
+    uint64_t epoch; /* this run (random, never 0): H_HELLO, H_SEQ, H_ACK */
     struct piod_keys keys;
     const struct pio_transport_ops *tp;
     struct pio_tp_opts tpo;

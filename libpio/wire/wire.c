@@ -553,6 +553,7 @@ static void w_h_hello(struct wire_w *w, const struct pio_h_hello *b)
     put_str(w, b->system, sizeof b->system);
     put_str(w, b->host, sizeof b->host);
     put_bytes(w, b->chan_key, sizeof b->chan_key);
+    put_u64(w, b->epoch);
 }
 
 static void r_h_hello(struct wire_r *r, struct pio_h_hello *b)
@@ -562,6 +563,7 @@ static void r_h_hello(struct wire_r *r, struct pio_h_hello *b)
     get_str(r, b->system, sizeof b->system);
     get_str(r, b->host, sizeof b->host);
     get_bytes(r, b->chan_key, sizeof b->chan_key);
+    b->epoch = get_u64(r);
 }
 
 static void w_h_registry(struct wire_w *w, const struct pio_h_registry *b)
@@ -662,6 +664,50 @@ static void r_h_done(struct wire_r *r, struct pio_h_done *b)
     b->status = get_i32(r);
 }
 
+/* The inner frame is carried whole (u32 length, then its bytes); it is
+ * decoded by its own pio_wire_decode when its turn comes. */
+static void w_h_seq(struct wire_w *w, const struct pio_h_seq *b)
+{
+    put_u64(w, b->src_epoch);
+    put_u64(w, b->dst_epoch);
+    put_u64(w, b->seq);
+    put_u64(w, b->ack);
+    if (b->len < PIO_WIRE_HDR || (b->inner == NULL && b->len > 0)) {
+        wire_fail(w, PIO_EINVAL);
+        return;
+    }
+    put_u32(w, b->len);
+    put_bytes(w, b->inner, b->len);
+}
+
+static void r_h_seq(struct wire_r *r, struct pio_h_seq *b)
+{
+    b->src_epoch = get_u64(r);
+    b->dst_epoch = get_u64(r);
+    b->seq = get_u64(r);
+    b->ack = get_u64(r);
+    b->len = get_u32(r);
+    if (r->rc == PIO_OK && (b->len < PIO_WIRE_HDR || b->len > r->len - r->pos || b->seq == 0)) {
+        r->rc = PIO_EPROTO;
+        return;
+    }
+    b->inner = wire_take(r, b->len);
+}
+
+static void w_h_ack(struct wire_w *w, const struct pio_h_ack *b)
+{
+    put_u64(w, b->src_epoch);
+    put_u64(w, b->dst_epoch);
+    put_u64(w, b->ack);
+}
+
+static void r_h_ack(struct wire_r *r, struct pio_h_ack *b)
+{
+    b->src_epoch = get_u64(r);
+    b->dst_epoch = get_u64(r);
+    b->ack = get_u64(r);
+}
+
 static void w_c_hello(struct wire_w *w, const struct pio_c_hello *b)
 {
     put_u32(w, b->proto);
@@ -741,6 +787,8 @@ static void wire_write_body(struct wire_w *w, const struct pio_frame *f)
     case PIO_F_H_REPLY: w_h_reply(w, &f->u.h_reply); break;
     case PIO_F_H_DONE:
     case PIO_F_H_BYE: w_h_done(w, &f->u.h_done); break;
+    case PIO_F_H_SEQ: w_h_seq(w, &f->u.h_seq); break;
+    case PIO_F_H_ACK: w_h_ack(w, &f->u.h_ack); break;
     case PIO_F_C_HELLO: w_c_hello(w, &f->u.c_hello); break;
     case PIO_F_H_LOAD: w_h_load(w, &f->u.h_load); break;
     case PIO_F_C_CHALLENGE:
@@ -779,6 +827,8 @@ static void wire_read_body(struct wire_r *r, struct pio_frame *f)
     case PIO_F_H_REPLY: r_h_reply(r, &f->u.h_reply); break;
     case PIO_F_H_DONE:
     case PIO_F_H_BYE: r_h_done(r, &f->u.h_done); break;
+    case PIO_F_H_SEQ: r_h_seq(r, &f->u.h_seq); break;
+    case PIO_F_H_ACK: r_h_ack(r, &f->u.h_ack); break;
     case PIO_F_C_HELLO: r_c_hello(r, &f->u.c_hello); break;
     case PIO_F_H_LOAD: r_h_load(r, &f->u.h_load); break;
     case PIO_F_C_CHALLENGE:

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #define PIO_WIRE_MAGIC        0x314F4950u /* "PIO1" read as a little-endian u32 */
-#define PIO_WIRE_VERSION      2
+#define PIO_WIRE_VERSION      3
 #define PIO_WIRE_HDR          16
 #define PIO_WIRE_NAME         64 /* names: at most 63 bytes + NUL */
 #define PIO_WIRE_ADDR         64 /* "a.b.c.d:port" or "[IPv6]:port" */
@@ -74,6 +74,8 @@
     X(H_DONE, 36)        /* receiver: message delivered (sync) or failed */                        \
     X(H_BYE, 37)         /* piod leaving */                                                        \
     X(H_LOAD, 38)        /* piod -> member of its system (UDP): its channels' load */              \
+    X(H_SEQ, 39)         /* piod -> peer piod: one numbered H_* frame (acked, sent again) */       \
+    X(H_ACK, 40)         /* piod -> peer piod: numbered frames received so far */                  \
     X(C_HELLO, 64)       /* channel opener: system, channel index */                               \
     X(C_CHALLENGE, 65)   /* channel acceptor: random challenge */                                  \
     X(C_PROOF, 66)       /* opener: MAC(key, challenge | index | system) */                        \
@@ -219,6 +221,24 @@ struct pio_h_hello {
     char system[PIO_WIRE_NAME];
     char host[PIO_WIRE_NAME];
     uint8_t chan_key[PIO_WIRE_KEY]; /* key the receiver's channels must prove */
+    uint64_t epoch;                 /* this run of the sender (random, never 0) */
+};
+/* H_SEQ: a numbered H_* frame from one run of a piod to one run of a peer.
+ * inner is a whole encoded frame (not H_HELLO, H_SEQ or H_ACK); it points
+ * into the decoded buffer. ack piggybacks H_ACK's field for the reverse
+ * direction (0: nothing received yet). */
+struct pio_h_seq {
+    uint64_t src_epoch, dst_epoch;
+    uint64_t seq; /* 1, 2, ... per (src_epoch, dst_epoch) */
+    uint64_t ack;
+    uint32_t len;
+    const uint8_t *inner;
+};
+/* H_ACK: the sender of this frame (src_epoch) has every numbered frame of
+ * the peer's run dst_epoch up to and including ack. */
+struct pio_h_ack {
+    uint64_t src_epoch, dst_epoch;
+    uint64_t ack;
 };
 struct pio_h_load { /* H_LOAD: one member's picture of its channels */
     char host[PIO_WIRE_NAME];
@@ -316,6 +336,8 @@ struct pio_frame {
         struct pio_h_request h_request;
         struct pio_h_reply h_reply;
         struct pio_h_done h_done; /* H_DONE, H_BYE */
+        struct pio_h_seq h_seq;
+        struct pio_h_ack h_ack;
         struct pio_c_hello c_hello;
         struct pio_c_key c_key; /* C_CHALLENGE, C_PROOF */
         struct pio_c_accept c_accept;

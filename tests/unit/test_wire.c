@@ -181,8 +181,20 @@ static void fill(struct pio_frame *f, int type, int v)
         fill_str(b->host, sizeof b->host, v);
         for (size_t i = 0; i < PIO_WIRE_KEY; i++)
             b->chan_key[i] = (uint8_t)rnd(); /* NULs allowed: raw bytes */
+        b->epoch = rnd();
         break;
     }
+    case PIO_F_H_SEQ: {
+        struct pio_h_seq *b = &f->u.h_seq;
+        b->src_epoch = rnd(), b->dst_epoch = rnd(), b->ack = rnd();
+        b->seq = rnd() | 1; /* never 0 */
+        b->len = (uint32_t)(PIO_WIRE_HDR + (size_t)v % (PAYLOAD_LEN - PIO_WIRE_HDR));
+        b->inner = payload_buf; /* carried whole, not decoded here */
+        break;
+    }
+    case PIO_F_H_ACK:
+        f->u.h_ack.src_epoch = rnd(), f->u.h_ack.dst_epoch = rnd(), f->u.h_ack.ack = rnd();
+        break;
     case PIO_F_H_REGISTRY: {
         struct pio_h_registry *b = &f->u.h_registry;
         b->full = r32();
@@ -426,6 +438,24 @@ static void cmp_h_hello(const struct pio_h_hello *a, const struct pio_h_hello *b
     assert_string_equal(a->system, b->system);
     assert_string_equal(a->host, b->host);
     assert_memory_equal(a->chan_key, b->chan_key, PIO_WIRE_KEY);
+    assert_int_equal(a->epoch, b->epoch);
+}
+
+static void cmp_h_seq(const struct pio_h_seq *a, const struct pio_h_seq *b)
+{
+    assert_int_equal(a->src_epoch, b->src_epoch);
+    assert_int_equal(a->dst_epoch, b->dst_epoch);
+    assert_int_equal(a->seq, b->seq);
+    assert_int_equal(a->ack, b->ack);
+    assert_int_equal(a->len, b->len);
+    assert_memory_equal(a->inner, b->inner, a->len);
+}
+
+static void cmp_h_ack(const struct pio_h_ack *a, const struct pio_h_ack *b)
+{
+    assert_int_equal(a->src_epoch, b->src_epoch);
+    assert_int_equal(a->dst_epoch, b->dst_epoch);
+    assert_int_equal(a->ack, b->ack);
 }
 
 static void cmp_h_registry(const struct pio_h_registry *a, const struct pio_h_registry *b)
@@ -533,6 +563,8 @@ static void cmp_frame(const struct pio_frame *a, const struct pio_frame *b)
     case PIO_F_H_REPLY: cmp_h_reply(&a->u.h_reply, &b->u.h_reply); break;
     case PIO_F_H_DONE:
     case PIO_F_H_BYE: cmp_h_done(&a->u.h_done, &b->u.h_done); break;
+    case PIO_F_H_SEQ: cmp_h_seq(&a->u.h_seq, &b->u.h_seq); break;
+    case PIO_F_H_ACK: cmp_h_ack(&a->u.h_ack, &b->u.h_ack); break;
     case PIO_F_C_HELLO: cmp_c_hello(&a->u.c_hello, &b->u.c_hello); break;
     case PIO_F_H_LOAD: cmp_h_load(&a->u.h_load, &b->u.h_load); break;
     case PIO_F_C_CHALLENGE:

@@ -1,0 +1,213 @@
+/* lane.c - the numbered, acknowledged stream of H_* frames to one peer piod.
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Sending keeps a FIFO of encoded H_SEQ frames (oldest first) until a
+ * cumulative ack covers them. Receiving keeps rx_next and a ring of
+ * PIOD_LSEQ_HOLD slots (indexed by seq % PIOD_LSEQ_HOLD) for frames that
+ * came before an earlier one. Contract and use: lane.h. Main thread only.
+ */
+#include "piod/lane.h"
+#include "err.h"
+#include "wire/wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void piod_lseq_init(struct piod_lseq *l)
+{
+    memset(l, 0, sizeof(*l));
+    l->tx_next = 1;
+    l->rx_next = 1;
+    l->rto_ms = PIOD_LSEQ_RTO_MS;
+}
+
+static void lseq_drop_held(struct piod_lseq *l)
+{
+    if (l->held)
+        for (size_t i = 0; i < PIOD_LSEQ_HOLD; i++) {
+            free(l->held[i].inner);
+            l->held[i] = (struct piod_lseq_held){0};
+        }
+    l->held_n = l->held_bytes = 0;
+}
+
+void piod_lseq_reset(struct piod_lseq *l, uint64_t peer_epoch,
+                     void (*lost)(void *arg, const struct piod_lseq_ent *e), void *arg)
+{
+    while (l->head) {
+        struct piod_lseq_ent *e = l->head;
+        l->head = e->next;
+        if (lost)
+            lost(arg, e);
+        free(e);
+    }
+    struct piod_lseq_held *held = l->held;
+    lseq_drop_held(l);
+    uint64_t resent = l->resent, dups = l->dups, stale = l->stale, hd = l->held_dropped,
+             lostn = l->lost;
+    piod_lseq_init(l);
+    l->held = held;
+    l->peer_epoch = peer_epoch;
+    l->resent = resent;
+    l->dups = dups;
+    l->stale = stale;
+    l->held_dropped = hd;
+    l->lost = lostn;
+}
+
+int piod_lseq_wrap(struct piod_lseq *l, uint64_t my_epoch, const uint8_t *inner, size_t len,
+                   int src, uint64_t sid, uint64_t now, struct piod_lseq_ent **out)
+{
+    struct pio_frame f;
+    f.type = PIO_F_H_SEQ;
+    f.flags = 0;
+    if (len > UINT32_MAX)
+        return PIO_EINVAL;
+    f.u.h_seq = (struct pio_h_seq){.src_epoch = my_epoch,
+                                   .dst_epoch = l->peer_epoch,
+                                   .seq = l->tx_next,
+                                   .ack = l->rx_next - 1,
+                                   .len = (uint32_t)len,
+                                   .inner = inner};
+    size_t need = pio_wire_encoded_size(&f);
+    if (need == 0)
+        return PIO_EINVAL;
+    struct piod_lseq_ent *e = malloc(sizeof(*e) + need);
+    if (!e)
+        return PIO_ENOMEM;
+    int rc = pio_wire_encode(&f, e->frame, need, &e->len);
+    if (rc != PIO_OK) {
+        free(e);
+        return rc;
+    }
+    e->next = NULL;
+    e->seq = l->tx_next++;
+    e->sent_ms = 0;
+    e->via = PIOD_VIA_NONE;
+    e->src = src;
+    e->sid = sid;
+    if (!l->head) {
+        l->head = e;
+        l->progress_ms = now; /* the resend clock starts with the first frame kept */
+    } else {
+        l->tail->next = e;
+    }
+    l->tail = e;
+    l->unacked_n++;
+    l->unacked_bytes += e->len;
+    /* the ack rides in this frame too, but ack_told is left alone: the
+     * frame may wait behind others, and a standalone H_ACK costs little */
+    *out = e;
+    return PIO_OK;
+}
+
+size_t piod_lseq_acked(struct piod_lseq *l, uint64_t ack, uint64_t now)
+{
+    if (ack <= l->tx_acked || ack >= l->tx_next)
+        return 0;
+    size_t n = 0;
+    while (l->head && l->head->seq <= ack) {
+        struct piod_lseq_ent *e = l->head;
+        l->head = e->next;
+        l->unacked_n--;
+        l->unacked_bytes -= e->len;
+        free(e);
+        n++;
+    }
+    if (!l->head)
+        l->tail = NULL;
+    l->tx_acked = ack;
+    l->progress_ms = now;
+    l->rto_ms = PIOD_LSEQ_RTO_MS;
+    return n;
+}
+
+int piod_lseq_rx(struct piod_lseq *l, uint64_t seq, const uint8_t *inner, size_t len,
+                 void (*deliver)(void *arg, const uint8_t *inner, size_t len), void *arg)
+{
+    if (seq < l->rx_next) {
+        l->dups++;
+        return PIOD_LSEQ_DUP;
+    }
+    if (seq > l->rx_next) {
+        if (seq - l->rx_next >= PIOD_LSEQ_HOLD || l->held_bytes + len > PIOD_LSEQ_HOLD_MAX) {
+            l->held_dropped++;
+            return PIOD_LSEQ_DROPPED;
+        }
+        if (!l->held && !(l->held = calloc(PIOD_LSEQ_HOLD, sizeof(*l->held)))) {
+            l->held_dropped++;
+            return PIOD_LSEQ_DROPPED;
+        }
+        struct piod_lseq_held *h = &l->held[seq % PIOD_LSEQ_HOLD];
+        if (h->seq == seq) {
+            l->dups++;
+            return PIOD_LSEQ_DUP;
+        }
+        uint8_t *copy = malloc(len ? len : 1);
+        if (!copy) {
+            l->held_dropped++;
+            return PIOD_LSEQ_DROPPED;
+        }
+        memcpy(copy, inner, len);
+        /* the slot can hold only a frame below rx_next + PIOD_LSEQ_HOLD, so
+         * whatever it held is older than rx_next: already handed on */
+        free(h->inner);
+        if (h->seq)
+            l->held_n--, l->held_bytes -= h->len;
+        *h = (struct piod_lseq_held){.seq = seq, .len = (uint32_t)len, .inner = copy};
+        l->held_n++;
+        l->held_bytes += len;
+        return PIOD_LSEQ_HELD;
+    }
+    l->rx_next++;
+    l->rx_bytes_unacked += len;
+    deliver(arg, inner, len);
+    while (l->held_n > 0) {
+        struct piod_lseq_held *h = &l->held[l->rx_next % PIOD_LSEQ_HOLD];
+        if (h->seq != l->rx_next)
+            break;
+        struct piod_lseq_held take = *h;
+        *h = (struct piod_lseq_held){0};
+        l->held_n--;
+        l->held_bytes -= take.len;
+        l->rx_next++;
+        l->rx_bytes_unacked += take.len;
+        deliver(arg, take.inner, take.len);
+        free(take.inner);
+    }
+    return PIOD_LSEQ_DELIVERED;
+}
+
+uint64_t piod_lseq_ack_due(const struct piod_lseq *l, int force)
+{
+    uint64_t have = l->rx_next - 1;
+    if (have <= l->ack_told)
+        return 0;
+    if (force || have - l->ack_told >= PIOD_LSEQ_ACK_EVERY ||
+        l->rx_bytes_unacked >= PIOD_LSEQ_ACK_BYTES)
+        return have;
+    return 0;
+}
+
+void piod_lseq_ack_told(struct piod_lseq *l, uint64_t ack)
+{
+    if (ack > l->ack_told)
+        l->ack_told = ack;
+    l->rx_bytes_unacked = 0;
+}
+
+int piod_lseq_resend_due(struct piod_lseq *l, uint64_t now)
+{
+    if (!l->head || now - l->progress_ms < l->rto_ms)
+        return 0;
+    l->progress_ms = now;
+    l->rto_ms = l->rto_ms * 2 > PIOD_LSEQ_RTO_MAX ? PIOD_LSEQ_RTO_MAX : l->rto_ms * 2;
+    return 1;
+}
+
+void piod_lseq_fini(struct piod_lseq *l)
+{
+    piod_lseq_reset(l, 0, NULL, NULL);
+    free(l->held);
+    l->held = NULL;
+}
