@@ -51,11 +51,11 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#define TICK_MS          100
-#define RATE_SAMPLE_MS   400  /* busy time behind one rate sample (at least) */
-#define PARTNER_WAIT_MAX 64   /* partner look-ups one process may have waiting */
-#define LANE_PAUSE       ((size_t)4 << 20) /* an express lane this full: processes wait */
-#define LANE_RESUME      ((size_t)1 << 20) /* ... until it is down to this */
+#define TICK_MS             100
+#define RATE_SAMPLE_MS      400                /* busy time behind one rate sample (at least) */
+#define PARTNER_WAIT_MAX    64                 /* partner look-ups one process may have waiting */
+#define LANE_PAUSE          ((size_t)4 << 20)  /* an express lane this full: processes wait */
+#define LANE_RESUME         ((size_t)1 << 20)  /* ... until it is down to this */
 #define LANE_UNACKED_PAUSE  ((size_t)16 << 20) /* numbered frames a peer has not acked: wait */
 #define LANE_UNACKED_RESUME ((size_t)8 << 20)  /* ... until down to this */
 
@@ -157,8 +157,7 @@ static int send_peer_raw(struct piod *d, int peer, const uint8_t *buf, size_t le
  * that waits for no outcome, told if the frame is lost with the peer's run
  * (src -1 otherwise). Fails only when f cannot be kept (PIO_ENOMEM,
  * PIO_EINVAL): a broken path delays a kept frame, it never loses it. */
-static int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, int src,
-                         uint64_t sid)
+static int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, int src, uint64_t sid)
 {
     size_t len;
     int rc = enc(d, f, &len);
@@ -167,11 +166,10 @@ static int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, in
     if (f->type == PIO_F_H_HELLO)
         return send_peer_raw(d, peer, d->scratch, len, f->type);
     struct piod_lseq_ent *e;
-    rc = piod_lseq_wrap(&d->peers[peer].lq, d->epoch, d->scratch, len, src, sid, piod_now_ms(),
-                        &e);
+    rc = piod_lseq_wrap(&d->peers[peer].lq, d->epoch, d->scratch, len, src, sid, piod_now_ms(), &e);
     if (rc != PIO_OK) {
-        PIOD_ERR("cannot keep %s for %s: %s", pio_wire_type_name(f->type),
-                 d->peers[peer].cfg->name, PIO_Strerror(rc));
+        PIOD_ERR("cannot keep %s for %s: %s", pio_wire_type_name(f->type), d->peers[peer].cfg->name,
+                 PIO_Strerror(rc));
         return rc;
     }
     (void)lane_xmit(d, peer, e, 0);
@@ -869,8 +867,8 @@ static void announce_all(struct piod *d)
                          "%s:%u; failed (PIO_EGONE) at both ends",
                          (unsigned long long)m->seq, m->src_app, m->src_proc, m->dst_app,
                          m->dst_proc, m->tag, (unsigned long long)m->msgid,
-                         d->peers[m->peer].cfg->name, (unsigned long long)st->next_seq,
-                         m->dst_app, m->dst_proc);
+                         d->peers[m->peer].cfg->name, (unsigned long long)st->next_seq, m->dst_app,
+                         m->dst_proc);
                 imsg_fail(d, m, PIO_EGONE);
                 progress = 1;
                 m = next;

@@ -23,12 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PIOD_LSEQ_HOLD      4096          /* frames that may wait for an earlier one */
-#define PIOD_LSEQ_HOLD_MAX  (64u << 20)   /* ... and their bytes */
-#define PIOD_LSEQ_RTO_MS    500           /* first resend after this long without an ack */
-#define PIOD_LSEQ_RTO_MAX   8000          /* resends back off up to this */
-#define PIOD_LSEQ_ACK_EVERY 32            /* frames received before an ack goes at once */
-#define PIOD_LSEQ_ACK_BYTES (256u << 10)  /* ... or bytes */
+#define PIOD_LSEQ_HOLD      4096         /* frames that may wait for an earlier one */
+#define PIOD_LSEQ_HOLD_MAX  (64u << 20)  /* ... and their bytes */
+#define PIOD_LSEQ_RTO_MS    500          /* first resend after this long without an ack */
+#define PIOD_LSEQ_RTO_MAX   8000         /* resends back off up to this */
+#define PIOD_LSEQ_ACK_EVERY 32           /* frames received before an ack goes at once */
+#define PIOD_LSEQ_ACK_BYTES (256u << 10) /* ... or bytes */
 
 enum piod_via { PIOD_VIA_NONE = 0, PIOD_VIA_LANE = 1, PIOD_VIA_ZMQ = 2 };
 
@@ -63,7 +63,7 @@ struct piod_lseq {
     uint64_t rx_next; /* number we hand on next */
     struct piod_lseq_held *held;
     size_t held_n, held_bytes;
-    uint64_t ack_told;     /* the highest ack we sent */
+    uint64_t ack_told;       /* the highest ack we sent */
     size_t rx_bytes_unacked; /* bytes handed on since that ack */
     /* counters (piod_dump, P_INFO) */
     uint64_t resent, dups, stale, held_dropped, lost;

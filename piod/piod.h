@@ -139,8 +139,8 @@ struct piod_peer_st {
     struct piod_txchan *xtx;
     struct pio_tp_conn *xout, *xin; /* main thread */
     int xout_fd, xin_fd;
-    struct pio_fout xo;                     /* frames waiting for room on xout */
-    struct pio_fin xi;                      /* bytes read from xin */
+    struct pio_fout xo; /* frames waiting for room on xout */
+    struct pio_fin xi;  /* bytes read from xin */
     /* every H_* frame but H_HELLO, numbered and kept until acked (lane.h),
      * whichever path it takes */
     struct piod_lseq lq;

@@ -246,8 +246,8 @@ static void test_reset_reports_lost(void **state)
     piod_lseq_rx(&l, 1, buf, len, deliver, &s);
     struct lost_count c = {0};
     piod_lseq_reset(&l, 12, on_lost, &c);
-    assert_int_equal(c.frames, 3);   /* 2, 3, 4 */
-    assert_int_equal(c.eager, 1);    /* 3 carried an eager message */
+    assert_int_equal(c.frames, 3); /* 2, 3, 4 */
+    assert_int_equal(c.eager, 1);  /* 3 carried an eager message */
     assert_int_equal(c.sids, 103);
     assert_int_equal(l.peer_epoch, 12);
     assert_int_equal(l.tx_next, 1);
