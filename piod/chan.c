@@ -270,6 +270,8 @@ void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c)
         ch->q = c;
     ch->q_tail = c;
     ch->queued_bytes += c->len;
+    if (c->len > ch->max_chunk)
+        ch->max_chunk = c->len;
     pthread_cond_signal(&ch->cv);
     pthread_mutex_unlock(&ch->mtx);
 }
@@ -285,20 +287,47 @@ int piod_tx_state(struct piod_txchan *ch, uint64_t *queued)
 }
 
 /* A link can die silently (a cut cable, a dead switch port): TCP then
- * retries for minutes. A channel with bytes in flight and no acknowledgement
- * for CHAN_STALL_MS plus the time those bytes need at 2 MB/s is closed, so its
- * chunks go out again on the other channels. */
-#define CHAN_STALL_MS 2000
+ * retries for minutes. A channel with bytes in flight that has had no
+ * acknowledgement for stall-ms (default 400) plus the time 3 of its chunks
+ * take at its measured acknowledged rate is closed, and its chunks go out
+ * again on the other channels: on a loaded link acks come once a chunk, so
+ * a healthy channel is never that late, and a slow one (a measured low
+ * rate) gets longer. Until the rate is measured, 2 MB/s is assumed. */
+#define CHAN_RATE_GUESS 2e6
+
+/* piod_tx_stall_limit - ms without an ack before ch counts as stalled. */
+uint64_t piod_tx_stall_limit(const struct piod *d, const struct piod_txchan *ch)
+{
+    double rate = ch->ack_rate > 0 ? ch->ack_rate : CHAN_RATE_GUESS;
+    uint32_t chunk = ch->max_chunk ? ch->max_chunk : d->cfg.chunk;
+    return (uint64_t)d->cfg.stall_ms + (uint64_t)(3.0 * chunk * 1000.0 / rate);
+}
 
 void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now)
 {
     pthread_mutex_lock(&ch->mtx);
-    uint64_t limit = CHAN_STALL_MS + ch->queued_bytes / 2000;
+    /* the acknowledged rate, from the ticks that saw acks while busy */
+    if (ch->state != 2 || (ch->queued_bytes == 0 && ch->acked_bytes == ch->wd_acked)) {
+        ch->wd_ms = 0; /* idle or down: the next busy time starts a new window */
+        ch->wd_acked = ch->acked_bytes;
+    } else if (!ch->wd_ms) {
+        ch->wd_ms = now;
+        ch->wd_acked = ch->acked_bytes;
+    } else if (ch->acked_bytes > ch->wd_acked && now > ch->wd_ms) {
+        /* a window closes at a tick that saw acks: it spans the ticks
+         * without, so a slow link's rate is not overstated */
+        double sample =
+            (double)(ch->acked_bytes - ch->wd_acked) * 1000.0 / (double)(now - ch->wd_ms);
+        ch->ack_rate = ch->ack_rate > 0 ? 0.7 * ch->ack_rate + 0.3 * sample : sample;
+        ch->wd_ms = ch->queued_bytes > 0 ? now : 0;
+        ch->wd_acked = ch->acked_bytes;
+    }
+    uint64_t limit = piod_tx_stall_limit(d, ch);
     if (ch->state == 2 && ch->conn && ch->queued_bytes > 0 && now > ch->last_progress_ms + limit) {
-        PIOD_WARN("channel %d to %s: no acknowledgement for %llu ms with %llu bytes in flight: "
-                  "closing it, resending on the others",
+        PIOD_WARN("channel %d to %s: no acknowledgement for %llu ms (limit %llu ms) with %llu "
+                  "bytes in flight: closing it, resending on the others",
                   ch->index, d->peers[ch->peer].cfg->name,
-                  (unsigned long long)(now - ch->last_progress_ms),
+                  (unsigned long long)(now - ch->last_progress_ms), (unsigned long long)limit,
                   (unsigned long long)ch->queued_bytes);
         d->tp->shutdown(ch->conn);
         ch->conn_dead = 1;
@@ -371,6 +400,7 @@ static void *tx_ack_reader(void *arg)
                     c = *pp;
                     *pp = c->next;
                     ch->queued_bytes -= c->len;
+                    ch->acked_bytes += c->len;
                     break;
                 }
             pthread_mutex_unlock(&ch->mtx);

@@ -205,6 +205,7 @@ void piod_config_defaults(struct piod_config *c)
     c->curve = 1;
     c->express = 1;
     c->spin_us = 50;
+    c->stall_ms = 400;
     c->link_timeout = 30;
     cfg_copy(c->transport, sizeof(c->transport), "tcp");
 }
@@ -256,6 +257,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
     {"encrypt", CFG_BOOL, CFG_FIELD(struct piod_config, encrypt)},
     {"spin-us", CFG_SIZE32, CFG_FIELD(struct piod_config, spin_us)},
+    {"stall-ms", CFG_SIZE32, CFG_FIELD(struct piod_config, stall_ms)},
     {"link-timeout", CFG_SIZE32, CFG_FIELD(struct piod_config, link_timeout)},
     {"internal", CFG_ADDR, CFG_FIELD(struct piod_config, internal)},
     {"relay-port", CFG_PORT, CFG_FIELD(struct piod_config, relay_port)},
@@ -517,7 +519,7 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                     "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                     "export, log, log-level, listen, control, control-port, data-port, "
                     "source-ports, pool, proc-pool, eager-limit, chunk, express, encrypt, spin-us, "
-                    "link-timeout, internal, relay-port, transport)",
+                    "stall-ms, link-timeout, internal, relay-port, transport)",
                     key);
             return;
         }
@@ -880,6 +882,12 @@ int piod_config_validate(const struct piod_config *c, FILE *errs)
         cfg_bad(&v, "link-timeout (%u) must be 1 to 86400 seconds", c->link_timeout);
     if (c->spin_us > 10000)
         cfg_bad(&v, "spin-us (%u) is over 10000: a piod would burn a core for nothing", c->spin_us);
+    if (c->stall_ms < 100 || c->stall_ms > 600000)
+        cfg_bad(&v, "stall-ms (%u) must be 100 to 600000 milliseconds", c->stall_ms);
+    if (c->eager_limit > (8u << 20)) {
+        cfg_size_str(c->eager_limit, a, sizeof(a));
+        cfg_bad(&v, "eager-limit (%s) is above 8M: an eager message rides in one control frame", a);
+    }
     if (c->eager_limit > c->chunk) {
         cfg_size_str(c->eager_limit, a, sizeof(a));
         cfg_size_str(c->chunk, b, sizeof(b));
@@ -1024,6 +1032,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
     fprintf(out, "encrypt = %s\n", c->encrypt ? "yes" : "no");
     fprintf(out, "spin-us = %u\n", c->spin_us);
+    fprintf(out, "stall-ms = %u\n", c->stall_ms);
     fprintf(out, "link-timeout = %u\n", c->link_timeout);
     if (c->internal[0])
         fprintf(out, "internal = %s\n", c->internal);

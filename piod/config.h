@@ -57,11 +57,13 @@ struct piod_config {
     int foreground;              /* -f */
     int log_syslog;              /* log to syslog instead of stderr/logfile */
     int log_level;               /* enum piod_log_level, default INFO */
-    int curve;             /* 1 (default): CURVE on the control plane; 0 only with --insecure */
-    int express;           /* 1 (default): H_* frames on the express lane once it is up */
-    int encrypt;           /* 1: data channels sealed (seal.h), no express lane; default 0 */
-    uint32_t spin_us;      /* main loop: look again without sleeping this long (us) */
-    uint32_t link_timeout; /* s: with no channel up to a peer this long, its sends fail */
+    int curve;        /* 1 (default): CURVE on the control plane; 0 only with --insecure */
+    int express;      /* 1 (default): H_* frames on the express lane once it is up */
+    int encrypt;      /* 1: data channels sealed (seal.h), no express lane; default 0 */
+    uint32_t spin_us; /* main loop: look again without sleeping this long (us) */
+    uint32_t
+        stall_ms; /* ms without an ack (plus the bytes' time) before a channel or lane is down */
+    uint32_t link_timeout;        /* s: with no channel up to a peer this long, its sends fail */
     char internal[PIOD_ADDR_MAX]; /* our internal-network address (systems of several hosts) */
     int relay_port;               /* relays and load reports between members (default 7702) */
     int nmembers;                 /* the other hosts of our system ([member NAME] sections) */

@@ -2496,6 +2496,17 @@ static void tick(struct piod *d, uint64_t now)
         if (!ps->hello_seen)
             continue;
         lane_ack(d, p, 1);
+        /* the lane's watchdog: the peer acks at least every tick while it
+         * reads, so frames kept past stall-ms + 2 ticks mean a stalled link
+         * (or peer): the frames take the control plane, once per stall */
+        if (ps->xout && ps->lq.head && !ps->lq.wd_tripped &&
+            now - ps->lq.ack_ms > (uint64_t)d->cfg.stall_ms + 2 * TICK_MS) {
+            char why[96];
+            snprintf(why, sizeof(why), "no acknowledgement for %llu ms",
+                     (unsigned long long)(now - ps->lq.ack_ms));
+            ps->lq.wd_tripped = 1;
+            express_out_down(d, p, why);
+        }
         if (piod_lseq_resend_due(&ps->lq, now)) {
             PIOD_INFO("no acknowledgement from %s for a while: %zu frame(s) go again (next "
                       "time after %llu ms)",

@@ -89,6 +89,7 @@ int piod_lseq_wrap(struct piod_lseq *l, uint64_t my_epoch, const uint8_t *inner,
     if (!l->head) {
         l->head = e;
         l->progress_ms = now; /* the resend clock starts with the first frame kept */
+        l->ack_ms = now;
     } else {
         l->tail->next = e;
     }
@@ -118,6 +119,8 @@ size_t piod_lseq_acked(struct piod_lseq *l, uint64_t ack, uint64_t now)
         l->tail = NULL;
     l->tx_acked = ack;
     l->progress_ms = now;
+    l->ack_ms = now;
+    l->wd_tripped = 0;
     l->rto_ms = PIOD_LSEQ_RTO_MS;
     return n;
 }

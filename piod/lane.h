@@ -58,6 +58,8 @@ struct piod_lseq {
     struct piod_lseq_ent *head, *tail;
     size_t unacked_n, unacked_bytes;
     uint64_t progress_ms; /* last ack that moved (or the first frame after idle) */
+    uint64_t ack_ms;      /* the same, untouched by the resend clock (the lane watchdog) */
+    int wd_tripped;       /* the lane watchdog fired; again only after an ack */
     uint64_t rto_ms;
     /* receiving */
     uint64_t rx_next; /* number we hand on next */

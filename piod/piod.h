@@ -71,6 +71,11 @@ struct piod_txchan {
     struct piod_chunk *unacked;    /* sent, not acknowledged */
     uint64_t queued_bytes;         /* in q and unacked */
     uint64_t tx_bytes, tx_chunks, resent;
+    uint64_t acked_bytes; /* acknowledged so far (the ack reader) */
+    /* piod_tx_watchdog's (main thread, under mtx): the acknowledged rate */
+    uint64_t wd_ms, wd_acked;
+    double ack_rate;           /* bytes/s while busy, EWMA (0: not measured yet) */
+    uint32_t max_chunk;        /* the largest chunk queued so far */
     uint32_t downs;            /* up -> not up transitions */
     int last_err;              /* the last connect error logged (said once per kind) */
     uint64_t last_progress_ms; /* last ack, or when work arrived on an idle channel */
@@ -387,6 +392,10 @@ void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c);
 void piod_express_failed(struct piod *d, int peer); /* main: xout is dead, reconnect */
 int piod_tx_state(struct piod_txchan *ch, uint64_t *queued);
 void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now);
+/* piod_tx_stall_limit - ms without an acknowledgement before ch (bytes in
+ * flight) is closed: stall-ms plus 3 chunks at its measured rate. ch->mtx
+ * held. */
+uint64_t piod_tx_stall_limit(const struct piod *d, const struct piod_txchan *ch);
 void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c); /* run a receiver on c (takes it) */
 void piod_rx_watchdog(struct piod *d, uint64_t now);       /* main: shut handshakes over time */
 void piod_grant_add(struct piod *d, struct piod_grant *g);

@@ -98,3 +98,57 @@ chaos_run() {
   run grep -E "never came" "$D/B.log"
   assert_failure
 }
+
+# ---- failure detection on the test bed -------------------------------------
+
+# bed_piod WHO: piod A (h1) or B (h2) on the bed's two links.
+bed_piod() {
+  local who=$1 me=1 peer=2 other=B
+  [ "$who" = B ] && me=2 peer=1 other=A
+  local m0 m1 p0 p1
+  m0=$("$PIO_TESTBED" addr "$BED" "h$me" 0) m1=$("$PIO_TESTBED" addr "$BED" "h$me" 1)
+  p0=$("$PIO_TESTBED" addr "$BED" "h$peer" 0) p1=$("$PIO_TESTBED" addr "$BED" "h$peer" 1)
+  _pio_launch "$who" "$D" "$("$PIO_TESTBED" ns "$BED" "h$me")" "$PIOD" -f --name "$who" \
+    --system "$who" --keys "$D/keys" --socket "$D/$who.sock" \
+    --listen "$m0" --listen "$m1" --peer "$other=$p0,$p1"
+  _pio_wait_sock "$D/$who.sock"
+}
+
+@test "a link cut under load is declared down within 1 s at default settings; the message arrives whole" {
+  pio_need_root
+  BED=$(pio_unique_name chs)
+  pio_bed_up "$BED" --hosts 2 --links 2 --rate 100mbit >/dev/null
+  D=$BATS_TEST_TMPDIR/bed
+  mkdir -p "$D"
+  _pio_keys "$D" A B
+  bed_piod A
+  bed_piod B
+  pio_wait_channels "$D/A.sock" 2 60
+  pio_wait_channels "$D/B.sock" 2 60
+  local m=${PIO_TEST_MULT:-1}
+  bg_start "$BATS_TEST_TMPDIR/recv" env PIO_SOCKET="$D/B.sock" timeout $((120 * m)) \
+    "$CHECK" recv sizes -a ch-r -p ch-s -S 64M,64M
+  local rp=$BG_PID
+  pio_wait_until 10 grep -q "process ch-r:0 of 1 joined" "$D/B.log"
+  bg_start "$BATS_TEST_TMPDIR/send" env PIO_SOCKET="$D/A.sock" timeout $((120 * m)) \
+    "$CHECK" send sizes -a ch-s -p ch-r -S 64M,64M
+  local sp=$BG_PID
+  sleep 2 # both links carry the first message's chunks (about 25 MB/s together)
+  "$PIO_TESTBED" link "$BED" h1 1 down
+  local cut_ms
+  cut_ms=$(date +%s%3N)
+  pio_wait_until 10 grep -q "channel 1 to B: no acknowledgement" "$D/A.log"
+  local line at_ms
+  line=$(grep -m1 "channel 1 to B: no acknowledgement" "$D/A.log")
+  echo "$line"
+  at_ms=$(date -d "${line%% *}" +%s%3N)
+  echo "declared down $((at_ms - cut_ms)) ms after the cut"
+  [ $((at_ms - cut_ms)) -le 1000 ]
+  "$PIO_TESTBED" link "$BED" h1 1 up
+  bg_wait "$sp"
+  assert_equal "$BG_RC" 0
+  bg_wait "$rp"
+  assert_equal "$BG_RC" 0
+  run cat "$BATS_TEST_TMPDIR/recv"
+  assert_output --partial "OK sizes: 2 messages"
+}
