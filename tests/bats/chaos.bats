@@ -152,3 +152,25 @@ bed_piod() {
   run cat "$BATS_TEST_TMPDIR/recv"
   assert_output --partial "OK sizes: 2 messages"
 }
+
+# ---- the chaos run (tests/lib/chaos.bash) -----------------------------------
+
+@test "chaos: 4 senders, 4 receivers, 5,200 mixed messages under cuts, resets, a stopped piod and a killed receiver; every acknowledged one arrives once, in order" {
+  pio_need_root
+  source "$BATS_TEST_DIRNAME/../lib/chaos.bash"
+  CHAOS_BIG=$((16 << 20))
+  chaos_bed_up "$BATS_TEST_TMPDIR/chaos"
+  chaos_start 1300
+  chaos_drive 90
+  cat "$CD/faults.log" "$CD"/send*.out "$CD"/recv*.out
+  echo "$CHAOS_SECONDS s"
+  assert_equal "$CHAOS_SEND_RC" 0
+  assert_equal "$CHAOS_RECV_RC" 0
+  run chaos_check
+  echo "$output"
+  assert_success
+  assert_output --partial "chaos_check: PASS"
+  # the driver did inject faults of every kind but, by chance, perhaps not all
+  run grep -c . "$CD/faults.log"
+  refute_output 0
+}
