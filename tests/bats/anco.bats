@@ -84,8 +84,9 @@ race() {
   wait "$pid" || rc=1
   cat "$W/$mode.0" "$W/$mode.1"
   # the hook fired: rank 1 was in the middle of the read when rank 0 refilled
-  [ -f "$W/$mode/go" ] && [ -f "$W/$mode/done" ]
-  ! grep -q MISMATCH "$W/$mode.0" "$W/$mode.1"
+  [ -f "$W/$mode/go" ]
+  [ -f "$W/$mode/done" ]
+  refute grep -q MISMATCH "$W/$mode.0" "$W/$mode.1"
   return $rc
 }
 

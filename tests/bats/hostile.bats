@@ -528,6 +528,8 @@ private_kb() {
   # B reads nothing: an eager flood fills the lane's socket, then its queue
   run env PIO_SOCKET="$PIO_SOCK_A" timeout 30 "$HOSTILE" flood-send 200000 -j xr-fs -p xr-f
   echo "$output"
+  assert_success
+  assert_output --partial "RESULT"
   bg_wait "$lwp"
   cat "$BATS_TEST_TMPDIR/lw"
   pio_wait_until 10 grep -q "process xr-s:0 (pid [0-9]*) left: PIO_Exit" "$D/A.log"

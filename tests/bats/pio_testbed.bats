@@ -217,6 +217,8 @@ tx_above() {
   # eager sends to a process that never receives fill the stalled lane
   run env PIO_SOCKET="$PIO_SOCK_A" timeout 30 "$HOSTILE" flood-send 200000 -j lcf-s -p lcf-r
   echo "$output"
+  [ "$status" -eq 0 ] || { "$PIO_TESTBED" link "$BED" h1 0 up; false; }
+  assert_output --partial "RESULT"
   bg_wait "$lwp"
   cat "$W/lw"
   "$PIO_TESTBED" link "$BED" h1 0 up
