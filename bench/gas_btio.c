@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * usage: gas-btio --procs P --grid N --steps S --out PATH [--api pwrite|seekwrite] [--fsync]
- *                 [--no-step-barrier]
+ *                 [--no-step-barrier] [--end-barrier]
  *        gas-btio --grid N --steps S --verify FILE
  *
  * The file holds the solution u(5,N,N,N) of doubles for each of S steps: one
@@ -23,6 +23,12 @@
  * for the others before it writes the next step (a barrier of atomics in
  * shared memory; --no-step-barrier writes all steps back to back). A child
  * that fails raises a flag the others see in the barrier, so none hangs.
+ * With --end-barrier each process, after its last write, asks the file's
+ * size (lseek SEEK_END: under libpgas a round trip after every queued write
+ * of the process, which the dispatcher answers without a flush) and waits
+ * for the others before its fsync or close: every record is then in the
+ * dispatcher's sub-buffers before the first barrier of the file, so the
+ * flushes no longer depend on how the processes were scheduled (gas.bats).
  *
  * Processes: the parent creates (truncates) PATH and forks P children. Each
  * child opens PATH (O_WRONLY|O_CREAT, 0644), says "ready" on a pipe and
@@ -66,6 +72,7 @@ struct bt_opts {
     enum bt_api api;
     int fsync;
     int no_step_barrier;
+    int end_barrier;
 };
 
 /* Shared by the children (MAP_SHARED): the step barrier and the fail flag. */
@@ -119,6 +126,7 @@ static void bt_usage(FILE *f)
 {
     fprintf(f, "usage: gas-btio --procs P --grid N --steps S --out PATH\n"
                "                [--api pwrite|seekwrite] [--fsync] [--no-step-barrier]\n"
+               "                [--end-barrier]\n"
                "       gas-btio --grid N --steps S --verify FILE\n"
                "P must be a square q*q and N divisible by q.\n");
 }
@@ -147,11 +155,17 @@ static int bt_parse_int(const char *name, const char *s, int *out)
 static int bt_parse(int argc, char **argv, struct bt_opts *o)
 {
     static const struct option longopts[] = {
-        {"procs", required_argument, NULL, 'p'}, {"grid", required_argument, NULL, 'n'},
-        {"steps", required_argument, NULL, 's'}, {"out", required_argument, NULL, 'o'},
-        {"api", required_argument, NULL, 'a'},   {"verify", required_argument, NULL, 'v'},
-        {"fsync", no_argument, NULL, 'f'},       {"no-step-barrier", no_argument, NULL, 'B'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"procs", required_argument, NULL, 'p'},
+        {"grid", required_argument, NULL, 'n'},
+        {"steps", required_argument, NULL, 's'},
+        {"out", required_argument, NULL, 'o'},
+        {"api", required_argument, NULL, 'a'},
+        {"verify", required_argument, NULL, 'v'},
+        {"fsync", no_argument, NULL, 'f'},
+        {"no-step-barrier", no_argument, NULL, 'B'},
+        {"end-barrier", no_argument, NULL, 'E'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
 
@@ -175,6 +189,7 @@ static int bt_parse(int argc, char **argv, struct bt_opts *o)
         case 'v': o->verify = optarg; break;
         case 'f': o->fsync = 1; break;
         case 'B': o->no_step_barrier = 1; break;
+        case 'E': o->end_barrier = 1; break;
         case 'a':
             if (strcmp(optarg, "pwrite") == 0) {
                 o->api = BT_PWRITE;
@@ -293,6 +308,16 @@ static void bt_child(const struct bt_opts *o, int rank, int ready_w, int go_r, i
                                             &call) != 0)
                             goto fail;
                     }
+        }
+    }
+    if (o->end_barrier) {
+        call = "lseek(SEEK_END)";
+        if (lseek(fd, 0, SEEK_END) == (off_t)-1)
+            goto fail;
+        if (bt_step_barrier(o->procs) != 0) {
+            call = "end barrier (another process failed)";
+            errno = ECANCELED;
+            goto fail;
         }
     }
     if (o->fsync && fsync(fd) != 0) {

@@ -50,7 +50,7 @@ total() {
 @test "8 processes, random reads of a 64 MiB file through 4 MiB caches: every byte equals the file" {
   job 8 rnd random "$W/export/f64" 100
   [ "$(grep -c 'bytes checked$' "$W/rnd.out")" -eq 8 ]
-  ! grep -q MISMATCH "$W/rnd.out"
+  refute grep -q MISMATCH "$W/rnd.out"
   # the caches served each other, and evicted (8 x 4 MiB < 64 MiB)
   [ "$(total remote "$W/rnd.out")" -gt 0 ]
   [ "$(total fs "$W/rnd.out")" -gt 0 ]
@@ -65,7 +65,8 @@ total() {
     [ "$(grep -c 'bytes checked$' "$W/same$g.out")" -eq 8 ]
     fs=$(total fs "$W/same$g.out")
     echo "groups $g: $fs file-system reads for 16 blocks"
-    [ "$fs" -ge 16 ] && [ "$fs" -le $((16 * g)) ]
+    [ "$fs" -ge 16 ]
+    [ "$fs" -le $((16 * g)) ]
     # everything else came from another process's cache
     [ "$(total remote "$W/same$g.out")" -eq $((8 * 16 - fs)) ]
   done
@@ -83,8 +84,9 @@ race() {
   wait "$pid" || rc=1
   cat "$W/$mode.0" "$W/$mode.1"
   # the hook fired: rank 1 was in the middle of the read when rank 0 refilled
-  [ -f "$W/$mode/go" ] && [ -f "$W/$mode/done" ]
-  ! grep -q MISMATCH "$W/$mode.0" "$W/$mode.1"
+  [ -f "$W/$mode/go" ]
+  [ -f "$W/$mode/done" ]
+  refute grep -q MISMATCH "$W/$mode.0" "$W/$mode.1"
   return $rc
 }
 

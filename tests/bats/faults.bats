@@ -280,7 +280,8 @@ merged() {
   restore_all
   cat "$W/m.log"
   echo "merged_output ended after $took s with the links down (exit $rc)"
-  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
+  [ "$rc" -ne 0 ]
+  [ "$rc" -ne 124 ]
   [ "$took" -le $((LINK_TIMEOUT + 30)) ]
   grep -Eq "rank [0-9]: PIO_File_(write|close).*(gone away|no usable link)" "$W/m.log"
   [ ! -e "$EXP/m/down.bin" ]
@@ -476,10 +477,11 @@ msg_pair() {
   r=0; wait $RP || r=$?
   cat "$W/kb.s" "$W/kb.r"
   echo "sender $s, receiver $r, after $SECONDS s"
-  [ "$s" -eq 1 ] && [ "$r" -eq 1 ]
+  [ "$s" -eq 1 ]
+  [ "$r" -eq 1 ]
   grep -Eq "PIO_E(GONE|LINK)" "$W/kb.s"
   grep -q "PIO_ECLOSED" "$W/kb.r"
-  ! grep -q "^OK" "$W/kb.s" "$W/kb.r"
+  refute grep -q "^OK" "$W/kb.s" "$W/kb.r"
   start_piod B
   bundle_up
   msg_pair kb2 32M
@@ -498,7 +500,8 @@ msg_pair() {
   r=0; wait $RP || r=$?
   cat "$W/ka.s" "$W/ka.r"
   echo "sender $s, receiver $r, after $SECONDS s"
-  [ "$s" -eq 1 ] && [ "$r" -eq 1 ]
+  [ "$s" -eq 1 ]
+  [ "$r" -eq 1 ]
   [ "$SECONDS" -le $((LINK_TIMEOUT + 20)) ]
   grep -q "PIO_ECLOSED" "$W/ka.s"
   grep -Eq "PIO_E(GONE|LINK)" "$W/ka.r"
@@ -640,7 +643,7 @@ real_piods() {
   wait $rp || { cat "$W/r"; false; }
   grep -q "^OK sizes: 1 messages (96M)" "$W/r"
   # no peer was given up: the link timeout (5 s) did not fire on a jump
-  ! grep -q "no channel to" "$DIR/A.log" "$DIR/B.log"
+  refute grep -q "no channel to" "$DIR/A.log" "$DIR/B.log"
   # the cut channel came back (its reconnect back-off survived the jump)
   pio_wait_channels "$SOCK_A" 2 30
   # and the piods' clocks were really faked: their log stamps jumped back a day

@@ -545,7 +545,9 @@ run_sim_viz() {
   run make -C "$PIO_SRC" "${args[@]}" install PREFIX="$prefix"
   [ "$status" -eq 0 ] || { echo "$output" | tail -n 30; fail "make install failed"; }
   [ "$(cat "$PIO_BUILD/.make-settings")" = "$settings" ] || fail "make install changed the build settings"
-  [ -f "$prefix/include/pio.mod" ] && [ -f "$prefix/lib/libpiof.a" ] && [ -f "$prefix/include/pio.h" ]
+  [ -f "$prefix/include/pio.mod" ]
+  [ -f "$prefix/lib/libpiof.a" ]
+  [ -f "$prefix/include/pio.h" ]
 
   export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
   run pkg-config --cflags --libs pio

@@ -2,8 +2,10 @@
 # gas.bats - GAS, the gather-arrange-scatter pipeline: unmodified programs
 # write through libpgas.so and a gas-dispatcher to pfs, on a test bed of 7
 # hosts (tests/lib/pfs.bash): h1..h4 one I/O server each, h5 the metadata
-# server "pfs.gmds", h6 the compute host with two dispatchers (arranged,
-# and --no-arrange for the comparison), h7 a host that reads with `pfs`.
+# server "pfs.gmds", h6 the compute host with three dispatchers (gas.a with
+# the defaults; gas.d and gas.n, the latter --no-arrange, for the
+# comparison, with flushes that do not depend on scheduling: see there),
+# h7 a host that reads with `pfs`.
 # SPDX-License-Identifier: BSD-3-Clause
 
 load "$BATS_TEST_DIRNAME/../lib/helpers"
@@ -41,7 +43,10 @@ setup_file() {
   pfs_on 6 pfs --mds pfs.gmds mkdir /t
   pfs_on 6 pfs --mds pfs.gmds setstripe -c 4 -S 64K /t
   gas_up gas.a "$DIR/gas.sock"
-  gas_up gas.n "$DIR/gas-n.sock" --no-arrange
+  # a sub-buffer larger than what one server gets and no timer: they flush
+  # only when a process's fsync or close asks (see the comparison below)
+  gas_up gas.d "$DIR/gas-d.sock" --sub-buffer 1M --interval 3600000
+  gas_up gas.n "$DIR/gas-n.sock" --sub-buffer 1M --interval 3600000 --no-arrange
 }
 
 teardown_file() {
@@ -126,26 +131,52 @@ io_sum() {
   [ "$sent" -gt 0 ] && [ "$merged" -gt $((12288 / 2)) ]
 }
 
-@test "arranged vs --no-arrange: the same bytes, far fewer requests and seeks at the servers" {
-  local req_a seek_a req_n seek_n
+# gas_stat SOCKET FIELD: one counter of the dispatcher at SOCKET (gas-stat)
+gas_stat() {
+  gas_on "$1" gas-stat --socket "$1" | grep -o " $2=[0-9a-z]*" | cut -d= -f2
+}
+
+@test "arranged vs --no-arrange: the same bytes, one request per server instead of one per record" {
+  local d=$DIR/gas-d.sock n=$DIR/gas-n.sock req_a seek_a req_n seek_n
+  # gas.d and gas.n flush only on a barrier (1 MiB sub-buffers, no timer),
+  # and gas-btio --end-barrier lets no process close before every process's
+  # writes are in the dispatcher's sub-buffers: the first close flushes each
+  # server's records at once, whatever order the 16 processes' records came
+  # in, and the counts below are the same on every run
+  gas_on "$d" gas-stat --socket "$d" --reset >/dev/null
   pfs_on 7 pfs --mds pfs.gmds qos --reset >/dev/null
-  run gas_on "$DIR/gas.sock" "$BTIO" --procs 16 --grid 16 --steps 2 --out pgas:/t/arr
+  run gas_on "$d" "$BTIO" --procs 16 --grid 16 --steps 2 --end-barrier --out pgas:/t/arr
   assert_success
   req_a=$(io_sum writes) seek_a=$(io_sum seeks)
+  gas_on "$d" gas-stat --socket "$d"
+  gas_on "$n" gas-stat --socket "$n" --reset >/dev/null
   pfs_on 7 pfs --mds pfs.gmds qos --reset >/dev/null
-  run gas_on "$DIR/gas-n.sock" "$BTIO" --procs 16 --grid 16 --steps 2 --out pgas:/t/noarr
+  run gas_on "$n" "$BTIO" --procs 16 --grid 16 --steps 2 --end-barrier --out pgas:/t/noarr
   assert_success
   req_n=$(io_sum writes) seek_n=$(io_sum seeks)
+  gas_on "$n" gas-stat --socket "$n"
   echo "arranged: $req_a requests, $seek_a seeks; not arranged: $req_n requests, $seek_n seeks" >&3
   pget /t/arr "$W/a"
   pget /t/noarr "$W/n"
   cmp "$W/a" "$W/n"
-  # 8192 records of 40 bytes: unarranged, every record is a request (and a
-  # few more: pieces cut at the 64 KiB stripe units); arranged, runs of
-  # records merge into one request each (about 1/15 at this 64 KiB
-  # sub-buffer) and so do the seeks between them
+  # 8192 records of 40 bytes, 320 KiB: five 64 KiB stripe units over the 4
+  # servers (the first server holds units 0 and 4, one range of its object)
+  [ "$(gas_stat "$d" received)" -eq 8192 ]
+  # the flushes were what the settings promise: one per server, on a barrier
+  [ "$(gas_stat "$d" flushes)" -eq 4 ]
+  [ "$(gas_stat "$d" full)" -eq 0 ]
+  [ "$(gas_stat "$d" timer)" -eq 0 ]
+  # arranged: each server's records, sorted and merged, are one request
+  [ "$(gas_stat "$d" sent)" -eq 4 ]
+  [ "$req_a" -eq 4 ]
+  # not arranged: every piece (a record, or part of one cut at a 4 KiB
+  # block or a stripe unit) is a request
+  [ "$(gas_stat "$n" received)" -eq 8192 ]
+  [ "$(gas_stat "$n" merged)" -eq 0 ]
+  [ "$req_n" -eq "$(gas_stat "$n" pieces)" ]
   [ "$req_n" -ge 8192 ]
-  [ $((req_a * 10)) -le "$req_n" ]
+  # and the seeks between them: at most one per request arranged
+  [ "$seek_a" -le 4 ]
   [ $((seek_a * 2)) -le "$seek_n" ]
 }
 

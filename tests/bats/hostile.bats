@@ -114,8 +114,8 @@ pool_used() {
   # and B, knowing M's real key, is refused by M, which holds the wrong B.pub
   pio_wait_until 10 grep -qE "refused control connection from [0-9.:]+: its key is not in $m/keys" "$m/M.log"
   pio_wait_until 10 grep -q "peer M refused our control connection" "$D/B.log"
-  ! grep -q "peer M (host M) says hello" "$D/B.log"
-  ! grep -q "from M accepted" "$D/B.log"
+  refute grep -q "peer M (host M) says hello" "$D/B.log"
+  refute grep -q "from M accepted" "$D/B.log"
   transfer key1
   mem_check B
 }
@@ -131,7 +131,7 @@ pool_used() {
   _pio_wait_sock "$m/M.sock"
   pio_wait_until 10 grep -qE "refused control connection from [0-9.:]+: its key is not in $D/keys" "$D/B.log"
   pio_wait_until 10 grep -q "peer B refused our control connection" "$m/M.log"
-  ! grep -q "from M accepted" "$D/B.log"
+  refute grep -q "from M accepted" "$D/B.log"
   # a piod whose directory lacks the peer's public key: says which, exits non-zero
   n=$BATS_TEST_TMPDIR/n
   _pio_keys "$n" N
@@ -155,8 +155,8 @@ pool_used() {
     --data-port "$DP" $POOL_FLAGS
   pio_wait_until 10 grep -q "control frame from 'M', which is not a configured peer: ignored" "$D/B.log"
   # its hello gave it no channel key of ours: nothing it opens is accepted
-  ! grep -q "from M accepted" "$D/B.log"
-  ! grep -q "peer M" "$D/B.log"
+  refute grep -q "from M accepted" "$D/B.log"
+  refute grep -q "peer M" "$D/B.log"
   transfer key3
   mem_check B
 }
@@ -267,7 +267,7 @@ expect_proc() {
   cat "$BATS_TEST_TMPDIR/joined"
   grep -qx "RESULT open" "$BATS_TEST_TMPDIR/joined"
   grep -q "process ll:0 of 1 joined" "$D/B.log"
-  ! grep -q "client pid $jp began a frame" "$D/B.log"
+  refute grep -q "client pid $jp began a frame" "$D/B.log"
   # a header promising less: the rest is not a frame, nothing after can be trusted
   expect_proc short-len "client pid [0-9]+ sent bytes that are not frames: disconnected" closed
   expect_proc over-limit "client pid [0-9]+ sent bytes that are not frames: disconnected" closed
@@ -386,7 +386,7 @@ expect_data() {
   # it could not push 300,000 requests into a piod that stopped reading it
   pio_wait_until 15 grep -q "RESULT sent" "$BATS_TEST_TMPDIR/flood"
   cat "$BATS_TEST_TMPDIR/flood"
-  ! grep -q "RESULT sent 300000 requests" "$BATS_TEST_TMPDIR/flood"
+  refute grep -q "RESULT sent 300000 requests" "$BATS_TEST_TMPDIR/flood"
   kill -0 "$fp" # still connected, still not reading
   mem_check B
 }
@@ -528,6 +528,8 @@ private_kb() {
   # B reads nothing: an eager flood fills the lane's socket, then its queue
   run env PIO_SOCKET="$PIO_SOCK_A" timeout 30 "$HOSTILE" flood-send 200000 -j xr-fs -p xr-f
   echo "$output"
+  assert_success
+  assert_output --partial "RESULT"
   bg_wait "$lwp"
   cat "$BATS_TEST_TMPDIR/lw"
   pio_wait_until 10 grep -q "process xr-s:0 (pid [0-9]*) left: PIO_Exit" "$D/A.log"

@@ -180,6 +180,7 @@ qos_field() {
   _pfs_launch load1 6 "$CHECK" --mds pfs.qmds --class staging load /load1 16 5
   sleep 1
   run pfs_on 7 pfs --mds pfs.qmds qos --reset
+  assert_success
   sleep 3
   run pfs_on 7 pfs --mds pfs.qmds qos
   echo "$output"
@@ -191,6 +192,7 @@ qos_field() {
   _pfs_launch load2 6 "$CHECK" --mds pfs.qmds --class staging load /load2 16 8
   sleep 1.5
   run pfs_on 7 pfs --mds pfs.qmds qos --reset
+  assert_success
   run pfs_on 7 "$CHECK" --mds pfs.qmds --class interactive probe /probe 10 300
   assert_success
   run pfs_on 7 pfs --mds pfs.qmds qos
@@ -270,7 +272,8 @@ for i in range(60):
   assert_success
   local skipped
   skipped=$(echo "$output" | sed -n 's/.* \([0-9]*\) already staged.*/\1/p')
-  [ "$skipped" -ge 4 ] && [ "$skipped" -lt 60 ]
+  [ "$skipped" -ge 4 ]
+  [ "$skipped" -lt 60 ]
   run pfs_on 7 pfs stage-in /resume "$W/back"
   assert_success
   diff -r "$W/src" "$W/back"
@@ -291,7 +294,8 @@ for i in range(60):
   grep -q "$victim" "$DIR/ackw.log" # the error names the server
   local acked
   acked=$(grep '^acked' "$DIR/ackw.log" | tail -n 1 | awk '{print $2}')
-  [ "$acked" -ge $((48 * MIB)) ] && [ "$acked" -lt $((600 * MIB)) ]
+  [ "$acked" -ge $((48 * MIB)) ]
+  [ "$acked" -lt $((600 * MIB)) ]
   local h=${victim#pfs.iod.}
   pfs_iod_start "$DIR" "${h%%.*}" "$victim" --threads 4
   run pfs_on 7 "$CHECK" verify /acked "$acked"

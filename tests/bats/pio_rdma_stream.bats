@@ -88,7 +88,8 @@ print(sum(c["rx_bytes"] for c in json.load(sys.stdin)["channels"]))')
   run timeout 20 "$PIOD" -f --config "$BATS_TEST_TMPDIR/bad.conf" --name X --system X \
     --listen 127.0.0.1 --keys "$BATS_TEST_TMPDIR/keys" --socket "$BATS_TEST_TMPDIR/x.sock"
   echo "$output"
-  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+  [ "$status" -ne 0 ]
+  [ "$status" -ne 124 ]
   assert_output --partial "bad.conf:1: unknown transport 'carrier-pigeon': expected one of tcp, rdma"
   [ ! -e "$BATS_TEST_TMPDIR/x.sock" ]
 }

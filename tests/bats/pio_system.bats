@@ -151,8 +151,12 @@ PY
 @test "the idle member relays: s2 counts nothing sent of its own, s1's relayed channels carried data" {
   run rows "$S1" 'c["host"] == "s1" and c["index"] >= 2' tx_bytes
   echo "$output"
+  assert_success
+  [ -n "$output" ]
   for x in $output; do [ "$x" -gt $((10 * 1024 * 1024)) ]; done
   run rows "$S2" 'c["host"] == "s2"' tx_bytes
   echo "$output"
+  assert_success
+  [ -n "$output" ]
   for x in $output; do [ "$x" -eq 0 ]; done
 }

@@ -84,7 +84,8 @@ stop_wait() {
 @test "--keygen DIR --system X writes X.key (0600) and X.pub, and refuses to overwrite" {
   run "$PIOD" --keygen "$D/k" --system X
   assert_success
-  [ -f "$D/k/X.key" ] && [ -f "$D/k/X.pub" ]
+  [ -f "$D/k/X.key" ]
+  [ -f "$D/k/X.pub" ]
   [ "$(stat -c %a "$D/k/X.key")" = 600 ]
   grep -q '^public-key = ' "$D/k/X.pub"
   grep -q '^secret-key = ' "$D/k/X.key"

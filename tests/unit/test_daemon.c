@@ -9,8 +9,10 @@
 #include "piod/daemon.h"
 #include "tests/lib/unit.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -138,11 +140,35 @@ static void test_pidfile_bad_path(void **state)
     piod_pidfile_remove(); /* nothing made: nothing to do */
 }
 
+/* Not daemonized, piod_daemon_ready is a no-op: it returns, sends nothing
+ * and closes nothing. The child's fd 0 is one end of a socket pair (the
+ * descriptor a ready socket left at 0 would hit); it reports in its exit
+ * status (0 all well, 1 a descriptor was closed), and the parent finds no
+ * byte on the other end. */
 static void test_ready_without_daemon(void **state)
 {
     (void)state;
-    piod_daemon_ready(0); /* not daemonized: a no-op */
-    piod_daemon_ready(3);
+    int sv[2], status;
+    char byte;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (dup2(sv[0], 0) != 0)
+            _exit(3);
+        piod_daemon_ready(0);
+        piod_daemon_ready(3);
+        if (fcntl(0, F_GETFD) == -1 || fcntl(sv[0], F_GETFD) == -1)
+            _exit(1);
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* the child sent nothing on either descriptor of its end */
+    close(sv[0]);
+    assert_int_equal(recv(sv[1], &byte, 1, MSG_DONTWAIT), 0); /* EOF, no byte */
+    close(sv[1]);
 }
 
 static const struct CMUnitTest tests[] = {
