@@ -174,3 +174,30 @@ bed_piod() {
   run grep -c . "$CD/faults.log"
   refute_output 0
 }
+
+@test "chaos_check flags a lost, a duplicated and a reordered message, and lets one in hand at a restart go" {
+  local d=$BATS_TEST_TMPDIR
+  printf 'S 0 100 aa PIO_OK\nS 1 0 e PIO_EGONE\nS 2 0 e PIO_OK\nS 3 50 bb PIO_OK\n' >"$d/s"
+  # an empty message that may be the failed one or the acknowledged one
+  printf 'START 1\nR 0 100 aa\nR -1 0 e\nR 3 50 bb\nEND 4\n' >"$d/ok"
+  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$d/s" "$d/ok"
+  assert_success
+  assert_output --partial "chaos_check: PASS"
+  printf 'START 1\nR 0 100 aa\nR 3 50 bb\nEND 4\n' >"$d/lost"
+  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$d/s" "$d/lost"
+  assert_failure
+  assert_output --partial "sent (PIO_OK) and never arrived"
+  printf 'START 1\nR 0 100 aa\nR 3 50 bb\nR 3 50 bb\nR -1 0 e\nEND 4\n' >"$d/dup"
+  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$d/s" "$d/dup"
+  assert_failure
+  assert_output --partial "message 3 (50 bytes) arrived twice"
+  assert_output --partial "message 2 arrived after later ones"
+  printf 'S 0 100 aa PIO_OK\nS 1 0 e PIO_OK\nS 2 70 cc PIO_OK\nS 3 50 bb PIO_OK\n' >"$d/s2"
+  printf 'START 1\nR 0 100 aa\nR -1 0 e\nSTART 2\nR 3 50 bb\nEND 4\n' >"$d/hand"
+  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$d/s2" "$d/hand"
+  assert_success
+  assert_output --partial "chaos_check: PASS"
+  printf 'START 1\nR 0 100 aa\nR -1 0 e\nR 3 50 bb\nEND 4\n' >"$d/nohand"
+  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$d/s2" "$d/nohand"
+  assert_failure
+}
