@@ -5,7 +5,8 @@
 # The set-up of tests/bats/chaos.bats (tests/lib/chaos.bash), long: a test
 # bed of 2 hosts with CHAOS_LINKS (4) links at CHAOS_RATE (100mbit); four
 # senders on A (PIO_USER(1), PIO_STATIC, PIO_DYNAMIC, PIO_DYNAMIC with
-# PIO_SYNC) send CHAOS_N (50,000) messages each, sizes 0 B, the eager limit
+# PIO_SYNC) send CHAOS_N (64,000) messages each, the PIO_SYNC one
+# CHAOS_N_SYNC (8,000: each waits for its receiver), sizes 0 B, the eager limit
 # -1/0/+1, up to 4 KiB, up to 64 KiB, 1 MiB, up to 4 MiB and one of 64 MiB,
 # to four receivers on B. A driver injects at random intervals (0.3 to
 # 1.9 s apart): a link cut for 0.5-0.9 s, a reset (ss -K) of every
@@ -22,7 +23,7 @@
 # at least 20 minutes. Writes bench/results/chaos.csv (per stream),
 # chaos-faults.csv (every fault, with its time) and chaos.png (delivered
 # messages per stream, and faults over time).
-# Environment: BUILD, CHAOS_N (50000 per sender), CHAOS_LINKS, CHAOS_RATE,
+# Environment: BUILD, CHAOS_N, CHAOS_N_SYNC, CHAOS_LINKS, CHAOS_RATE,
 # CHAOS_LIMIT (s, 5400: the driver stops injecting after this),
 # PIO_BENCH_RESULTS. Needs root (skipped otherwise).
 set -u
@@ -31,7 +32,8 @@ BUILD=${BUILD:-build/default}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 export PIO_SRC=$ROOT PIO_BUILD=$BUILD
 RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
-N=${CHAOS_N:-50000}
+N=${CHAOS_N:-64000}
+NSYNC=${CHAOS_N_SYNC:-8000}
 LIMIT=${CHAOS_LIMIT:-5400}
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -61,9 +63,9 @@ mkdir -p "$RESULTS"
 
 date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "== chaos.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x $CHAOS_LINKS links at" \
-  "$CHAOS_RATE; 4 senders x $N messages; default piod settings"
+  "$CHAOS_RATE; 3 senders x $N messages and a PIO_SYNC one x $NSYNC; default piod settings"
 chaos_bed_up "$work/run" || { echo "chaos.sh: the bed or the piods did not come up" >&2; exit 1; }
-chaos_start "$N"
+chaos_start "$N" "$NSYNC"
 cat "$CD/run.txt"
 chaos_drive "$LIMIT"
 fail=0

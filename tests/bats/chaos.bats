@@ -155,12 +155,12 @@ bed_piod() {
 
 # ---- the chaos run (tests/lib/chaos.bash) -----------------------------------
 
-@test "chaos: 4 senders, 4 receivers, 5,200 mixed messages under cuts, resets, a stopped piod and a killed receiver; every acknowledged one arrives once, in order" {
+@test "chaos: 4 senders, 4 receivers, 5,050 mixed messages under cuts, resets, a stopped piod and a killed receiver; every acknowledged one arrives once, in order" {
   pio_need_root
   source "$BATS_TEST_DIRNAME/../lib/chaos.bash"
   CHAOS_BIG=$((16 << 20))
   chaos_bed_up "$BATS_TEST_TMPDIR/chaos"
-  chaos_start 1300
+  chaos_start 1550 400
   chaos_drive 90
   cat "$CD/faults.log" "$CD"/send*.out "$CD"/recv*.out
   echo "$CHAOS_SECONDS s"

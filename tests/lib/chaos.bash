@@ -60,19 +60,23 @@ chaos_recv() {
   CRECV[$r]=$BG_PID
 }
 
-# chaos_start N: four receivers, then four senders of N messages each.
+# chaos_start N [NSYNC]: four receivers, then three senders of N messages
+# each and the PIO_SYNC one of NSYNC (default N): a sync send waits for its
+# receiver, a round trip through links full of the others' data.
 chaos_start() {
-  local n=$1 r
+  local n=$1 nsync=${2:-$1} r
   declare -g -a CRECV CSEND
   CHAOS_SEED=${CHAOS_SEED:-$RANDOM} CHAOS_BIG=${CHAOS_BIG:-67108864}
-  echo "seed $CHAOS_SEED, $n messages per sender, largest $CHAOS_BIG bytes" >"$CD/run.txt"
+  echo "seed $CHAOS_SEED, $n messages from senders 0-2 and $nsync from sender 3 (PIO_SYNC)," \
+    "largest $CHAOS_BIG bytes" >"$CD/run.txt"
   : >"$CD/faults.log"
   for r in 0 1 2 3; do chaos_recv "$r"; done
   pio_wait_until 20 grep -q "process chr:3 of 4 joined" "$CD/B.log"
   local conn=(USER:1 STATIC DYNAMIC DYNAMIC) mode=(blocking blocking blocking sync)
+  local count=("$n" "$n" "$n" "$nsync")
   for r in 0 1 2 3; do
     bg_start "$CD/send$r.out" env PIO_SOCKET="$CSOCK_A" "$CHAOS_BIN" send -a chs -r "$r" -P 4 \
-      -p chr -n "$n" -c "${conn[$r]}" -m "${mode[$r]}" -s "$CHAOS_SEED" \
+      -p chr -n "${count[$r]}" -c "${conn[$r]}" -m "${mode[$r]}" -s "$CHAOS_SEED" \
       -B "$CHAOS_BIG" -l "$CD/send$r.ledger"
     CSEND[$r]=$BG_PID
   done
