@@ -160,13 +160,21 @@ static int send_peer_raw(struct piod *d, int peer, const uint8_t *buf, size_t le
 static int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, int src, uint64_t sid)
 {
     size_t len;
-    int rc = enc(d, f, &len);
-    if (rc != PIO_OK)
-        return rc;
-    if (f->type == PIO_F_H_HELLO)
+    int rc;
+    if (f->type == PIO_F_H_HELLO) {
+        if ((rc = enc(d, f, &len)) != PIO_OK)
+            return rc;
         return send_peer_raw(d, peer, d->scratch, len, f->type);
-    struct piod_lseq_ent *e;
-    rc = piod_lseq_wrap(&d->peers[peer].lq, d->epoch, d->scratch, len, src, sid, piod_now_ms(), &e);
+    }
+    /* encoded straight into the entry kept for replay, behind the room for
+     * its H_SEQ header: the frame is wrapped without a copy */
+    size_t need = pio_wire_encoded_size(f);
+    struct piod_lseq_ent *e = need ? piod_lseq_new(need) : NULL;
+    rc = !need ? PIO_EINVAL : !e ? PIO_ENOMEM : PIO_OK;
+    if (rc == PIO_OK && (rc = pio_wire_encode(f, piod_lseq_inner(e), need, &len)) != PIO_OK)
+        free(e);
+    if (rc == PIO_OK)
+        rc = piod_lseq_push(&d->peers[peer].lq, e, d->epoch, len, src, sid, piod_now_ms());
     if (rc != PIO_OK) {
         PIOD_ERR("cannot keep %s for %s: %s", pio_wire_type_name(f->type), d->peers[peer].cfg->name,
                  PIO_Strerror(rc));

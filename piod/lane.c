@@ -55,27 +55,29 @@ void piod_lseq_reset(struct piod_lseq *l, uint64_t peer_epoch,
     l->lost = lostn;
 }
 
-int piod_lseq_wrap(struct piod_lseq *l, uint64_t my_epoch, const uint8_t *inner, size_t len,
-                   int src, uint64_t sid, uint64_t now, struct piod_lseq_ent **out)
+struct piod_lseq_ent *piod_lseq_new(size_t inner_cap)
 {
-    struct pio_frame f;
-    f.type = PIO_F_H_SEQ;
-    f.flags = 0;
-    if (len > UINT32_MAX)
+    if (inner_cap > PIO_WIRE_MAX_BODY)
+        return NULL;
+    struct piod_lseq_ent *e = malloc(sizeof(*e) + PIO_WIRE_SEQ_HDR + inner_cap);
+    if (e)
+        e->len = PIO_WIRE_SEQ_HDR + inner_cap; /* the room, until pushed */
+    return e;
+}
+
+int piod_lseq_push(struct piod_lseq *l, struct piod_lseq_ent *e, uint64_t my_epoch,
+                   size_t inner_len, int src, uint64_t sid, uint64_t now)
+{
+    if (inner_len > UINT32_MAX) {
+        free(e);
         return PIO_EINVAL;
-    f.u.h_seq = (struct pio_h_seq){.src_epoch = my_epoch,
-                                   .dst_epoch = l->peer_epoch,
-                                   .seq = l->tx_next,
-                                   .ack = l->rx_next - 1,
-                                   .len = (uint32_t)len,
-                                   .inner = inner};
-    size_t need = pio_wire_encoded_size(&f);
-    if (need == 0)
-        return PIO_EINVAL;
-    struct piod_lseq_ent *e = malloc(sizeof(*e) + need);
-    if (!e)
-        return PIO_ENOMEM;
-    int rc = pio_wire_encode(&f, e->frame, need, &e->len);
+    }
+    struct pio_h_seq h = {.src_epoch = my_epoch,
+                          .dst_epoch = l->peer_epoch,
+                          .seq = l->tx_next,
+                          .ack = l->rx_next - 1,
+                          .len = (uint32_t)inner_len};
+    int rc = pio_wire_seq_wrap(e->frame, e->len, &h, &e->len);
     if (rc != PIO_OK) {
         free(e);
         return rc;
@@ -98,8 +100,20 @@ int piod_lseq_wrap(struct piod_lseq *l, uint64_t my_epoch, const uint8_t *inner,
     l->unacked_bytes += e->len;
     /* the ack rides in this frame too, but ack_told is left alone: the
      * frame may wait behind others, and a standalone H_ACK costs little */
-    *out = e;
     return PIO_OK;
+}
+
+int piod_lseq_wrap(struct piod_lseq *l, uint64_t my_epoch, const uint8_t *inner, size_t len,
+                   int src, uint64_t sid, uint64_t now, struct piod_lseq_ent **out)
+{
+    struct piod_lseq_ent *e = piod_lseq_new(len);
+    if (!e)
+        return len > PIO_WIRE_MAX_BODY ? PIO_EINVAL : PIO_ENOMEM;
+    memcpy(piod_lseq_inner(e), inner, len);
+    int rc = piod_lseq_push(l, e, my_epoch, len, src, sid, now);
+    if (rc == PIO_OK)
+        *out = e;
+    return rc;
 }
 
 size_t piod_lseq_acked(struct piod_lseq *l, uint64_t ack, uint64_t now)

@@ -20,6 +20,8 @@
 #ifndef PIOD_LANE_H
 #define PIOD_LANE_H
 
+#include "wire/wire.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +82,24 @@ void piod_lseq_init(struct piod_lseq *l);
  * NULL. Used at a new hello (the peer restarted) and at shutdown. */
 void piod_lseq_reset(struct piod_lseq *l, uint64_t peer_epoch,
                      void (*lost)(void *arg, const struct piod_lseq_ent *e), void *arg);
+
+/* piod_lseq_new - an entry with room for an encoded frame of up to
+ * inner_cap bytes at piod_lseq_inner(e), to be filled and then pushed (or
+ * freed with free()). NULL: out of memory, or inner_cap over a body. */
+struct piod_lseq_ent *piod_lseq_new(size_t inner_cap);
+
+/* piod_lseq_inner - where e's frame goes (after the H_SEQ header). */
+static inline uint8_t *piod_lseq_inner(struct piod_lseq_ent *e)
+{
+    return e->frame + PIO_WIRE_SEQ_HDR;
+}
+
+/* piod_lseq_push - number e, whose inner_len bytes at piod_lseq_inner(e)
+ * hold one encoded H_* frame, wrap it in its H_SEQ (no copy) and keep it.
+ * src/sid as for piod_lseq_wrap. On success l owns e; on failure e is
+ * freed. Returns PIO_OK or PIO_EINVAL. */
+int piod_lseq_push(struct piod_lseq *l, struct piod_lseq_ent *e, uint64_t my_epoch,
+                   size_t inner_len, int src, uint64_t sid, uint64_t now);
 
 /* piod_lseq_wrap - number inner[0..len) (one encoded H_* frame) and keep it.
  * my_epoch: our run. src/sid: the eager message it carries that waits for no

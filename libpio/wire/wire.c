@@ -846,9 +846,13 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-/* XXH32 of header bytes 0..11 then the body. */
+/* XXH32 of header bytes 0..11 then the body. An H_SEQ's check covers its
+ * fixed fields only: the frame it carries has a check of its own, verified
+ * when that frame is decoded, so its bytes are hashed once, not twice. */
 static uint32_t wire_check(const uint8_t *hdr, const uint8_t *body, size_t body_len)
 {
+    if (hdr[5] == PIO_F_H_SEQ && body_len > PIO_WIRE_SEQ_FIXED)
+        body_len = PIO_WIRE_SEQ_FIXED;
     XXH32_state_t st;
     XXH32_reset(&st, WIRE_SEED);
     XXH32_update(&st, hdr, 12);
@@ -899,6 +903,33 @@ int pio_wire_encode(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t 
     put_u32(&w, check);
     if (len != NULL)
         *len = PIO_WIRE_HDR + body;
+    return PIO_OK;
+}
+
+int pio_wire_seq_wrap(uint8_t *buf, size_t cap, const struct pio_h_seq *h, size_t *len)
+{
+    if (h->len < PIO_WIRE_HDR || h->seq == 0 || cap < PIO_WIRE_SEQ_HDR ||
+        cap - PIO_WIRE_SEQ_HDR < h->len || PIO_WIRE_SEQ_FIXED + (size_t)h->len > PIO_WIRE_MAX_BODY)
+        return PIO_EINVAL;
+    struct wire_w w = {.buf = buf, .cap = PIO_WIRE_SEQ_HDR, .pos = 0, .rc = PIO_OK};
+    put_u32(&w, PIO_WIRE_MAGIC);
+    put_u8(&w, PIO_WIRE_VERSION);
+    put_u8(&w, PIO_F_H_SEQ);
+    put_u16(&w, 0);
+    put_u32(&w, (uint32_t)(PIO_WIRE_SEQ_FIXED + h->len));
+    put_u32(&w, 0); /* check, below */
+    put_u64(&w, h->src_epoch);
+    put_u64(&w, h->dst_epoch);
+    put_u64(&w, h->seq);
+    put_u64(&w, h->ack);
+    put_u32(&w, h->len);
+    if (w.rc != PIO_OK || w.pos != PIO_WIRE_SEQ_HDR)
+        return PIO_EINTERNAL;
+    uint32_t check = wire_check(buf, buf + PIO_WIRE_HDR, PIO_WIRE_SEQ_FIXED);
+    w.pos = 12;
+    put_u32(&w, check);
+    if (len)
+        *len = PIO_WIRE_SEQ_HDR + (size_t)h->len;
     return PIO_OK;
 }
 

@@ -356,6 +356,21 @@ size_t pio_wire_encoded_size(const struct pio_frame *f);
  * over its bound; PIO_ENOMEM when cap is too small. */
 int pio_wire_encode(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t *len);
 
+/* H_SEQ's fixed fields (epochs, seq, ack, len) and header: the inner frame
+ * follows them. */
+#define PIO_WIRE_SEQ_FIXED 36
+#define PIO_WIRE_SEQ_HDR   (PIO_WIRE_HDR + PIO_WIRE_SEQ_FIXED)
+
+/* pio_wire_seq_wrap - write the header and fixed fields of an H_SEQ in
+ * buf[0..PIO_WIRE_SEQ_HDR), around the h->len bytes of an encoded frame the
+ * caller has already put at buf + PIO_WIRE_SEQ_HDR (h->inner is not read):
+ * the frame is wrapped without a copy. The H_SEQ's check covers the fixed
+ * fields only; the inner frame keeps its own. cap: bytes at buf.
+ * *len [out]: the whole H_SEQ's length. Returns PIO_OK, or PIO_EINVAL (a
+ * seq of 0, an inner frame shorter than a header, too little room, a body
+ * over PIO_WIRE_MAX_BODY). */
+int pio_wire_seq_wrap(uint8_t *buf, size_t cap, const struct pio_h_seq *h, size_t *len);
+
 /* pio_wire_peek - check a header (at least PIO_WIRE_HDR bytes at buf).
  * *type, *body_len [out]. Returns PIO_OK; PIO_EPROTO for a bad magic or a
  * body over PIO_WIRE_MAX_BODY; PIO_EVERSION for another version (*peer_version

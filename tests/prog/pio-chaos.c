@@ -35,10 +35,10 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#define TAG         1
-#define MAGIC       0x534f414843ull /* "CHAOS" */
-#define END_MAGIC   0x444e45ull     /* "END" */
-#define MAX_SMALL   4096
+#define TAG          1
+#define MAGIC        0x534f414843ull /* "CHAOS" */
+#define END_MAGIC    0x444e45ull     /* "END" */
+#define MAX_SMALL    4096
 #define RECV_WAIT_MS 120000
 
 static const char *app, *partner_name, *ledger_path, *conn_arg = "DYNAMIC";
@@ -193,8 +193,8 @@ static int do_recv(int partner)
             index = (long)idx;
             fill(want, n, (int)idx);
             if (memcmp(want, b, n) != 0) {
-                printf("pio-chaos recv %s:%d: message %ld (%zu bytes) has wrong bytes\n", app,
-                       rank, index, n);
+                printf("pio-chaos recv %s:%d: message %ld (%zu bytes) has wrong bytes\n", app, rank,
+                       index, n);
                 return 1;
             }
         }
