@@ -134,8 +134,11 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
         break;
     }
     case PIO_F_H_HELLO:
-        f->u.h_hello = (struct pio_h_hello){
-            .proto = PIO_WIRE_VERSION, .nchan = 4, .system = "alpha", .host = "hostA"};
+        f->u.h_hello = (struct pio_h_hello){.proto = PIO_WIRE_VERSION,
+                                            .nchan = 4,
+                                            .system = "alpha",
+                                            .host = "hostA",
+                                            .epoch = 0x1111};
         for (int i = 0; i < PIO_WIRE_KEY; i++)
             f->u.h_hello.chan_key[i] = (uint8_t)(i * 37);
         break;
@@ -155,6 +158,26 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
         break;
     case PIO_F_H_DONE:
     case PIO_F_H_BYE: f->u.h_done = (struct pio_h_done){.msgid = 1001, .status = PIO_OK}; break;
+    case PIO_F_H_SEQ: { /* carrying an encoded H_DONE */
+        static uint8_t inner[64];
+        struct pio_frame d;
+        memset(&d, 0, sizeof d);
+        d.type = PIO_F_H_DONE;
+        d.u.h_done = (struct pio_h_done){.msgid = 1001, .status = variant ? PIO_EGONE : PIO_OK};
+        size_t ilen = 0;
+        if (pio_wire_encode(&d, inner, sizeof inner, &ilen) != PIO_OK)
+            ilen = 0;
+        f->u.h_seq = (struct pio_h_seq){.src_epoch = 0x1111,
+                                        .dst_epoch = 0x2222,
+                                        .seq = 7,
+                                        .ack = 5,
+                                        .len = (uint32_t)ilen,
+                                        .inner = inner};
+        break;
+    }
+    case PIO_F_H_ACK:
+        f->u.h_ack = (struct pio_h_ack){.src_epoch = 0x2222, .dst_epoch = 0x1111, .ack = 7};
+        break;
     case PIO_F_H_LOAD: {
         struct pio_h_load *b = &f->u.h_load;
         strcpy(b->host, "s2");
