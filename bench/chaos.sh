@@ -3,11 +3,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # The set-up of tests/bats/chaos.bats (tests/lib/chaos.bash), long: a test
-# bed of 2 hosts with CHAOS_LINKS (4) links at CHAOS_RATE (100mbit); four
-# senders on A (PIO_USER(1), PIO_STATIC, PIO_DYNAMIC, PIO_DYNAMIC with
-# PIO_SYNC) send CHAOS_N (64,000) messages each, the PIO_SYNC one
-# CHAOS_N_SYNC (8,000: each waits for its receiver), sizes 0 B, the eager limit
-# -1/0/+1, up to 4 KiB, up to 64 KiB, 1 MiB, up to 4 MiB and one of 64 MiB,
+# bed of 2 hosts with CHAOS_LINKS (4) links at CHAOS_RATE (1gbit here, so
+# that 200,000 messages of this mix fit in the time; the CI case runs at
+# 100mbit); four senders on A (PIO_USER(1), PIO_STATIC, PIO_DYNAMIC,
+# PIO_DYNAMIC with PIO_SYNC) send for CHAOS_MINUTES (22) each, sizes 0 B, the eager limit
+# -1/0/+1, up to 4 KiB, up to 64 KiB, 1 MiB, up to 4 MiB and, every 20,000th,
+# 64 MiB,
 # to four receivers on B. A driver injects at random intervals (0.3 to
 # 1.9 s apart): a link cut for 0.5-0.9 s, a reset (ss -K) of every
 # connection from A to B on one link, piod B stopped for 1-3 s, receiver 3
@@ -23,7 +24,7 @@
 # at least 20 minutes. Writes bench/results/chaos.csv (per stream),
 # chaos-faults.csv (every fault, with its time) and chaos.png (delivered
 # messages per stream, and faults over time).
-# Environment: BUILD, CHAOS_N, CHAOS_N_SYNC, CHAOS_LINKS, CHAOS_RATE,
+# Environment: BUILD, CHAOS_MINUTES, CHAOS_LINKS, CHAOS_RATE,
 # CHAOS_LIMIT (s, 5400: the driver stops injecting after this),
 # PIO_BENCH_RESULTS. Needs root (skipped otherwise).
 set -u
@@ -32,8 +33,9 @@ BUILD=${BUILD:-build/default}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 export PIO_SRC=$ROOT PIO_BUILD=$BUILD
 RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
-N=${CHAOS_N:-64000}
-NSYNC=${CHAOS_N_SYNC:-8000}
+MINUTES=${CHAOS_MINUTES:-22}
+export CHAOS_SECONDS_SEND=${CHAOS_SECONDS_SEND:-$((MINUTES * 60))}
+export CHAOS_RATE=${CHAOS_RATE:-1gbit}
 LIMIT=${CHAOS_LIMIT:-5400}
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -63,9 +65,9 @@ mkdir -p "$RESULTS"
 
 date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "== chaos.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x $CHAOS_LINKS links at" \
-  "$CHAOS_RATE; 3 senders x $N messages and a PIO_SYNC one x $NSYNC; default piod settings"
+  "$CHAOS_RATE; 4 senders (one PIO_SYNC) for $MINUTES min each; default piod settings"
 chaos_bed_up "$work/run" || { echo "chaos.sh: the bed or the piods did not come up" >&2; exit 1; }
-chaos_start "$N" "$NSYNC"
+chaos_start 1 1
 cat "$CD/run.txt"
 chaos_drive "$LIMIT"
 fail=0
@@ -90,7 +92,11 @@ chaos_check --csv "$RESULTS/chaos.csv" | tee "$work/check.txt"
 check_rc=${PIPESTATUS[0]}
 bytes=$(cat "$CD"/recv*.ledger | awk '$1 == "R" { s += $3 } END { printf "%.0f", s }')
 rate_mb=$(awk -v b="$bytes" -v t="$CHAOS_SECONDS" 'BEGIN { printf "%.2f", b / 1e6 / t }')
-links_mb=$(awk -v k="$CHAOS_LINKS" -v r="${CHAOS_RATE%mbit}" 'BEGIN { printf "%.2f", k * r / 8 }')
+case $CHAOS_RATE in
+  *gbit) rate_mbit=$((${CHAOS_RATE%gbit} * 1000)) ;;
+  *) rate_mbit=${CHAOS_RATE%mbit} ;;
+esac
+links_mb=$(awk -v k="$CHAOS_LINKS" -v r="$rate_mbit" 'BEGIN { printf "%.2f", k * r / 8 }')
 echo
 printf "delivered %.1f MB in %d s: %s MB/s, %.2f of the links' sum (%s MB/s, faults included)\n" \
   "$(awk -v b="$bytes" 'BEGIN { print b / 1e6 }')" "$CHAOS_SECONDS" "$rate_mb" \

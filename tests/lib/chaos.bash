@@ -62,7 +62,8 @@ chaos_recv() {
 
 # chaos_start N [NSYNC]: four receivers, then three senders of N messages
 # each and the PIO_SYNC one of NSYNC (default N): a sync send waits for its
-# receiver, a round trip through links full of the others' data.
+# receiver, a round trip through links full of the others' data. With
+# CHAOS_SECONDS_SEND set, every sender sends for that long instead.
 chaos_start() {
   local n=$1 nsync=${2:-$1} r
   declare -g -a CRECV CSEND
@@ -76,7 +77,7 @@ chaos_start() {
   local count=("$n" "$n" "$n" "$nsync")
   for r in 0 1 2 3; do
     bg_start "$CD/send$r.out" env PIO_SOCKET="$CSOCK_A" "$CHAOS_BIN" send -a chs -r "$r" -P 4 \
-      -p chr -n "${count[$r]}" -c "${conn[$r]}" -m "${mode[$r]}" -s "$CHAOS_SEED" \
+      -p chr ${CHAOS_SECONDS_SEND:+-T "$CHAOS_SECONDS_SEND"} -n "${count[$r]}" -c "${conn[$r]}" -m "${mode[$r]}" -s "$CHAOS_SEED" \
       -B "$CHAOS_BIG" -l "$CD/send$r.ledger"
     CSEND[$r]=$BG_PID
   done

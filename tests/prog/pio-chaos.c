@@ -1,20 +1,19 @@
 /* pio-chaos.c - one sender or receiver of the chaos test, keeping a ledger of every message.
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * Usage: pio-chaos send -a APP -r RANK -P NPROCS -p PARTNER -n N -l LEDGER
+ * Usage: pio-chaos send -a APP -r RANK -P NPROCS -p PARTNER (-n N | -T SECONDS) -l LEDGER
  *                       [-c USER:i|STATIC|DYNAMIC] [-m blocking|sync] [-s SEED] [-B BIG]
  *        pio-chaos recv -a APP -r RANK -P NPROCS -p PARTNER -l LEDGER
  *
- * Sender rank r sends N messages to PARTNER's process r on tag 1, then an
+ * Sender rank r sends N messages (or as many as it can in SECONDS) to
+ * PARTNER's process r on tag 1, then an
  * end mark on the same tag (so it comes after them), retried until it is
  * taken. Message i's size comes from (SEED, r, i): 5 % empty, the eager
  * limit -1, +0 and +1, small ones, 1 MiB, up to 4 MiB, and one of BIG bytes
- * (default 64 MiB) at i = N/2. A message of 16 bytes or more starts with its
- * index and a magic; every byte after is a pattern of (r, i, offset).
- * Every send's outcome goes to the ledger, one line each, appended and
- * flushed at once:
- *     S INDEX SIZE XXH64 STATUS          (STATUS: PIO_OK or the error's name)
- * The receiver writes, for each message it takes (and a START line each
+ * (default 64 MiB) at i = N/2 (with -T: every 20,000th). A message of 16 bytes or more starts with
+ * its index and a magic; every byte after is a pattern of (r, i, offset). Every send's outcome goes
+ * to the ledger, one line each, appended and flushed at once: S INDEX SIZE XXH64 STATUS (STATUS:
+ * PIO_OK or the error's name) The receiver writes, for each message it takes (and a START line each
  * time it starts, so that a checker sees where it was killed):
  *     START PID
  *     R INDEX SIZE XXH64                 (INDEX -1 below 16 bytes)
@@ -42,7 +41,7 @@
 #define RECV_WAIT_MS 120000
 
 static const char *app, *partner_name, *ledger_path, *conn_arg = "DYNAMIC";
-static int rank, nprocs = 1, nmsg = 1000, mode = PIO_BLOCKING;
+static int rank, nprocs = 1, nmsg = 1000, mode = PIO_BLOCKING, seconds;
 static uint64_t seed = 1;
 static size_t big = (size_t)64 << 20;
 static size_t eager_limit = 65536;
@@ -58,7 +57,7 @@ static uint64_t mix(uint64_t x)
 
 static size_t msg_size(int i)
 {
-    if (i == nmsg / 2)
+    if (seconds ? i % 20000 == 19999 : i == nmsg / 2)
         return big;
     uint64_t x = mix(seed ^ ((uint64_t)rank << 40) ^ (uint64_t)i);
     int r = (int)(x % 100);
@@ -123,8 +122,17 @@ static int do_send(int partner)
     uint8_t *b = malloc(big > ((size_t)4 << 20) + 16 ? big : ((size_t)4 << 20) + 16);
     if (!b)
         return 1;
-    int failed = 0;
-    for (int i = 0; i < nmsg; i++) {
+    int failed = 0, i;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0;; i++) {
+        if (seconds) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (t.tv_sec - t0.tv_sec >= seconds)
+                break;
+        } else if (i >= nmsg) {
+            break;
+        }
         size_t n = msg_size(i);
         fill(b, n, i);
         int rc = PIO_Send(partner, rank, TAG, conn, b, PIO_BYTE, n, mode);
@@ -135,6 +143,7 @@ static int do_send(int partner)
         }
     }
     /* the end mark: on the same tag, so it comes after every message */
+    nmsg = i;
     uint64_t end[2] = {(uint64_t)nmsg, END_MAGIC};
     int rc = PIO_ETIMEDOUT;
     for (int k = 0; k < 600 && rc != PIO_OK; k++) {
@@ -213,13 +222,14 @@ int main(int argc, char **argv)
     int send = strcmp(argv[1], "send") == 0;
     int c;
     optind = 2;
-    while ((c = getopt(argc, argv, "a:r:P:p:n:l:c:m:s:B:")) != -1) {
+    while ((c = getopt(argc, argv, "a:r:P:p:n:T:l:c:m:s:B:")) != -1) {
         switch (c) {
         case 'a': app = optarg; break;
         case 'r': rank = atoi(optarg); break;
         case 'P': nprocs = atoi(optarg); break;
         case 'p': partner_name = optarg; break;
         case 'n': nmsg = atoi(optarg); break;
+        case 'T': seconds = atoi(optarg); break;
         case 'l': ledger_path = optarg; break;
         case 'c': conn_arg = optarg; break;
         case 'm': mode = strcmp(optarg, "sync") == 0 ? PIO_SYNC : PIO_BLOCKING; break;
