@@ -14,6 +14,12 @@
  * renamed into place only after its size and XXH3-64 matched what pcp sent,
  * with the data and the directory synced; then mode and mtime are set. A
  * copy that stops half way leaves only the part file, which `--resume` uses.
+ * A part file is owned by one session at a time: an exclusive flock(2) on
+ * its open file (part_lock), held until it is renamed or closed. A second
+ * copy (or merged output) to the same destination is refused with EBUSY,
+ * naming the holder, and never writes into it; so the checksum of the
+ * buffers a session pwrites is the checksum of the bytes at their offsets.
+ * Locks: merged_mtx (merged output), then part_mtx (the holders' names).
  */
 #include "files_h5.h"
 #include "orphan.h"
@@ -34,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -44,6 +51,7 @@
 #define WINDOW    4 /* data messages received at once */
 #define HASH_BUF  (4u << 20)
 #define STEP_MS   120000 /* a pcp silent this long in a session is given up */
+#define ACK_S     0.1    /* PCP_F_ACK: bytes written are acknowledged this often at most */
 
 static const char *root_path;
 static int root_fd = -1;
@@ -111,23 +119,49 @@ static int recv_step(const struct session *s, uint32_t session, struct pcp_msg *
     return 0;
 }
 
-/* path (absolute under the root, or relative to it) -> relative, in out. */
+/* path -> relative to the root, in out: "." for the root itself. The root
+ * is "", ".", "./", "/" and "~": an absolute path is taken beneath the root,
+ * as in a chrooted sftp ("/in/x" is in/x there), unless it begins with the
+ * root's own path (/srv/export/x is x), and "~/X" is X. "." components and
+ * repeated slashes are dropped; a trailing slash is kept (do_put: "into
+ * that directory"). -1 for a ".." component. */
 static int relpath(const char *path, char *out, size_t cap)
 {
     const char *p = path;
-    if (*p == '/') {
+    if (p[0] == '~' && (p[1] == '\0' || p[1] == '/')) {
+        p++;
+    } else if (*p == '/') {
         size_t n = strlen(root_path);
         while (n > 1 && root_path[n - 1] == '/')
             n--;
-        if (strncmp(p, root_path, n) != 0 || (p[n] != '/' && p[n] != '\0'))
-            return -1;
-        p += n;
+        if (n > 1 && strncmp(p, root_path, n) == 0 && (p[n] == '/' || p[n] == '\0'))
+            p += n;
     }
-    while (*p == '/')
-        p++;
     if (!pcp_path_ok(*p ? p : "."))
         return -1;
-    snprintf(out, cap, "%s", *p ? p : ".");
+    size_t o = 0;
+    for (const char *c = p; *c;) {
+        while (*c == '/')
+            c++;
+        size_t len = strcspn(c, "/");
+        if (len == 0 || (len == 1 && c[0] == '.')) {
+            c += len;
+            continue;
+        }
+        if (o + len + 2 >= cap)
+            return -1;
+        if (o)
+            out[o++] = '/';
+        memcpy(out + o, c, len);
+        o += len;
+        c += len;
+    }
+    size_t plen = strlen(p);
+    if (o == 0)
+        out[o++] = '.';
+    else if (plen && p[plen - 1] == '/')
+        out[o++] = '/';
+    out[o] = '\0';
     return 0;
 }
 
@@ -166,6 +200,97 @@ static const char *why(int err)
     return err == EXDEV ? "the path leaves the export root" : strerror(err);
 }
 
+/* ---- part files: one owner at a time ----
+ * The owner holds flock(LOCK_EX) on its open part file and is listed here
+ * (by inode), so that a refused session can say who holds it. */
+struct part_owner {
+    struct part_owner *next;
+    dev_t dev;
+    ino_t ino;
+    char who[PCP_NAME_MAX + 16];
+};
+
+static pthread_mutex_t part_mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct part_owner *part_owners;
+
+/* Open (create) part file tmp in dfd and take it for this session: who
+ * [in] names the session for a refused one ("pcp.h.123", "process 2 of
+ * app"). Returns the descriptor, or -1 with errno (EBUSY: another session
+ * holds it; its name in holder [out]). The lock is taken on the inode the
+ * name still leads to: a file opened just before its owner renamed it into
+ * place (or removed it) is let go and the name opened again, so a session
+ * never writes into a file that is already under its final name. */
+static int part_lock(int dfd, const char *tmp, const char *who, char *holder, size_t cap)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -1;
+        struct stat a, b;
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno == EWOULDBLOCK ? EBUSY : errno;
+            snprintf(holder, cap, "another session");
+            pthread_mutex_lock(&part_mtx);
+            if (fstat(fd, &a) == 0)
+                for (struct part_owner *o = part_owners; o; o = o->next)
+                    if (o->dev == a.st_dev && o->ino == a.st_ino)
+                        snprintf(holder, cap, "%s", o->who);
+            pthread_mutex_unlock(&part_mtx);
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (fstat(fd, &a) != 0) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (fstatat(dfd, tmp, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_dev != b.st_dev ||
+            a.st_ino != b.st_ino) {
+            close(fd); /* renamed into place or removed by its owner meanwhile */
+            continue;
+        }
+        struct part_owner *o = calloc(1, sizeof(*o));
+        if (!o) {
+            close(fd);
+            errno = ENOMEM;
+            return -1;
+        }
+        o->dev = a.st_dev;
+        o->ino = a.st_ino;
+        snprintf(o->who, sizeof(o->who), "%s", who);
+        pthread_mutex_lock(&part_mtx);
+        o->next = part_owners;
+        part_owners = o;
+        pthread_mutex_unlock(&part_mtx);
+        return fd;
+    }
+    errno = EBUSY;
+    snprintf(holder, cap, "other sessions that keep renaming it");
+    return -1;
+}
+
+/* Close a part file taken with part_lock (the lock goes with the close). */
+static void part_unlock(int fd)
+{
+    struct stat a;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &a) == 0) {
+        pthread_mutex_lock(&part_mtx);
+        for (struct part_owner **pp = &part_owners; *pp; pp = &(*pp)->next)
+            if ((*pp)->dev == a.st_dev && (*pp)->ino == a.st_ino) {
+                struct part_owner *o = *pp;
+                *pp = o->next;
+                free(o);
+                break;
+            }
+        pthread_mutex_unlock(&part_mtx);
+    }
+    close(fd);
+}
+
 /* Receives rq[from..to) (mod WINDOW) are still posted into the window's
  * buffers when a put stops early (a full disk, a dead sender): wait for them
  * (the sender's messages in flight complete them, its leaving fails them)
@@ -198,8 +323,8 @@ static void do_put(struct session *s)
     struct stat sb;
     int tfd = open_beneath(rel, O_PATH, 0);
     if ((tfd >= 0 && fstat(tfd, &sb) == 0 && S_ISDIR(sb.st_mode)) || rel[strlen(rel) - 1] == '/') {
-        size_t n = strlen(rel);
-        snprintf(rel + n, sizeof(rel) - n, "%s%s", rel[n - 1] == '/' ? "" : "/", q->text);
+        size_t n = strcmp(rel, ".") == 0 ? 0 : strlen(rel); /* the root: NAME */
+        snprintf(rel + n, sizeof(rel) - n, "%s%s", n == 0 || rel[n - 1] == '/' ? "" : "/", q->text);
     }
     if (tfd >= 0)
         close(tfd);
@@ -215,10 +340,17 @@ static void do_put(struct session *s)
         send_err(s, sid, ENOMEM, "out of memory");
         goto out;
     }
-    fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    char holder[PCP_NAME_MAX + 16];
+    fd = part_lock(dfd, tmp, q->client, holder, sizeof(holder));
     if (fd < 0) {
         int e = errno;
-        send_err(s, sid, e, "%s: %s", q->path, why(e));
+        if (e == EBUSY)
+            send_err(s, sid, e,
+                     "%s: busy: %s is copying to it (part file %s); nothing was written, "
+                     "copy again when it is done",
+                     q->path, holder, tmp);
+        else
+            send_err(s, sid, e, "%s: %s", q->path, why(e));
         goto out;
     }
     memset(&m, 0, sizeof(m));
@@ -253,6 +385,7 @@ static void do_put(struct session *s)
         }
     PIO_Request rq[WINDOW];
     uint64_t posted = off, k = 0, kdone = 0;
+    double acked = now_s(); /* PCP_F_ACK: when the last ACK went */
     while (off < q->size) {
         while (posted < q->size && k - kdone < WINDOW) {
             uint64_t want = q->size - posted < block ? q->size - posted : block;
@@ -282,6 +415,14 @@ static void do_put(struct session *s)
             goto stop;
         }
         off += st.bytes;
+        if ((q->flags & PCP_F_ACK) && off < q->size && now_s() - acked >= ACK_S) {
+            memset(&m, 0, sizeof(m)); /* written at their offsets: pcp's progress counts them */
+            m.op = PCP_ACK;
+            m.off = off;
+            if (send_msg(s, sid, &m) != PIO_OK)
+                goto stop;
+            acked = now_s();
+        }
     }
     if (recv_step(s, sid, &m) != 0 || m.op != PCP_END)
         goto out;
@@ -315,8 +456,7 @@ stop: /* receives still posted into win[]: freeing it under them was a crash */
         memset(win, 0, sizeof(win));
     }
 out:
-    if (fd >= 0)
-        close(fd);
+    part_unlock(fd);
     if (dfd >= 0)
         close(dfd);
     for (int i = 0; i < WINDOW; i++)
@@ -438,6 +578,12 @@ static void do_mkdir(struct session *s)
     int dfd = -1;
     if (relpath(q->path, rel, sizeof(rel)) != 0) {
         send_err(s, q->session, EXDEV, "%s: the path leaves the export root", q->path);
+        return;
+    }
+    if (strcmp(rel, ".") == 0 || strcmp(rel, "./") == 0) { /* the root: it exists */
+        memset(&m, 0, sizeof(m));
+        m.op = PCP_OK;
+        send_msg(s, q->session, &m);
         return;
     }
     if ((dfd = open_parent(rel, base, sizeof(base))) < 0 ||
@@ -596,15 +742,25 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
         *err = errno == ELOOP ? EXDEV : errno;
     } else {
         snprintf(x->tmp, sizeof(x->tmp), ".%s.pcp-part", x->base);
-        x->fd = openat(x->dfd, x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (x->fd < 0)
+        char who[PCP_NAME_MAX + 16], holder[PCP_NAME_MAX + 16];
+        snprintf(who, sizeof(who), "%.40s (merged output)", q->client);
+        x->fd = part_lock(x->dfd, x->tmp, who, holder, sizeof(holder));
+        if (x->fd < 0) {
             *err = errno;
+            if (*err == EBUSY)
+                snprintf(text, cap, "%.90s: busy: %.60s is writing it (part file %.60s)", q->path,
+                         holder, x->tmp);
+        } else if (ftruncate(x->fd, 0) != 0) {
+            *err = errno;
+            part_unlock(x->fd);
+            x->fd = -1;
+        }
     }
-    if (x->fd < 0)
+    if (x->fd < 0 && *err != EBUSY)
         snprintf(text, cap, "%.150s: %s", q->path, why(*err));
     else if (is_h5 && (*err = files_h5_create(x->fd, q, &x->h5, text, cap)) != 0) {
         unlinkat(x->dfd, x->tmp, 0);
-        close(x->fd);
+        part_unlock(x->fd);
         x->fd = -1;
     }
     if (x->fd < 0) {
@@ -636,7 +792,7 @@ static void merged_finish(struct merged *x, uint32_t mode)
     }
     if (x->err)
         unlinkat(x->dfd, x->tmp, 0);
-    close(x->fd);
+    part_unlock(x->fd);
     close(x->dfd);
     x->done = 1;
     pthread_cond_broadcast(&merged_cv);
