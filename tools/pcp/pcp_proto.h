@@ -28,12 +28,16 @@
  * MKDIR {path, mode}: -> CTL OK or ERR. LIST {path}: -> CTL OK {size = number
  *   of entries} then one CTL ENTRY per entry (path relative to the listed
  *   directory, type, size, mode, mtime), depth first, directories first.
- * FOPEN {path, size = the writing application's process count, mode}: each
+ * FOPEN {path, size = the writing application's process count, mode, block =
+ *   the bounded wait in ms (PIO_FILE_WAIT; 0: the service's 60 s)}: each
  *   process of the application opens a session; the first creates the part
  *   file -> CTL OK; then per block CTL WRITE {off, size} and a DATA message
  *   of size bytes (written at off); CTL FCLOSE {off = writes, size = bytes}
  *   -> CTL OK once every process has closed and the file is synced and
- *   renamed into place (remote merged output, PIO_File_open(3)).
+ *   renamed into place (remote merged output, PIO_File_open(3)), or ERR
+ *   when a process never opened, went away, or nothing happened to the file
+ *   for the shortest wait of its processes (the part file is then kept,
+ *   never renamed).
  *   HDF5 mode (flags PCP_F_HDF5): FOPEN also carries the dataset: text = its
  *   name, type = the PIO element type, ndims and count[] = its global shape;
  *   each WRITE carries a hyperslab (start[], count[]; size = its bytes) and

@@ -688,9 +688,17 @@ struct merged {
     uint32_t nprocs, opened, closed, left; /* left: sessions not answered yet */
     uint32_t departed;                     /* opened, then gone or refused */
     double short_since;                    /* since when processes seem missing (now_s) */
+    double wait_s;  /* the bounded wait (PIO_FILE_WAIT): see merged_check_wait */
+    double last;    /* the last open, write or close (now_s) */
+    uint8_t *state; /* per process number: PROC_* */
     int err, done;
+    int keep; /* failed for a missing writer: the part file stays, never renamed */
     char text[PCP_TEXT_MAX];
 };
+
+enum { PROC_NONE, PROC_OPEN, PROC_CLOSED }; /* a process of a merged file */
+
+#define MERGED_WAIT_S 60.0 /* an FOPEN that gives no wait (block = 0) */
 
 static pthread_mutex_t merged_mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t merged_cv = PTHREAD_COND_INITIALIZER;
@@ -701,8 +709,43 @@ static void merged_fail(struct merged *x, int err, const char *text)
 {
     if (!x->err) {
         x->err = err;
-        snprintf(x->text, sizeof(x->text), "%s", text);
+        snprintf(x->text, sizeof(x->text), "%.*s", (int)sizeof(x->text) - 1, text);
     }
+}
+
+/* The same for a writer that is missing (never opened, died, silent): what
+ * the others wrote is right but incomplete, so the part file is kept for
+ * inspection under its part name and never renamed into place (locked). */
+static void merged_fail_keep(struct merged *x, int err, const char *text)
+{
+    if (!x->err) {
+        x->keep = 1;
+        merged_fail(x, err, text);
+        logf_("%s", text);
+    }
+}
+
+/* Process proc of x's application (locked): its state, and news of the file. */
+static void merged_mark(struct merged *x, int proc, int state)
+{
+    if (proc >= 0 && (uint32_t)proc < x->nprocs)
+        x->state[proc] = (uint8_t)state;
+    x->last = now_s();
+}
+
+/* The process numbers of x in state st into out ("1 4 7", at most 8 of
+ * them, then "..."); returns how many there are (locked). */
+static uint32_t merged_procs(const struct merged *x, int st, char *out, size_t cap)
+{
+    uint32_t n = 0;
+    size_t o = 0;
+    out[0] = '\0';
+    for (uint32_t i = 0; i < x->nprocs; i++)
+        if (x->state[i] == st && n++ < 8 && o < cap)
+            o += (size_t)snprintf(out + o, cap - o, "%s%u", o ? " " : "", i);
+        else if (x->state[i] == st && n == 9 && o < cap)
+            o += (size_t)snprintf(out + o, cap - o, " ...");
+    return n;
 }
 
 /* The open merged file (app, path), created by the first process (locked).
@@ -717,8 +760,12 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
     for (struct merged *x = merged_list; x; x = x->next)
         if (!x->done && x->opened < x->nprocs && strcmp(x->app, q->client) == 0 &&
             strcmp(x->path, q->path) == 0) {
-            if (is_h5 == x->is_h5 && (!is_h5 || files_h5_same(x->h5, q)))
+            if (is_h5 == x->is_h5 && (!is_h5 || files_h5_same(x->h5, q))) {
+                if (q->block && q->block / 1e3 < x->wait_s)
+                    x->wait_s = q->block / 1e3; /* the shortest wait of those who opened */
+                merged_mark(x, s->proc, PROC_OPEN);
                 return x;
+            }
             *err = EPERM;
             snprintf(text, cap, "%.150s: process %d opened it with another %s than the others",
                      q->path, s->proc, is_h5 == x->is_h5 ? "dataset" : "mode");
@@ -729,8 +776,10 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
     if (is_h5 && (*err = files_h5_spec_check(q, text, cap)) != 0)
         return NULL;
     char rel[PCP_PATH_MAX];
+    uint32_t nprocs = q->size && q->size <= (1u << 24) ? (uint32_t)q->size : 1;
     struct merged *x = calloc(1, sizeof(*x));
-    if (!x) {
+    if (!x || !(x->state = calloc(nprocs, 1))) {
+        free(x);
         *err = ENOMEM;
         snprintf(text, cap, "out of memory");
         return NULL;
@@ -766,36 +815,78 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
     if (x->fd < 0) {
         if (x->dfd >= 0)
             close(x->dfd);
+        free(x->state);
         free(x);
         return NULL;
     }
     x->is_h5 = is_h5;
     snprintf(x->app, sizeof(x->app), "%s", q->client);
     snprintf(x->path, sizeof(x->path), "%s", q->path);
-    x->nprocs = q->size ? (uint32_t)q->size : 1;
+    x->nprocs = nprocs;
     x->left = x->nprocs;
+    x->wait_s = q->block ? q->block / 1e3 : MERGED_WAIT_S;
+    merged_mark(x, s->proc, PROC_OPEN);
     x->next = merged_list;
     merged_list = x;
     return x;
 }
 
-/* The last close: sync, set the mode, rename into place (locked). */
+/* The end of a merged file (locked): after the last close, sync, set the
+ * mode and rename into place; after a failure, remove the part file, or keep
+ * it (x->keep: a writer was missing), synced. Every waiting close returns.
+ * The descriptors stay open until the last session lets go of x (a session
+ * still writing when the wait ran out writes on into the kept part file). */
 static void merged_finish(struct merged *x, uint32_t mode)
 {
-    if (files_h5_close(x->h5) != 0)
-        merged_fail(x, EIO, "HDF5 could not complete the file");
-    x->h5 = NULL;
+    if (x->done)
+        return;
+    if (!x->err || !x->keep) {
+        if (files_h5_close(x->h5) != 0)
+            merged_fail(x, EIO, "HDF5 could not complete the file");
+        x->h5 = NULL;
+    }
     if (!x->err && (fsync(x->fd) != 0 || fchmod(x->fd, mode & 07777) != 0 ||
                     renameat(x->dfd, x->tmp, x->dfd, x->base) != 0 || fsync(x->dfd) != 0)) {
         x->err = errno;
         snprintf(x->text, sizeof(x->text), "%.150s: %s", x->path, why(errno));
     }
-    if (x->err)
+    if (x->err && !x->keep)
         unlinkat(x->dfd, x->tmp, 0);
-    part_unlock(x->fd);
-    close(x->dfd);
+    else if (x->err)
+        fsync(x->fd);
     x->done = 1;
     pthread_cond_broadcast(&merged_cv);
+}
+
+/* The last session lets go of a finished x (locked). */
+static void merged_free(struct merged *x)
+{
+    for (struct merged **pp = &merged_list; *pp; pp = &(*pp)->next)
+        if (*pp == x) {
+            *pp = x->next;
+            break;
+        }
+    if (x->h5 && files_h5_close(x->h5) != 0)
+        logf_("%s: HDF5 could not complete the kept part file %s", x->path, x->tmp);
+    part_unlock(x->fd);
+    close(x->dfd);
+    free(x->state);
+    free(x);
+}
+
+/* x failed for a missing writer (locked): the processes that never opened
+ * count as closed and answered, nobody waits for them; the file ends now
+ * (those still writing, alive, write on into the kept part file). */
+static void merged_give_up(struct merged *x, uint32_t mode)
+{
+    uint32_t missing = x->nprocs - x->opened;
+    x->left -= missing;
+    x->closed += missing;
+    x->opened = x->nprocs;
+    for (uint32_t i = 0; i < x->nprocs; i++)
+        if (x->state[i] == PROC_NONE)
+            x->state[i] = PROC_CLOSED;
+    merged_finish(x, mode);
 }
 
 /* A process that never opens would keep the others' closes waiting for
@@ -828,18 +919,38 @@ static void merged_check_absent(struct merged *x, int partner, uint32_t mode)
     }
     if (now - x->short_since < ABSENT_GRACE)
         return;
-    char text[PCP_TEXT_MAX];
+    char text[2 * PCP_TEXT_MAX], procs[64];
+    merged_procs(x, PROC_NONE, procs, sizeof(procs));
     snprintf(text, sizeof(text),
-             "%.120s: %ld process(es) of %.40s left without opening it: file not kept", x->path,
-             missing - (may_come > 0 ? may_come : 0), x->app);
-    merged_fail(x, EPIPE, text);
-    logf_("%s", text);
-    /* the missing ones count as closed and answered: nobody waits for them */
-    x->left -= (uint32_t)missing;
-    x->closed += (uint32_t)missing;
-    x->opened = x->nprocs;
-    if (x->closed == x->nprocs)
-        merged_finish(x, mode);
+             "%.80s: %ld process(es) of %.40s left without opening it (not opened: %s): not "
+             "renamed, kept as %.60s",
+             x->path, missing - (may_come > 0 ? may_come : 0), x->app, procs, x->tmp);
+    text[PCP_TEXT_MAX - 1] = '\0';
+    merged_fail_keep(x, EPIPE, text);
+    merged_give_up(x, mode);
+}
+
+/* The bounded wait (locked): when nothing has happened to x (an open, a
+ * write, a close) for x->wait_s seconds while closes wait, the processes
+ * that never opened it or never closed it are named, and the file fails
+ * for all: its part file is kept, never renamed. The wait is the shortest
+ * PIO_FILE_WAIT of the processes that opened (default MERGED_WAIT_S). */
+static void merged_check_wait(struct merged *x, uint32_t mode)
+{
+    if (x->done || now_s() - x->last < x->wait_s)
+        return;
+    char text[2 * PCP_TEXT_MAX], never[48], open_[48];
+    uint32_t nn = merged_procs(x, PROC_NONE, never, sizeof(never));
+    uint32_t no = merged_procs(x, PROC_OPEN, open_, sizeof(open_));
+    snprintf(text, sizeof(text),
+             "%.60s: waited %.0f s for process(es) of %.40s: %s%s%s%s%s: not renamed, kept as "
+             "%.60s",
+             x->path, x->wait_s, x->app, nn ? "never opened it: " : "", nn ? never : "",
+             nn && no ? "; " : "", no ? "opened it, never closed it: " : "", no ? open_ : "",
+             x->tmp);
+    text[PCP_TEXT_MAX - 1] = '\0';
+    merged_fail_keep(x, ETIMEDOUT, text);
+    merged_give_up(x, mode);
 }
 
 /* One process's close (or its end): the last one finishes the file; each
@@ -854,20 +965,16 @@ static int merged_leave(struct merged *x, int partner, uint32_t mode, int wait, 
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until); /* merged_cv waits on it (main) */
         until.tv_sec += 1;
-        if (pthread_cond_timedwait(&merged_cv, &merged_mtx, &until) == ETIMEDOUT)
+        if (pthread_cond_timedwait(&merged_cv, &merged_mtx, &until) == ETIMEDOUT) {
             merged_check_absent(x, partner, mode);
+            merged_check_wait(x, mode);
+        }
     }
     int e = x->err;
     if (wait)
         snprintf(text, cap, "%s", x->text);
-    if (--x->left == 0) {
-        for (struct merged **pp = &merged_list; *pp; pp = &(*pp)->next)
-            if (*pp == x) {
-                *pp = x->next;
-                break;
-            }
-        free(x);
-    }
+    if (--x->left == 0)
+        merged_free(x);
     return e;
 }
 
@@ -915,11 +1022,11 @@ static int merged_block(struct session *s, uint32_t sid, struct merged *x, const
             w += (size_t)r;
         }
     }
-    if (err) {
-        pthread_mutex_lock(&merged_mtx);
+    pthread_mutex_lock(&merged_mtx);
+    if (err)
         merged_fail(x, err, text);
-        pthread_mutex_unlock(&merged_mtx);
-    }
+    x->last = now_s(); /* news of the file: the bounded wait starts again */
+    pthread_mutex_unlock(&merged_mtx);
     return 0;
 }
 
@@ -934,6 +1041,7 @@ static void do_fopen(struct session *s)
     if (x)
         x->opened++;
     if (x && joined) { /* refused, yet one of the file's processes: it closes now */
+        merged_mark(x, s->proc, PROC_CLOSED);
         x->departed++;
         merged_leave(x, s->partner, mode, 0, text, sizeof(text));
     }
@@ -962,11 +1070,15 @@ static void do_fopen(struct session *s)
     }
     free(buf);
     pthread_mutex_lock(&merged_mtx);
+    merged_mark(x, s->proc, PROC_CLOSED);
     if (gone) {
-        snprintf(text, sizeof(text),
-                 "%.120s: process %d of %.40s stopped writing before its close: file not kept",
-                 x->path, s->proc, x->app);
-        merged_fail(x, EPIPE, text);
+        char t2[2 * PCP_TEXT_MAX];
+        snprintf(t2, sizeof(t2),
+                 "%.80s: process %d of %.40s went away before closing it: not renamed, kept as "
+                 "%.60s",
+                 x->path, s->proc, x->app, x->tmp);
+        t2[PCP_TEXT_MAX - 1] = '\0';
+        merged_fail_keep(x, EPIPE, t2);
         x->departed++;
     }
     int e = merged_leave(x, s->partner, mode, 1, text, sizeof(text));
