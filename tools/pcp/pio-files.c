@@ -895,7 +895,9 @@ static void merged_give_up(struct merged *x, uint32_t mode)
  * not depart is joined (it waits in its close, or writes), so
  * joined - (opened - departed) processes may still open. Fewer than the
  * missing opens for ABSENT_GRACE seconds on end (a slow starter is not yet
- * joined) and the file fails (locked; the lock is dropped to ask libpio). */
+ * joined) and the file fails (locked; the lock is dropped to ask libpio).
+ * (A writer that dies holding the file is found by its own session: libpio
+ * fails the receive from a process that left, in about a second.) */
 #define ABSENT_GRACE 10
 
 static void merged_check_absent(struct merged *x, int partner, uint32_t mode)
