@@ -47,11 +47,12 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#define BLOCK_MAX (64u << 20)
-#define WINDOW    4 /* data messages received at once */
-#define HASH_BUF  (4u << 20)
-#define STEP_MS   120000 /* a pcp silent this long in a session is given up */
-#define ACK_S     0.1    /* PCP_F_ACK: bytes written are acknowledged this often at most */
+#define BLOCK_MAX     (64u << 20)
+#define WINDOW        4 /* data messages received at once */
+#define HASH_BUF      (4u << 20)
+#define STEP_MS       120000 /* a pcp silent this long in a session is given up */
+#define ACK_S         0.1    /* PCP_F_ACK: bytes written are acknowledged this often at most */
+#define RESUME_WAIT_S 30.0   /* --resume: the part file's holder may take this long to end */
 
 static const char *root_path;
 static int root_fd = -1;
@@ -215,19 +216,28 @@ static struct part_owner *part_owners;
 
 /* Open (create) part file tmp in dfd and take it for this session: who
  * [in] names the session for a refused one ("pcp.h.123", "process 2 of
- * app"). Returns the descriptor, or -1 with errno (EBUSY: another session
- * holds it; its name in holder [out]). The lock is taken on the inode the
- * name still leads to: a file opened just before its owner renamed it into
- * place (or removed it) is let go and the name opened again, so a session
- * never writes into a file that is already under its final name. */
-static int part_lock(int dfd, const char *tmp, const char *who, char *holder, size_t cap)
+ * app"); wait_s [in]: how long to wait for a holder to let go (0: not at
+ * all; never with a lock held). Returns the descriptor, or -1 with errno
+ * (EBUSY: another session holds it; its name in holder [out]). The lock is
+ * taken on the inode the name still leads to: a file opened just before its
+ * owner renamed it into place (or removed it) is let go and the name opened
+ * again, so a session never writes into a file already under its final name. */
+static int part_lock(int dfd, const char *tmp, const char *who, char *holder, size_t cap,
+                     double wait_s)
 {
+    double until = now_s() + wait_s;
     for (int tries = 0; tries < 8; tries++) {
         int fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
             return -1;
         struct stat a, b;
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int locked;
+        while ((locked = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EWOULDBLOCK &&
+               now_s() < until) {
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (locked != 0) {
             int e = errno == EWOULDBLOCK ? EBUSY : errno;
             snprintf(holder, cap, "another session");
             pthread_mutex_lock(&part_mtx);
@@ -341,7 +351,10 @@ static void do_put(struct session *s)
         goto out;
     }
     char holder[PCP_NAME_MAX + 16];
-    fd = part_lock(dfd, tmp, q->client, holder, sizeof(holder));
+    /* --resume: the session of the copy it resumes may still be ending (its
+     * pcp killed: the session hears of it within seconds): wait for it */
+    fd = part_lock(dfd, tmp, q->client, holder, sizeof(holder),
+                   (q->flags & PCP_F_RESUME) ? RESUME_WAIT_S : 0);
     if (fd < 0) {
         int e = errno;
         if (e == EBUSY)
@@ -793,7 +806,7 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
         snprintf(x->tmp, sizeof(x->tmp), ".%s.pcp-part", x->base);
         char who[PCP_NAME_MAX + 16], holder[PCP_NAME_MAX + 16];
         snprintf(who, sizeof(who), "%.40s (merged output)", q->client);
-        x->fd = part_lock(x->dfd, x->tmp, who, holder, sizeof(holder));
+        x->fd = part_lock(x->dfd, x->tmp, who, holder, sizeof(holder), 0);
         if (x->fd < 0) {
             *err = errno;
             if (*err == EBUSY)
