@@ -370,12 +370,14 @@ fs_pid() {
 }
 
 @test "--resume after a killed pcp finds its own part file and finishes it" {
+  # (256 MiB at 2 x 100 Mbit/s: more than the piods' pools hold, so pcp,
+  # killed at 16 MiB written, cannot have handed over the whole file and
+  # its END yet: the copy cannot finish without it)
   "$PIO_TESTBED" rate "$BED" h1 0 100mbit; "$PIO_TESTBED" rate "$BED" h1 1 100mbit
-  head -c $((96 << 20)) /dev/urandom >"$W/k"
+  head -c $((256 << 20)) /dev/urandom >"$W/k"
   "$PCP" -q "$W/k" B:k >"$W/k1.out" 2>&1 3>&- &
   p=$!
-  wait_for "$EXP/.k.pcp-part"
-  sleep 1.5
+  wait_for_size "$EXP/.k.pcp-part" $((16 << 20))
   kill -KILL "$p"
   wait "$p" || true
   "$PIO_TESTBED" rate "$BED" h1 0 1gbit; "$PIO_TESTBED" rate "$BED" h1 1 1gbit

@@ -853,11 +853,11 @@ static void merged_finish(struct merged *x, uint32_t mode)
 {
     if (x->done)
         return;
-    if (!x->err || !x->keep) {
+    if (!x->err) { /* every process closed: nobody writes any more */
         if (files_h5_close(x->h5) != 0)
             merged_fail(x, EIO, "HDF5 could not complete the file");
         x->h5 = NULL;
-    }
+    } /* else a session may still write a slab: HDF5 lets go in merged_free */
     if (!x->err && (fsync(x->fd) != 0 || fchmod(x->fd, mode & 07777) != 0 ||
                     renameat(x->dfd, x->tmp, x->dfd, x->base) != 0 || fsync(x->dfd) != 0)) {
         x->err = errno;
