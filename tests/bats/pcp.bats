@@ -372,24 +372,25 @@ fs_pid() {
 @test "--resume after a killed pcp finds its own part file and finishes it" {
   # (256 MiB at 2 x 100 Mbit/s: more than the piods' pools hold, so pcp,
   # killed at 16 MiB written, cannot have handed over the whole file and
-  # its END yet: the copy cannot finish without it)
+  # its END yet: the copy cannot finish without it. "kr": the errors test
+  # leaves a file "k" in the export)
   "$PIO_TESTBED" rate "$BED" h1 0 100mbit; "$PIO_TESTBED" rate "$BED" h1 1 100mbit
-  head -c $((256 << 20)) /dev/urandom >"$W/k"
-  "$PCP" -q "$W/k" B:k >"$W/k1.out" 2>&1 3>&- &
+  head -c $((256 << 20)) /dev/urandom >"$W/kr"
+  "$PCP" -q "$W/kr" B:kr >"$W/kr1.out" 2>&1 3>&- &
   p=$!
-  wait_for_size "$EXP/.k.pcp-part" $((16 << 20))
+  wait_for_size "$EXP/.kr.pcp-part" $((16 << 20))
   kill -KILL "$p"
   wait "$p" || true
   "$PIO_TESTBED" rate "$BED" h1 0 1gbit; "$PIO_TESTBED" rate "$BED" h1 1 1gbit
-  [ ! -e "$EXP/k" ]
+  [ ! -e "$EXP/kr" ]
   # the session of the killed pcp lets the part file go once it sees pcp
   # gone; --resume waits for that (a plain copy would be refused busy)
   SECONDS=0
-  run "$PCP" -q --resume --json "$W/k" B:k
+  run "$PCP" -q --resume --json "$W/kr" B:kr
   echo "$output"
   echo "resumed after $SECONDS s" >&3
   assert_success
-  cmp "$W/k" "$EXP/k"
+  cmp "$W/kr" "$EXP/kr"
   resumed=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitlines()[-1])["resumed_bytes"])' "$output")
   [ "$resumed" -gt 0 ]
 }
