@@ -418,6 +418,7 @@ fs_pid() {
   printf two >"$W/d/sub/b"
   printf three >"$W/file"
   mkdir -p "$EXP/in"
+  # shellcheck disable=SC2088 # a literal ~: the remote export root, not our home
   for form in "" . ./ / // "~" "~/"; do
     rm -rf "$EXP/d" "$EXP/file"
     run "$PCP" -q -r "$W/d" "B:$form"
