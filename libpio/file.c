@@ -94,12 +94,39 @@ static int ctl_recv(struct pio_file *f, struct pcp_msg *m, int timeout)
     return PIO_OK;
 }
 
+/* PIO_FILE_WAIT: how long the closes of a merged file wait without news of
+ * it (an open, a write, a close) before the service gives up on the
+ * processes that never opened or never closed it. Milliseconds into *ms
+ * (0: unset, the service's default of 60 s); PIO_EINVAL with the words in
+ * err_text when it is not a number of seconds in (0, 1e6]. */
+static int file_wait_ms(uint64_t *ms)
+{
+    const char *v = getenv("PIO_FILE_WAIT");
+    *ms = 0;
+    if (!v || !*v)
+        return PIO_OK;
+    char *end;
+    double s = strtod(v, &end);
+    if (end == v || *end || !(s > 0 && s <= 1e6)) {
+        snprintf(err_text, sizeof(err_text),
+                 "PIO_FILE_WAIT=%.40s: give the seconds a close may wait (> 0, default 60)", v);
+        return PIO_EINVAL;
+    }
+    *ms = (uint64_t)(s * 1e3 + 0.5);
+    if (*ms == 0)
+        *ms = 1;
+    return PIO_OK;
+}
+
 /* Both modes: join the host's file service and open a session (m: FOPEN
  * filled in but for the session and client). */
 static int file_open(const char *host, const char *path, struct pcp_msg *m, struct pio_file *f)
 {
     if (!host || !*host || !path || !*path || strlen(path) >= PCP_PATH_MAX ||
         strlen(host) >= sizeof(f->host))
+        return PIO_EINVAL;
+    uint64_t wait_ms = 0;
+    if (m->op != PCP_ROPEN && file_wait_ms(&wait_ms) != PIO_OK)
         return PIO_EINVAL;
     snprintf(f->host, sizeof(f->host), "%s", host);
     PIO_Appinfo me;
@@ -116,6 +143,7 @@ static int file_open(const char *host, const char *path, struct pcp_msg *m, stru
         m->op = PCP_FOPEN;
         m->size = (uint64_t)me.nprocs;
         m->mode = 0644;
+        m->block = wait_ms;
     }
     snprintf(m->client, sizeof(m->client), "%s", me.name);
     snprintf(m->path, sizeof(m->path), "%s", path);

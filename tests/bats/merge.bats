@@ -21,6 +21,11 @@ setup() {
 }
 
 teardown() {
+  local p
+  # writers a test left running (they sleep 60 s): end them first
+  if [ -f "$BATS_TEST_TMPDIR/pids" ]; then
+    while read -r p; do kill -KILL "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
+  fi
   pio_cleanup
 }
 
@@ -185,8 +190,97 @@ disagree() {
   echo "$output"
   assert_success
   assert_output --partial "rank 0 close: PIO_"
-  assert_output --partial "B: dis.h5: 1 process(es) of fcheck left without opening it: file not kept"
+  assert_output --partial "B: dis.h5: 1 process(es) of fcheck left without opening it (not opened: 1): not renamed, kept as .dis.h5.pcp-part"
   [ "$SECONDS" -lt 40 ]
   echo "took $SECONDS s" >&3
+  # what was written is kept under the part name, never renamed into place
+  [ ! -e "$EXP/dis.h5" ]
+  [ "$(ls -A "$EXP")" = .dis.h5.pcp-part ]
+}
+
+# ---- issue 26: the bounded wait (PIO_FILE_WAIT) ----------------------------
+
+# fcheck_bg SCENARIO PATH RANK OUT: one writer of 2 in the background (pid
+# in $!, the program's own: kill -9 must reach it, not a wrapper; it ends
+# by itself after 60 s at most, and teardown kills what is left)
+fcheck_bg() {
+  "$PIO_BUILD/tests/prog/pio-filecheck" "$1" B "$2" "$3" 2 >"$4" 2>&1 3>&- &
+  echo $! >>"$BATS_TEST_TMPDIR/pids"
+}
+
+@test "a writer that joins, never opens and stays: the others' close fails after PIO_FILE_WAIT, naming it" {
+  export PIO_FILE_WAIT=3
+  fcheck_bg idle idle.bin 1 "$BATS_TEST_TMPDIR/r1"
+  sleep 0.5
+  SECONDS=0
+  run timeout 60 "$PIO_BUILD/tests/prog/pio-filecheck" idle B idle.bin 0 2
+  echo "$output"
+  assert_success
+  assert_output --partial "rank 0 close: PIO_ETIMEDOUT B: idle.bin: waited 3 s for process(es) of fcheck: never opened it: 1: not renamed, kept as .idle.bin.pcp-part"
+  echo "took $SECONDS s" >&3
+  [ "$SECONDS" -ge 3 ]
+  [ "$SECONDS" -lt 15 ]
+  [ ! -e "$EXP/idle.bin" ]
+  [ "$(cat "$EXP/.idle.bin.pcp-part")" = abc ]
+}
+
+# killed SECONDS [SIGNAL]: a writer holding held.bin gets SIGNAL (KILL); the
+# other's close fails; prints the other's output
+killed() {
+  export PIO_FILE_WAIT=$1
+  fcheck_bg hold held.bin 1 "$BATS_TEST_TMPDIR/r1"
+  holder=$!
+  for _ in $(seq 200); do grep -q "rank 1 holds" "$BATS_TEST_TMPDIR/r1" && break; sleep 0.05; done
+  grep -q "rank 1 holds" "$BATS_TEST_TMPDIR/r1" || { echo "rank 1 never held the file:"; cat "$BATS_TEST_TMPDIR/r1"; return 1; }
+  fcheck_bg hold held.bin 0 "$BATS_TEST_TMPDIR/r0"
+  writer=$!
+  # both writes are on disk before the holder dies
+  for _ in $(seq 200); do [ "$(stat -c %s "$EXP/.held.bin.pcp-part" 2>/dev/null)" = 6 ] && break; sleep 0.05; done
+  kill -"${2:-KILL}" "$holder"
+  rc=0 && wait "$writer" || rc=$?
+  cat "$BATS_TEST_TMPDIR/r0"
+  [ "$rc" -eq 0 ] || { echo "rank 0 exited $rc"; return 1; }
+  [ ! -e "$EXP/held.bin" ] || { echo "renamed into place"; return 1; }
+  [ "$(cat "$EXP/.held.bin.pcp-part")" = abcdef ] || { echo "part file lost bytes"; return 1; }
+}
+
+@test "a writer killed with -9 while it holds the file: the others' close fails after the short PIO_FILE_WAIT or sooner, naming it; what was written is kept" {
+  SECONDS=0
+  run killed 5
+  echo "$output"
+  assert_success
+  # (whichever comes first: its session hears of the departure, or the
+  # wait runs out; each names it)
+  assert_output --regexp "rank 0 close: PIO_E[A-Z]+ B: held.bin: (process 1 of fcheck went away before closing it|waited 5 s for process\(es\) of fcheck: opened it, never closed it: 1): not renamed, kept as .held.bin.pcp-part"
+  echo "took $SECONDS s" >&3
+  [ "$SECONDS" -lt 20 ]
+}
+
+@test "a writer killed with -9 while it holds the file: found gone within seconds, long before a 60 s PIO_FILE_WAIT" {
+  SECONDS=0
+  run killed 60
+  echo "$output"
+  assert_success
+  # (its session hears of the departure: libpio fails the receive)
+  assert_output --partial "rank 0 close: PIO_ECLOSED B: held.bin: process 1 of fcheck went away before closing it: not renamed, kept as .held.bin.pcp-part"
+  echo "took $SECONDS s" >&3
+  [ "$SECONDS" -lt 20 ]
+}
+
+@test "a writer that holds the file and hangs (SIGSTOP): the others' close fails after PIO_FILE_WAIT, naming it" {
+  SECONDS=0
+  run killed 3 STOP
+  echo "$output"
+  assert_success
+  assert_output --partial "rank 0 close: PIO_ETIMEDOUT B: held.bin: waited 3 s for process(es) of fcheck: opened it, never closed it: 1: not renamed, kept as .held.bin.pcp-part"
+  echo "took $SECONDS s" >&3
+  [ "$SECONDS" -lt 15 ]
+}
+
+@test "PIO_FILE_WAIT that is no number of seconds: a clear error at open" {
+  PIO_FILE_WAIT=soon run timeout 30 "$PIO_BUILD/tests/prog/pio-filecheck" idle B w.bin 0 1
+  echo "$output"
+  assert_failure
+  assert_output --partial "rank 0 open: PIO_EINVAL PIO_FILE_WAIT=soon: give the seconds a close may wait (> 0, default 60)"
   [ -z "$(ls -A "$EXP")" ]
 }

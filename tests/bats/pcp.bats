@@ -49,6 +49,19 @@ setup() {
   W=$BATS_TEST_TMPDIR
 }
 
+# a pcp (or file service) a test stopped (SIGSTOP) and left behind on failure: let it go
+teardown() {
+  local p
+  if [ -f "$W/fs-stopped" ]; then kill -CONT "$(cat "$W/fs-stopped")" 2>/dev/null || true; fi
+  [ -f "$W/pids" ] || return 0
+  while read -r p; do
+    kill -CONT "$p" 2>/dev/null || true
+    kill -KILL "$p" 2>/dev/null || true
+  done <"$W/pids"
+  "$PIO_TESTBED" rate "$BED" h1 0 1gbit 2>/dev/null || true
+  "$PIO_TESTBED" rate "$BED" h1 1 1gbit 2>/dev/null || true
+}
+
 @test "send and fetch: 0 B, 1 B, 1 GiB and a sparse file, identical, modes and mtimes kept" {
   : >"$W/empty"
   printf x >"$W/one"
@@ -257,4 +270,220 @@ wait_for() {
   grep "channel 1 to B: no answer from $b1 port 7701 (" "$DIR/A.log" |
     grep -q "a firewall dropping packets, or the link down? open data-port 7701 between the hosts"
   pio_wait_channels "$SOCK_A" 2
+}
+
+# ---- issue 26: concurrent copies, export-root forms, progress ---------------
+
+# wait_for_size FILE BYTES: until FILE holds at least BYTES (60 s)
+wait_for_size() {
+  local i
+  for ((i = 0; i < 6000; i++)); do
+    [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -ge "$2" ] && return 0
+    sleep 0.01
+  done
+  return 1
+}
+
+# fs_pid: the file service of B (a child of B's piod)
+fs_pid() {
+  pgrep -P "$(cat "$DIR/B.pid")" pio-files
+}
+
+@test "two copies of one file to one destination, the second interrupted: the first is verified and equal, the second refused busy" {
+  # the user's case: A copies 200 MiB to B:f; B copies the same file to B:f
+  # while A's part file exists and A has not finished, and is interrupted.
+  # A is stopped (SIGSTOP) for B's whole life, so the overlap is certain.
+  # (links at 2 x 100 Mbit/s: B, were it let in, would still be copying
+  # when it is interrupted)
+  "$PIO_TESTBED" rate "$BED" h1 0 100mbit; "$PIO_TESTBED" rate "$BED" h1 1 100mbit
+  head -c $((200 << 20)) /dev/urandom >"$W/src"
+  "$PCP" -q --json "$W/src" B:f >"$W/a.out" 2>"$W/a.err" 3>&- &
+  a=$!
+  echo "$a" >>"$W/pids"
+  # A is stopped once more than 96 MiB are written (B truncated that part
+  # file at its start, and got to about 32 MiB: the user's zeros)
+  wait_for_size "$EXP/.f.pcp-part" $((96 << 20))
+  kill -STOP "$a"
+  [ ! -e "$EXP/f" ] # A has not finished
+  "$PCP" -q "$W/src" B:f >"$W/b.out" 2>&1 3>&- &
+  b=$!
+  echo "$b" >>"$W/pids"
+  sleep 1.5
+  # (SIGKILL: a background job of a script ignores SIGINT)
+  kill -KILL "$b" 2>/dev/null || true
+  rc=0 && wait "$b" || rc=$?
+  cat "$W/b.out"
+  [ "$rc" -ne 0 ]
+  run cat "$W/b.out"
+  assert_output --partial "B:f: busy: pcp."
+  assert_output --partial "is copying to it (part file .f.pcp-part); nothing was written"
+  [ ! -e "$EXP/f" ]
+  kill -CONT "$a"
+  rc=0 && wait "$a" || rc=$?
+  "$PIO_TESTBED" rate "$BED" h1 0 1gbit; "$PIO_TESTBED" rate "$BED" h1 1 1gbit
+  cat "$W/a.out" "$W/a.err"
+  [ "$rc" -eq 0 ]
+  run cat "$W/a.out"
+  assert_output --partial '"verified": true, "ok": true'
+  cmp "$W/src" "$EXP/f"
+  [ ! -e "$EXP/.f.pcp-part" ]
+  # once A is done, another copy may go: the last complete copy wins
+  head -c $((3 << 20)) /dev/urandom >"$W/src2"
+  run "$PCP" -q "$W/src2" B:f
+  assert_success
+  cmp "$W/src2" "$EXP/f"
+}
+
+@test "two copies to one destination, both running: the final name only ever holds a complete, verified copy" {
+  # B starts while A streams (A is not stopped); B is refused or, if A was
+  # already done, wins; whichever pcp says it succeeded left its own bytes,
+  # and a watcher never sees anything but the sources under the name
+  "$PIO_TESTBED" rate "$BED" h1 0 200mbit; "$PIO_TESTBED" rate "$BED" h1 1 200mbit
+  head -c $((96 << 20)) /dev/urandom >"$W/x1"
+  head -c $((96 << 20)) /dev/urandom >"$W/x2"
+  sum1=$(cksum <"$W/x1") sum2=$(cksum <"$W/x2")
+  (
+    while [ ! -e "$W/stop" ]; do
+      if [ -e "$EXP/g" ]; then
+        s=$(cksum <"$EXP/g")
+        [ "$s" = "$sum1" ] || [ "$s" = "$sum2" ] || echo "WRONG: $s" >>"$W/watch"
+      fi
+      sleep 0.02
+    done
+  ) 3>&- &
+  watcher=$!
+  "$PCP" -q "$W/x1" B:g >"$W/1.out" 2>&1 3>&- &
+  p1=$!
+  echo "$p1" >>"$W/pids"
+  wait_for "$EXP/.g.pcp-part"
+  rc2=0 && "$PCP" -q "$W/x2" B:g >"$W/2.out" 2>&1 || rc2=$?
+  rc1=0 && wait "$p1" || rc1=$?
+  "$PIO_TESTBED" rate "$BED" h1 0 1gbit; "$PIO_TESTBED" rate "$BED" h1 1 1gbit
+  touch "$W/stop"
+  wait "$watcher"
+  cat "$W/1.out" "$W/2.out"
+  [ "$rc1" -eq 0 ]
+  [ "$rc2" -ne 0 ]
+  grep -q "B:g: busy" "$W/2.out"
+  cmp "$W/x1" "$EXP/g"
+  [ ! -e "$W/watch" ]
+}
+
+@test "--resume after a killed pcp finds its own part file and finishes it" {
+  # (256 MiB at 2 x 100 Mbit/s: more than the piods' pools hold, so pcp,
+  # killed at 16 MiB written, cannot have handed over the whole file and
+  # its END yet: the copy cannot finish without it. "kr": the errors test
+  # leaves a file "k" in the export)
+  "$PIO_TESTBED" rate "$BED" h1 0 100mbit; "$PIO_TESTBED" rate "$BED" h1 1 100mbit
+  head -c $((256 << 20)) /dev/urandom >"$W/kr"
+  "$PCP" -q "$W/kr" B:kr >"$W/kr1.out" 2>&1 3>&- &
+  p=$!
+  wait_for_size "$EXP/.kr.pcp-part" $((16 << 20))
+  kill -KILL "$p"
+  wait "$p" || true
+  "$PIO_TESTBED" rate "$BED" h1 0 1gbit; "$PIO_TESTBED" rate "$BED" h1 1 1gbit
+  [ ! -e "$EXP/kr" ]
+  # the session of the killed pcp lets the part file go once it sees pcp
+  # gone; --resume waits for that (a plain copy would be refused busy)
+  SECONDS=0
+  run "$PCP" -q --resume --json "$W/kr" B:kr
+  echo "$output"
+  echo "resumed after $SECONDS s" >&3
+  assert_success
+  cmp "$W/kr" "$EXP/kr"
+  resumed=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitlines()[-1])["resumed_bytes"])' "$output")
+  [ "$resumed" -gt 0 ]
+}
+
+@test "two fetches to one local destination: the second is refused busy, the first lands whole" {
+  head -c $((128 << 20)) /dev/urandom >"$EXP/h"
+  "$PCP" -q B:h "$W/h" >"$W/f1.out" 2>&1 3>&- &
+  p=$!
+  echo "$p" >>"$W/pids"
+  wait_for "$W/.h.pcp-part"
+  kill -STOP "$p"
+  run "$PCP" -q B:h "$W/h"
+  kill -CONT "$p"
+  assert_failure
+  assert_output --partial "h: busy: another pcp is fetching to it"
+  rc=0 && wait "$p" || rc=$?
+  cat "$W/f1.out"
+  [ "$rc" -eq 0 ]
+  cmp "$EXP/h" "$W/h"
+}
+
+@test "the export root as scp users write it: HOST:, HOST:., HOST:./, HOST:/, HOST:~, HOST:~/DIR" {
+  mkdir -p "$W/d/sub"
+  printf one >"$W/d/a"
+  printf two >"$W/d/sub/b"
+  printf three >"$W/file"
+  mkdir -p "$EXP/in"
+  # shellcheck disable=SC2088 # a literal ~: the remote export root, not our home
+  for form in "" . ./ / // "~" "~/"; do
+    rm -rf "$EXP/d" "$EXP/file"
+    run "$PCP" -q -r "$W/d" "B:$form"
+    echo "B:$form -> $output"
+    assert_success
+    diff -r "$W/d" "$EXP/d"
+    run "$PCP" -q "$W/file" "B:$form"
+    assert_success
+    cmp "$W/file" "$EXP/file"
+    rm -f "$W/got"
+    run "$PCP" -q "B:$form${form:+/}file" "$W/got"
+    echo "B:$form${form:+/}file -> $output"
+    assert_success
+    cmp "$W/file" "$W/got"
+  done
+  run "$PCP" -q "$W/file" "B:~/in"
+  assert_success
+  cmp "$W/file" "$EXP/in/file"
+  run "$PCP" -q -r "$W/d" "B:~/in/"
+  assert_success
+  diff -r "$W/d" "$EXP/in/d"
+  # an absolute path is beneath the root (as in a chrooted sftp), as is the
+  # root's own path; ".." still leaves it and is refused
+  run "$PCP" -q "$W/file" B:/in/abs
+  assert_success
+  cmp "$W/file" "$EXP/in/abs"
+  run "$PCP" -q "$W/file" "B:$EXP/in/abs2"
+  assert_success
+  cmp "$W/file" "$EXP/in/abs2"
+  run "$PCP" -q "$W/file" B:/../abs
+  assert_failure
+  assert_output --partial "leaves the export root"
+  refute_output --partial "Invalid argument"
+}
+
+@test "--progress counts the bytes the file service acknowledged, with a smoothed rate and an ETA" {
+  "$PIO_TESTBED" rate "$BED" h1 0 100mbit; "$PIO_TESTBED" rate "$BED" h1 1 100mbit
+  head -c $((96 << 20)) /dev/urandom >"$W/p"
+  "$PCP" --progress "$W/p" B:p >/dev/null 2>"$W/p.err" 3>&- &
+  p=$!
+  wait_for "$EXP/.p.pcp-part"
+  sleep 1
+  fs=$(fs_pid)
+  echo "$fs" >>"$W/fs-stopped"
+  kill -STOP "$fs"
+  sleep 3 # pcp keeps handing data to its piod; nothing more is written
+  written=$(stat -c %s "$EXP/.p.pcp-part")
+  last=$(grep -c 'acknowledged' "$W/p.err")
+  kill -CONT "$fs"
+  rc=0 && wait "$p" || rc=$?
+  "$PIO_TESTBED" rate "$BED" h1 0 1gbit; "$PIO_TESTBED" rate "$BED" h1 1 1gbit
+  tail -n 20 "$W/p.err"
+  [ "$rc" -eq 0 ]
+  cmp "$W/p" "$EXP/p"
+  # the lines printed while the service was stopped never count more than it wrote
+  acked=$(head -n "$last" "$W/p.err" | grep 'acknowledged' | tail -n 1 | awk '{print $2}')
+  echo "acknowledged $acked, written $written"
+  [ "$acked" -gt 0 ]
+  [ "$acked" -le "$written" ]
+  # a stall lowers the smoothed rate without dropping it to 0, and the ETA stays a number
+  run bash -c "head -n $last '$W/p.err' | grep acknowledged | tail -n 1"
+  assert_output --regexp ', [1-9][0-9]* B/s, ETA [0-9]+ s$'
+  # the count only grows, and ends with the summary line
+  run awk '/acknowledged/ { if ($2 < prev) bad = 1; prev = $2 } END { print bad ? "shrank" : "grew" }' "$W/p.err"
+  assert_output grew
+  run tail -n 1 "$W/p.err"
+  assert_output --regexp '/p: 96\.0 MiB in [0-9.]+ s, '
 }

@@ -12,6 +12,11 @@
  *   mixed  (2 processes) rank 0 opens raw, rank 1 HDF5: as shape.
  *   absent (2 processes) rank 1 joins, never opens, and leaves; rank 0's
  *          close must fail (not wait for ever). Prints "close: STATUS TEXT".
+ *   idle   (2 processes) rank 1 joins and never opens, but stays (60 s):
+ *          rank 0 writes "abc" at 0; its close must fail after PIO_FILE_WAIT.
+ *   hold   (2 processes) rank 1 opens, writes "def" at 3, says "rank 1
+ *          holds" and waits to be killed; rank 0 writes "abc" at 0 and its
+ *          close must fail (the test kills rank 1 with -9).
  * Exit 0 when every expectation of the scenario held ("OK"), 1 otherwise.
  */
 #include "pio.h"
@@ -106,10 +111,43 @@ static int absent(const char *host, const char *path, int rank)
     return rc == PIO_OK || failed;
 }
 
+/* idle, hold: rank 0 writes "abc" at 0 and expects its close to fail */
+static int writer0(const char *host, const char *path)
+{
+    PIO_File fh;
+    int rc = PIO_File_open(host, path, PIO_FILE_RAW, &fh);
+    if (rc != PIO_OK) {
+        printf("rank 0 open: %s %s\n", PIO_Errname(rc), PIO_File_error_text());
+        return 1;
+    }
+    EXPECT(PIO_File_write_at(fh, 0, "abc", 3), PIO_OK);
+    rc = PIO_File_close(fh);
+    printf("rank 0 close: %s %s\n", PIO_Errname(rc), PIO_File_error_text());
+    return rc == PIO_OK || failed;
+}
+
+static int idle_or_hold(const char *host, const char *path, int rank, int hold)
+{
+    if (rank == 0)
+        return writer0(host, path);
+    if (hold) {
+        PIO_File fh;
+        EXPECT(PIO_File_open(host, path, PIO_FILE_RAW, &fh), PIO_OK);
+        if (failed)
+            return 1;
+        EXPECT(PIO_File_write_at(fh, 3, "def", 3), PIO_OK);
+        printf("rank 1 holds\n");
+        fflush(stdout);
+    }
+    sleep(60); /* joined, never opens (idle), or holds the file open (hold) */
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: pio-filecheck api|shape|mixed|absent HOST PATH [RANK NPROCS]\n");
+        fprintf(stderr,
+                "usage: pio-filecheck api|shape|mixed|absent|idle|hold HOST PATH [RANK NPROCS]\n");
         return 2;
     }
     int rank = argc > 5 ? atoi(argv[4]) : 0, nprocs = argc > 5 ? atoi(argv[5]) : 1;
@@ -122,6 +160,8 @@ int main(int argc, char **argv)
         rc = api(argv[2], argv[3]);
     else if (strcmp(argv[1], "absent") == 0)
         rc = absent(argv[2], argv[3], rank);
+    else if (strcmp(argv[1], "idle") == 0 || strcmp(argv[1], "hold") == 0)
+        rc = idle_or_hold(argv[2], argv[3], rank, strcmp(argv[1], "hold") == 0);
     else
         rc = disagree(argv[2], argv[3], rank, nprocs, strcmp(argv[1], "mixed") == 0);
     PIO_Exit();

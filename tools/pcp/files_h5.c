@@ -115,8 +115,10 @@ int files_h5_create(int fd, const struct pcp_msg *spec, struct fh5 **out, char *
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), lcpl = H5Pcreate(H5P_LINK_CREATE),
           dcpl = H5Pcreate(H5P_DATASET_CREATE), space = -1;
     h->file = h->dset = -1;
+    /* no HDF5 file lock: the service holds flock(LOCK_EX) on its own open of
+     * the part file (part_lock), which HDF5's flock on its open would hit */
     if (fapl >= 0 && lcpl >= 0 && dcpl >= 0 && H5Pset_fapl_sec2(fapl) >= 0 &&
-        H5Pset_create_intermediate_group(lcpl, 1) >= 0 &&
+        H5Pset_file_locking(fapl, 0, 1) >= 0 && H5Pset_create_intermediate_group(lcpl, 1) >= 0 &&
         H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0 &&
         H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC) >= 0 &&
         (space = H5Screate_simple(h->ndims, h->dims, NULL)) >= 0) {

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,7 +47,8 @@ static struct {
     int balance;    /* PIO_DYNAMIC, PIO_STATIC, or BAL_USER (round-robin) */
     uint64_t block; /* --chunk */
     int resume, verify, quiet, json, verbose, recursive;
-    int put; /* sending (else fetching) */
+    int progress; /* --progress: progress lines also when stderr is no terminal */
+    int put;      /* sending (else fetching) */
     int tty;
     const char *host; /* the remote host */
     int partner;
@@ -89,11 +91,39 @@ static int join(char *out, size_t cap, const char *a, const char *b)
 
 /* ---- progress ---- */
 
+/* done: bytes the receiving side has (sending: written there at their
+ * offsets, as its ACKs say; fetching: written here). The rate shown and the
+ * ETA come from an exponentially weighted moving average of the rate over
+ * samples of at least RATE_SAMPLE_S, with time constant RATE_TAU_S, so that
+ * a burst or a stall does not swing the ETA. */
+#define RATE_SAMPLE_S 0.25
+#define RATE_TAU_S    3.0
+
 struct progress {
     const char *name;
     uint64_t size, done, start_off;
     double t0, last;
+    double ewma;         /* smoothed rate, bytes/s (0: no sample yet) */
+    double sample_t;     /* start of the current sample */
+    uint64_t sample_off; /* done at its start */
 };
+
+/* Fold the bytes since the last sample into the smoothed rate. */
+static void rate_update(struct progress *p, double t)
+{
+    if (p->sample_t == 0) {
+        p->sample_t = p->t0;
+        p->sample_off = p->start_off;
+    }
+    double dt = t - p->sample_t;
+    if (dt < RATE_SAMPLE_S)
+        return;
+    double inst = (double)(p->done - p->sample_off) / dt;
+    double a = dt / (dt + RATE_TAU_S); /* ~ 1 - exp(-dt / tau), no libm */
+    p->ewma = p->ewma > 0 ? p->ewma + a * (inst - p->ewma) : inst;
+    p->sample_t = t;
+    p->sample_off = p->done;
+}
 
 static void human(double b, char *out, size_t n)
 {
@@ -107,20 +137,33 @@ static void human(double b, char *out, size_t n)
 static void progress(struct progress *p, int final)
 {
     double t = now();
-    if (o.quiet || (!final && (!o.tty || t - p->last < 0.2)))
+    rate_update(p, t);
+    if (o.quiet || (!final && ((!o.tty && !o.progress) || t - p->last < (o.tty ? 0.2 : 0.5))))
         return;
     p->last = t;
     double secs = t - p->t0 > 1e-6 ? t - p->t0 : 1e-6;
-    double rate = (double)(p->done - p->start_off) / secs;
+    double avg = (double)(p->done - p->start_off) / secs;
+    double rate = final || p->ewma <= 0 ? avg : p->ewma;
     char a[32], b[32], r[32];
     human((double)p->done, a, sizeof(a));
     human((double)p->size, b, sizeof(b));
     human(rate, r, sizeof(r));
+    double eta = rate > 0 ? (double)(p->size - p->done) / rate : -1;
+    if (!o.tty && !final) { /* --progress elsewhere: a line each, in bytes */
+        char e[32] = "unknown";
+        if (eta >= 0)
+            snprintf(e, sizeof(e), "%.0f s", eta);
+        fprintf(stderr, "%s: %llu of %llu bytes acknowledged, %.0f B/s, ETA %s\n", p->name,
+                (unsigned long long)p->done, (unsigned long long)p->size, rate, e);
+        return;
+    }
     if (o.tty) {
-        double eta = rate > 0 ? (double)(p->size - p->done) / rate : 0;
         int pct = p->size ? (int)(100.0 * (double)p->done / (double)p->size) : 100;
-        fprintf(stderr, "\r\033[K%-30.30s %3d%% %10s / %-10s %10s/s ETA %4.0fs", p->name, pct, a, b,
-                r, eta);
+        char e[16] = "   -";
+        if (eta >= 0)
+            snprintf(e, sizeof(e), "%4.0f", eta);
+        fprintf(stderr, "\r\033[K%-30.30s %3d%% %10s / %-10s %10s/s ETA %ss", p->name, pct, a, b, r,
+                e);
         if (o.verbose && !final) {
             PIO_Coninfo ci[16];
             int n = 0;
@@ -139,7 +182,7 @@ static void progress(struct progress *p, int final)
         }
         if (final)
             fputc('\n', stderr);
-    } else if (final) {
+    } else {
         fprintf(stderr, "%s: %s in %.2f s, %s/s%s\n", p->name, b, secs, r,
                 p->start_off ? " (resumed)" : "");
     }
@@ -322,6 +365,38 @@ static int conn_next(int *conn)
     return -1;
 }
 
+/* The service's ACKs that came for session sid (PCP_F_ACK): the bytes it
+ * has written, which the progress line counts. Returns 0, or -1 when the
+ * service said ERR (said) or answered out of turn. */
+static int take_acks(uint32_t sid, struct progress *pr)
+{
+    struct pcp_msg a;
+    int r;
+    while ((r = recv_ctl_within(sid, &a, 0)) == 0) {
+        if (a.op != PCP_ACK) {
+            err("%s: the file service answered out of turn (op %u)", pr->name, (unsigned)a.op);
+            return -1;
+        }
+        pr->done = a.off;
+    }
+    if (r < 0)
+        return -1;
+    progress(pr, 0);
+    return 0;
+}
+
+/* Wait for a data send, taking the service's ACKs meanwhile (the progress
+ * line moves, or shows the stall, while the piods hold our data). Returns
+ * the send's status, or -1 when the service said ERR (said). */
+static int send_wait(uint32_t sid, PIO_Request *rq, struct progress *pr)
+{
+    int rc;
+    while ((rc = PIO_Wait(rq, 250, NULL)) == PIO_ETIMEDOUT)
+        if (take_acks(sid, pr) != 0)
+            return -1;
+    return rc;
+}
+
 /* Send one local file to remote path dst (an existing directory there gets
  * the file under its own name). */
 static int put_file(const char *src, const char *dst)
@@ -344,7 +419,7 @@ static int put_file(const char *src, const char *dst)
     memset(&m, 0, sizeof(m));
     m.op = PCP_PUT;
     m.flags = (o.resume ? PCP_F_RESUME : 0) | (o.verify ? 0 : PCP_F_NOVERIFY) |
-              (pcp_sparse(&sb) ? PCP_F_SPARSE : 0);
+              (pcp_sparse(&sb) ? PCP_F_SPARSE : 0) | PCP_F_ACK;
     m.size = (uint64_t)sb.st_size;
     m.mode = (uint32_t)sb.st_mode & 07777;
     m.mtime_sec = (int64_t)sb.st_mtim.tv_sec;
@@ -382,13 +457,15 @@ static int put_file(const char *src, const char *dst)
     m.off = off;
     if (send_ctl(sid, PCP_TAG_CTL + (int)sid, &m) != PIO_OK)
         goto out;
-    struct progress pr = {src, size, off, off, now(), 0};
+    struct progress pr = {.name = src, .size = size, .done = off, .start_off = off, .t0 = now()};
     o.skipped_bytes += off;
     int busy[WINDOW] = {0}, conn[WINDOW] = {0};
     uint64_t k = 0;
     while (off < size) {
         int i = (int)(k % WINDOW);
-        int wrc = busy[i] ? PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) : PIO_OK;
+        int wrc = busy[i] ? send_wait(sid, &rq[i], &pr) : PIO_OK;
+        if (wrc < 0)
+            goto out; /* the service's ERR, said */
         if (wrc != PIO_OK) {
             err_data(src, wrc, conn[i], off);
             goto out;
@@ -412,12 +489,14 @@ static int put_file(const char *src, const char *dst)
         busy[i] = 1;
         off += (uint64_t)r;
         k++;
-        pr.done = off;
-        progress(&pr, 0);
+        if (take_acks(sid, &pr) != 0) /* the service's ERR (a full disk) stops us early */
+            goto out;
     }
     for (int i = 0; i < WINDOW; i++) {
-        int wrc = busy[i] ? PIO_Wait(&rq[i], PIO_WAIT_FOREVER, NULL) : PIO_OK;
+        int wrc = busy[i] ? send_wait(sid, &rq[i], &pr) : PIO_OK;
         busy[i] = 0;
+        if (wrc < 0)
+            goto out;
         if (wrc != PIO_OK) {
             err_data(src, wrc, conn[i], off);
             goto out;
@@ -428,8 +507,17 @@ static int put_file(const char *src, const char *dst)
     m.size = size;
     m.hash = XXH3_64bits_digest(hs);
     uint64_t mine = m.hash;
-    if (send_ctl(sid, PCP_TAG_CTL + (int)sid, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+    if (send_ctl(sid, PCP_TAG_CTL + (int)sid, &m) != PIO_OK)
         goto out;
+    do { /* ACKs of the last blocks, then the answer */
+        if (recv_ctl(sid, &m) != 0)
+            goto out;
+        if (m.op == PCP_ACK) {
+            pr.done = m.off;
+            progress(&pr, 0);
+        }
+    } while (m.op == PCP_ACK);
+    pr.done = size;
     if (o.verify && (m.size != size || m.hash != mine)) {
         err("%s: the other side reports size %llu, checksum %016llx; sent %llu, %016llx", src,
             (unsigned long long)m.size, (unsigned long long)m.hash, (unsigned long long)size,
@@ -499,6 +587,33 @@ static int put_tree(const char *src, const char *dst, int depth)
     return rc;
 }
 
+/* Open (create) the part file of a fetch and take it for this pcp: an
+ * exclusive flock(2), so that two fetches to one destination never write
+ * into one part file (the second is refused: errno EBUSY). The lock is
+ * taken on the inode the name still leads to: one that its owner renamed
+ * into place (or removed) meanwhile is let go and the name opened again.
+ * Returns the descriptor (the lock goes with its close), or -1 with errno. */
+static int part_lock(const char *part)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+            return -1;
+        struct stat a, b;
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &a) != 0) {
+            int e = errno == EWOULDBLOCK ? EBUSY : errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (lstat(part, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return fd;
+        close(fd);
+    }
+    errno = EBUSY;
+    return -1;
+}
+
 /* Fetch remote file src into local path dst (a file name, not a directory). */
 static int get_file(const char *src, const char *dst)
 {
@@ -518,10 +633,15 @@ static int get_file(const char *src, const char *dst)
     uint8_t *buf[WINDOW] = {0};
     PIO_Request rq[WINDOW] = {0}; /* NULL when none is outstanding */
     XXH3_state_t *hs = XXH3_createState();
-    int rc = -1, fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int rc = -1, fd = part_lock(part);
     uint64_t size = info.size, off = 0;
     if (fd < 0) {
-        err("%s: %s", part, strerror(errno));
+        if (errno == EBUSY)
+            err("%s: busy: another pcp is fetching to it (part file %s); nothing was written, "
+                "copy again when it is done",
+                dst, part);
+        else
+            err("%s: %s", part, strerror(errno));
         memset(&m, 0, sizeof(m));
         m.op = PCP_BYE;
         send_ctl(sid, PCP_TAG_CTL + (int)sid, &m); /* the service waits for GO: let it go */
@@ -558,7 +678,7 @@ static int get_file(const char *src, const char *dst)
         err("%s: %s", part, strerror(errno));
         goto out;
     }
-    struct progress pr = {src, size, off, off, now(), 0};
+    struct progress pr = {.name = src, .size = size, .done = off, .start_off = off, .t0 = now()};
     o.skipped_bytes += off;
     uint64_t posted = off, k = 0, kdone = 0;
     struct pcp_msg end;
@@ -715,7 +835,9 @@ static int get_tree(const char *src, const char *dst)
 
 /* ---- setup ---- */
 
-/* "HOST:PATH" -> host and path (1), or a local path (0). */
+/* "HOST:PATH" -> host and path (1), or a local path (0). The export root
+ * is "HOST:", "HOST:.", "HOST:./", "HOST:/" and "HOST:~" (path "."), and
+ * "HOST:~/X" is X in it: what scp users type for "there, at the top". */
 static int split_remote(char *arg, char **host, char **path)
 {
     char *c = strchr(arg, ':');
@@ -725,7 +847,11 @@ static int split_remote(char *arg, char **host, char **path)
     *c = '\0';
     *host = arg;
     *path = c + 1;
-    if (!**path)
+    if ((*path)[0] == '~' && ((*path)[1] == '/' || (*path)[1] == '\0'))
+        *path += 1 + strspn(*path + 1, "/");
+    if (**path == '/' && (*path)[strspn(*path, "/")] == '\0')
+        *path += strlen(*path);
+    if (!**path || strcmp(*path, "./") == 0)
         *path = ".";
     return 1;
 }
@@ -770,17 +896,19 @@ static void usage(FILE *f)
                "  --resume        continue from a verified partial copy\n"
                "  --no-verify     do not compare checksums (the default verifies)\n"
                "  -q              no progress output     -v  per-channel state\n"
+               "  --progress      progress lines also when standard error is no terminal\n"
                "  --json          a JSON summary on stdout\n");
 }
 
 int main(int argc, char **argv)
 {
-    enum { O_CHUNK = 256, O_RESUME, O_NOVERIFY, O_VERIFY, O_JSON };
+    enum { O_CHUNK = 256, O_RESUME, O_NOVERIFY, O_VERIFY, O_JSON, O_PROGRESS };
     static const struct option opts[] = {{"chunk", required_argument, 0, O_CHUNK},
                                          {"resume", no_argument, 0, O_RESUME},
                                          {"verify", no_argument, 0, O_VERIFY},
                                          {"no-verify", no_argument, 0, O_NOVERIFY},
                                          {"json", no_argument, 0, O_JSON},
+                                         {"progress", no_argument, 0, O_PROGRESS},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
@@ -824,6 +952,7 @@ int main(int argc, char **argv)
         case O_VERIFY: o.verify = 1; break;
         case O_NOVERIFY: o.verify = 0; break;
         case O_JSON: o.json = 1; break;
+        case O_PROGRESS: o.progress = 1; break;
         case 'q': o.quiet = 1; break;
         case 'v': o.verbose = 1; break;
         case 'h': usage(stdout); return 0;

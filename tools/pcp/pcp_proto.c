@@ -121,7 +121,7 @@ int pcp_msg_decode(const uint8_t *buf, size_t len, struct pcp_msg *m)
     if (getstr(&p, end, m->client, sizeof(m->client)) ||
         getstr(&p, end, m->text, sizeof(m->text)) || getstr(&p, end, m->path, sizeof(m->path)))
         return -1;
-    if (p != end || m->op < PCP_PUT || m->op > PCP_BYE || (m->op > PCP_RCLOSE && m->op < PCP_OK))
+    if (p != end || m->op < PCP_PUT || m->op > PCP_ACK || (m->op > PCP_RCLOSE && m->op < PCP_OK))
         return -1;
     return 0;
 }

@@ -17,6 +17,10 @@
  *      equals the source's prefix, else 0}
  *   -> DATA blocks from off to size -> CTL END {hash of the whole file}
  *   -> CTL OK (written, verified, synced, renamed into place) or ERR.
+ *   With PCP_F_ACK, the service sends CTL ACK {off = bytes written at their
+ *   offsets} every 100 ms at most while the data comes (before its last
+ *   OK); pcp's progress counts those. A destination whose part file another
+ *   session holds is refused at once: ERR {EBUSY} instead of the first OK.
  * GET (pcp fetches a file): REQ GET {path} -> CTL OK {size, mode, mtime}
  *   -> CTL GO {off, hash: what pcp already holds of it} -> CTL OK {off: where
  *      the service starts (off, or 0 when the prefix differs)} -> DATA ->
@@ -24,12 +28,16 @@
  * MKDIR {path, mode}: -> CTL OK or ERR. LIST {path}: -> CTL OK {size = number
  *   of entries} then one CTL ENTRY per entry (path relative to the listed
  *   directory, type, size, mode, mtime), depth first, directories first.
- * FOPEN {path, size = the writing application's process count, mode}: each
+ * FOPEN {path, size = the writing application's process count, mode, block =
+ *   the bounded wait in ms (PIO_FILE_WAIT; 0: the service's 60 s)}: each
  *   process of the application opens a session; the first creates the part
  *   file -> CTL OK; then per block CTL WRITE {off, size} and a DATA message
  *   of size bytes (written at off); CTL FCLOSE {off = writes, size = bytes}
  *   -> CTL OK once every process has closed and the file is synced and
- *   renamed into place (remote merged output, PIO_File_open(3)).
+ *   renamed into place (remote merged output, PIO_File_open(3)), or ERR
+ *   when a process never opened, went away, or nothing happened to the file
+ *   for the shortest wait of its processes (the part file is then kept,
+ *   never renamed).
  *   HDF5 mode (flags PCP_F_HDF5): FOPEN also carries the dataset: text = its
  *   name, type = the PIO element type, ndims and count[] = its global shape;
  *   each WRITE carries a hyperslab (start[], count[]; size = its bytes) and
@@ -77,13 +85,15 @@ enum pcp_op {
     PCP_GO,
     PCP_END,
     PCP_ENTRY,
-    PCP_BYE /* pcp is done with the service (no answer) */
+    PCP_BYE, /* pcp is done with the service (no answer) */
+    PCP_ACK  /* PUT with PCP_F_ACK: off = bytes written at their offsets so far */
 };
 
 #define PCP_F_RESUME   0x1u /* keep / use a partial copy */
 #define PCP_F_NOVERIFY 0x2u
-#define PCP_F_HDF5     0x4u /* FOPEN: one HDF5 dataset, written by hyperslabs */
-#define PCP_F_SPARSE   0x8u /* PUT / GET's OK: the source has holes: keep them */
+#define PCP_F_HDF5     0x4u  /* FOPEN: one HDF5 dataset, written by hyperslabs */
+#define PCP_F_SPARSE   0x8u  /* PUT / GET's OK: the source has holes: keep them */
+#define PCP_F_ACK      0x10u /* PUT: send CTL ACK {off} while writing (pcp's progress) */
 
 #define PCP_DIMS_MAX 8 /* HDF5 mode: dataset rank (= PIO_FILE_MAXDIMS) */
 

@@ -14,6 +14,12 @@
  * renamed into place only after its size and XXH3-64 matched what pcp sent,
  * with the data and the directory synced; then mode and mtime are set. A
  * copy that stops half way leaves only the part file, which `--resume` uses.
+ * A part file is owned by one session at a time: an exclusive flock(2) on
+ * its open file (part_lock), held until it is renamed or closed. A second
+ * copy (or merged output) to the same destination is refused with EBUSY,
+ * naming the holder, and never writes into it; so the checksum of the
+ * buffers a session pwrites is the checksum of the bytes at their offsets.
+ * Locks: merged_mtx (merged output), then part_mtx (the holders' names).
  */
 #include "files_h5.h"
 #include "orphan.h"
@@ -34,16 +40,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
-#define BLOCK_MAX (64u << 20)
-#define WINDOW    4 /* data messages received at once */
-#define HASH_BUF  (4u << 20)
-#define STEP_MS   120000 /* a pcp silent this long in a session is given up */
+#define BLOCK_MAX     (64u << 20)
+#define WINDOW        4 /* data messages received at once */
+#define HASH_BUF      (4u << 20)
+#define STEP_MS       120000 /* a pcp silent this long in a session is given up */
+#define ACK_S         0.1    /* PCP_F_ACK: bytes written are acknowledged this often at most */
+#define RESUME_WAIT_S 30.0   /* --resume: the part file's holder may take this long to end */
 
 static const char *root_path;
 static int root_fd = -1;
@@ -111,23 +120,49 @@ static int recv_step(const struct session *s, uint32_t session, struct pcp_msg *
     return 0;
 }
 
-/* path (absolute under the root, or relative to it) -> relative, in out. */
+/* path -> relative to the root, in out: "." for the root itself. The root
+ * is "", ".", "./", "/" and "~": an absolute path is taken beneath the root,
+ * as in a chrooted sftp ("/in/x" is in/x there), unless it begins with the
+ * root's own path (/srv/export/x is x), and "~/X" is X. "." components and
+ * repeated slashes are dropped; a trailing slash is kept (do_put: "into
+ * that directory"). -1 for a ".." component. */
 static int relpath(const char *path, char *out, size_t cap)
 {
     const char *p = path;
-    if (*p == '/') {
+    if (p[0] == '~' && (p[1] == '\0' || p[1] == '/')) {
+        p++;
+    } else if (*p == '/') {
         size_t n = strlen(root_path);
         while (n > 1 && root_path[n - 1] == '/')
             n--;
-        if (strncmp(p, root_path, n) != 0 || (p[n] != '/' && p[n] != '\0'))
-            return -1;
-        p += n;
+        if (n > 1 && strncmp(p, root_path, n) == 0 && (p[n] == '/' || p[n] == '\0'))
+            p += n;
     }
-    while (*p == '/')
-        p++;
     if (!pcp_path_ok(*p ? p : "."))
         return -1;
-    snprintf(out, cap, "%s", *p ? p : ".");
+    size_t o = 0;
+    for (const char *c = p; *c;) {
+        while (*c == '/')
+            c++;
+        size_t len = strcspn(c, "/");
+        if (len == 0 || (len == 1 && c[0] == '.')) {
+            c += len;
+            continue;
+        }
+        if (o + len + 2 >= cap)
+            return -1;
+        if (o)
+            out[o++] = '/';
+        memcpy(out + o, c, len);
+        o += len;
+        c += len;
+    }
+    size_t plen = strlen(p);
+    if (o == 0)
+        out[o++] = '.';
+    else if (plen && p[plen - 1] == '/')
+        out[o++] = '/';
+    out[o] = '\0';
     return 0;
 }
 
@@ -166,6 +201,106 @@ static const char *why(int err)
     return err == EXDEV ? "the path leaves the export root" : strerror(err);
 }
 
+/* ---- part files: one owner at a time ----
+ * The owner holds flock(LOCK_EX) on its open part file and is listed here
+ * (by inode), so that a refused session can say who holds it. */
+struct part_owner {
+    struct part_owner *next;
+    dev_t dev;
+    ino_t ino;
+    char who[PCP_NAME_MAX + 16];
+};
+
+static pthread_mutex_t part_mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct part_owner *part_owners;
+
+/* Open (create) part file tmp in dfd and take it for this session: who
+ * [in] names the session for a refused one ("pcp.h.123", "process 2 of
+ * app"); wait_s [in]: how long to wait for a holder to let go (0: not at
+ * all; never with a lock held). Returns the descriptor, or -1 with errno
+ * (EBUSY: another session holds it; its name in holder [out]). The lock is
+ * taken on the inode the name still leads to: a file opened just before its
+ * owner renamed it into place (or removed it) is let go and the name opened
+ * again, so a session never writes into a file already under its final name. */
+static int part_lock(int dfd, const char *tmp, const char *who, char *holder, size_t cap,
+                     double wait_s)
+{
+    double until = now_s() + wait_s;
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -1;
+        struct stat a, b;
+        int locked;
+        while ((locked = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EWOULDBLOCK &&
+               now_s() < until) {
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (locked != 0) {
+            int e = errno == EWOULDBLOCK ? EBUSY : errno;
+            snprintf(holder, cap, "another session");
+            pthread_mutex_lock(&part_mtx);
+            if (fstat(fd, &a) == 0)
+                for (struct part_owner *o = part_owners; o; o = o->next)
+                    if (o->dev == a.st_dev && o->ino == a.st_ino)
+                        snprintf(holder, cap, "%s", o->who);
+            pthread_mutex_unlock(&part_mtx);
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (fstat(fd, &a) != 0) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (fstatat(dfd, tmp, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_dev != b.st_dev ||
+            a.st_ino != b.st_ino) {
+            close(fd); /* renamed into place or removed by its owner meanwhile */
+            continue;
+        }
+        struct part_owner *o = calloc(1, sizeof(*o));
+        if (!o) {
+            close(fd);
+            errno = ENOMEM;
+            return -1;
+        }
+        o->dev = a.st_dev;
+        o->ino = a.st_ino;
+        snprintf(o->who, sizeof(o->who), "%s", who);
+        pthread_mutex_lock(&part_mtx);
+        o->next = part_owners;
+        part_owners = o;
+        pthread_mutex_unlock(&part_mtx);
+        return fd;
+    }
+    errno = EBUSY;
+    snprintf(holder, cap, "other sessions that keep renaming it");
+    return -1;
+}
+
+/* Close a part file taken with part_lock (the lock goes with the close). */
+static void part_unlock(int fd)
+{
+    struct stat a;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &a) == 0) {
+        pthread_mutex_lock(&part_mtx);
+        for (struct part_owner **pp = &part_owners; *pp; pp = &(*pp)->next)
+            if ((*pp)->dev == a.st_dev && (*pp)->ino == a.st_ino) {
+                struct part_owner *o = *pp;
+                *pp = o->next;
+                free(o);
+                break;
+            }
+        pthread_mutex_unlock(&part_mtx);
+    }
+    close(fd);
+}
+
 /* Receives rq[from..to) (mod WINDOW) are still posted into the window's
  * buffers when a put stops early (a full disk, a dead sender): wait for them
  * (the sender's messages in flight complete them, its leaving fails them)
@@ -198,8 +333,8 @@ static void do_put(struct session *s)
     struct stat sb;
     int tfd = open_beneath(rel, O_PATH, 0);
     if ((tfd >= 0 && fstat(tfd, &sb) == 0 && S_ISDIR(sb.st_mode)) || rel[strlen(rel) - 1] == '/') {
-        size_t n = strlen(rel);
-        snprintf(rel + n, sizeof(rel) - n, "%s%s", rel[n - 1] == '/' ? "" : "/", q->text);
+        size_t n = strcmp(rel, ".") == 0 ? 0 : strlen(rel); /* the root: NAME */
+        snprintf(rel + n, sizeof(rel) - n, "%s%s", n == 0 || rel[n - 1] == '/' ? "" : "/", q->text);
     }
     if (tfd >= 0)
         close(tfd);
@@ -215,10 +350,20 @@ static void do_put(struct session *s)
         send_err(s, sid, ENOMEM, "out of memory");
         goto out;
     }
-    fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    char holder[PCP_NAME_MAX + 16];
+    /* --resume: the session of the copy it resumes may still be ending (its
+     * pcp killed: the session hears of it within seconds): wait for it */
+    fd = part_lock(dfd, tmp, q->client, holder, sizeof(holder),
+                   (q->flags & PCP_F_RESUME) ? RESUME_WAIT_S : 0);
     if (fd < 0) {
         int e = errno;
-        send_err(s, sid, e, "%s: %s", q->path, why(e));
+        if (e == EBUSY)
+            send_err(s, sid, e,
+                     "%s: busy: %s is copying to it (part file %s); nothing was written, "
+                     "copy again when it is done",
+                     q->path, holder, tmp);
+        else
+            send_err(s, sid, e, "%s: %s", q->path, why(e));
         goto out;
     }
     memset(&m, 0, sizeof(m));
@@ -253,6 +398,7 @@ static void do_put(struct session *s)
         }
     PIO_Request rq[WINDOW];
     uint64_t posted = off, k = 0, kdone = 0;
+    double acked = now_s(); /* PCP_F_ACK: when the last ACK went */
     while (off < q->size) {
         while (posted < q->size && k - kdone < WINDOW) {
             uint64_t want = q->size - posted < block ? q->size - posted : block;
@@ -282,6 +428,14 @@ static void do_put(struct session *s)
             goto stop;
         }
         off += st.bytes;
+        if ((q->flags & PCP_F_ACK) && off < q->size && now_s() - acked >= ACK_S) {
+            memset(&m, 0, sizeof(m)); /* written at their offsets: pcp's progress counts them */
+            m.op = PCP_ACK;
+            m.off = off;
+            if (send_msg(s, sid, &m) != PIO_OK)
+                goto stop;
+            acked = now_s();
+        }
     }
     if (recv_step(s, sid, &m) != 0 || m.op != PCP_END)
         goto out;
@@ -315,8 +469,7 @@ stop: /* receives still posted into win[]: freeing it under them was a crash */
         memset(win, 0, sizeof(win));
     }
 out:
-    if (fd >= 0)
-        close(fd);
+    part_unlock(fd);
     if (dfd >= 0)
         close(dfd);
     for (int i = 0; i < WINDOW; i++)
@@ -440,6 +593,12 @@ static void do_mkdir(struct session *s)
         send_err(s, q->session, EXDEV, "%s: the path leaves the export root", q->path);
         return;
     }
+    if (strcmp(rel, ".") == 0 || strcmp(rel, "./") == 0) { /* the root: it exists */
+        memset(&m, 0, sizeof(m));
+        m.op = PCP_OK;
+        send_msg(s, q->session, &m);
+        return;
+    }
     if ((dfd = open_parent(rel, base, sizeof(base))) < 0 ||
         (mkdirat(dfd, base, (q->mode & 07777) | 0700) != 0 && errno != EEXIST)) {
         int e = errno;
@@ -542,9 +701,17 @@ struct merged {
     uint32_t nprocs, opened, closed, left; /* left: sessions not answered yet */
     uint32_t departed;                     /* opened, then gone or refused */
     double short_since;                    /* since when processes seem missing (now_s) */
+    double wait_s;  /* the bounded wait (PIO_FILE_WAIT): see merged_check_wait */
+    double last;    /* the last open, write or close (now_s) */
+    uint8_t *state; /* per process number: PROC_* */
     int err, done;
+    int keep; /* failed for a missing writer: the part file stays, never renamed */
     char text[PCP_TEXT_MAX];
 };
+
+enum { PROC_NONE, PROC_OPEN, PROC_CLOSED }; /* a process of a merged file */
+
+#define MERGED_WAIT_S 60.0 /* an FOPEN that gives no wait (block = 0) */
 
 static pthread_mutex_t merged_mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t merged_cv = PTHREAD_COND_INITIALIZER;
@@ -555,8 +722,43 @@ static void merged_fail(struct merged *x, int err, const char *text)
 {
     if (!x->err) {
         x->err = err;
-        snprintf(x->text, sizeof(x->text), "%s", text);
+        snprintf(x->text, sizeof(x->text), "%.*s", (int)sizeof(x->text) - 1, text);
     }
+}
+
+/* The same for a writer that is missing (never opened, died, silent): what
+ * the others wrote is right but incomplete, so the part file is kept for
+ * inspection under its part name and never renamed into place (locked). */
+static void merged_fail_keep(struct merged *x, int err, const char *text)
+{
+    if (!x->err) {
+        x->keep = 1;
+        merged_fail(x, err, text);
+        logf_("%s", text);
+    }
+}
+
+/* Process proc of x's application (locked): its state, and news of the file. */
+static void merged_mark(struct merged *x, int proc, int state)
+{
+    if (proc >= 0 && (uint32_t)proc < x->nprocs)
+        x->state[proc] = (uint8_t)state;
+    x->last = now_s();
+}
+
+/* The process numbers of x in state st into out ("1 4 7", at most 8 of
+ * them, then "..."); returns how many there are (locked). */
+static uint32_t merged_procs(const struct merged *x, int st, char *out, size_t cap)
+{
+    uint32_t n = 0;
+    size_t o = 0;
+    out[0] = '\0';
+    for (uint32_t i = 0; i < x->nprocs; i++)
+        if (x->state[i] == st && n++ < 8 && o < cap)
+            o += (size_t)snprintf(out + o, cap - o, "%s%u", o ? " " : "", i);
+        else if (x->state[i] == st && n == 9 && o < cap)
+            o += (size_t)snprintf(out + o, cap - o, " ...");
+    return n;
 }
 
 /* The open merged file (app, path), created by the first process (locked).
@@ -571,8 +773,12 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
     for (struct merged *x = merged_list; x; x = x->next)
         if (!x->done && x->opened < x->nprocs && strcmp(x->app, q->client) == 0 &&
             strcmp(x->path, q->path) == 0) {
-            if (is_h5 == x->is_h5 && (!is_h5 || files_h5_same(x->h5, q)))
+            if (is_h5 == x->is_h5 && (!is_h5 || files_h5_same(x->h5, q))) {
+                if (q->block && q->block / 1e3 < x->wait_s)
+                    x->wait_s = q->block / 1e3; /* the shortest wait of those who opened */
+                merged_mark(x, s->proc, PROC_OPEN);
                 return x;
+            }
             *err = EPERM;
             snprintf(text, cap, "%.150s: process %d opened it with another %s than the others",
                      q->path, s->proc, is_h5 == x->is_h5 ? "dataset" : "mode");
@@ -583,8 +789,10 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
     if (is_h5 && (*err = files_h5_spec_check(q, text, cap)) != 0)
         return NULL;
     char rel[PCP_PATH_MAX];
+    uint32_t nprocs = q->size && q->size <= (1u << 24) ? (uint32_t)q->size : 1;
     struct merged *x = calloc(1, sizeof(*x));
-    if (!x) {
+    if (!x || !(x->state = calloc(nprocs, 1))) {
+        free(x);
         *err = ENOMEM;
         snprintf(text, cap, "out of memory");
         return NULL;
@@ -596,50 +804,102 @@ static struct merged *merged_get(struct session *s, int *err, char *text, size_t
         *err = errno == ELOOP ? EXDEV : errno;
     } else {
         snprintf(x->tmp, sizeof(x->tmp), ".%s.pcp-part", x->base);
-        x->fd = openat(x->dfd, x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (x->fd < 0)
+        char who[PCP_NAME_MAX + 16], holder[PCP_NAME_MAX + 16];
+        snprintf(who, sizeof(who), "%.40s (merged output)", q->client);
+        x->fd = part_lock(x->dfd, x->tmp, who, holder, sizeof(holder), 0);
+        if (x->fd < 0) {
             *err = errno;
+            if (*err == EBUSY)
+                snprintf(text, cap, "%.90s: busy: %.60s is writing it (part file %.60s)", q->path,
+                         holder, x->tmp);
+        } else if (ftruncate(x->fd, 0) != 0) {
+            *err = errno;
+            part_unlock(x->fd);
+            x->fd = -1;
+        }
     }
-    if (x->fd < 0)
+    if (x->fd < 0 && *err != EBUSY)
         snprintf(text, cap, "%.150s: %s", q->path, why(*err));
     else if (is_h5 && (*err = files_h5_create(x->fd, q, &x->h5, text, cap)) != 0) {
         unlinkat(x->dfd, x->tmp, 0);
-        close(x->fd);
+        part_unlock(x->fd);
         x->fd = -1;
     }
     if (x->fd < 0) {
         if (x->dfd >= 0)
             close(x->dfd);
+        free(x->state);
         free(x);
         return NULL;
     }
     x->is_h5 = is_h5;
     snprintf(x->app, sizeof(x->app), "%s", q->client);
     snprintf(x->path, sizeof(x->path), "%s", q->path);
-    x->nprocs = q->size ? (uint32_t)q->size : 1;
+    x->nprocs = nprocs;
     x->left = x->nprocs;
+    x->wait_s = q->block ? q->block / 1e3 : MERGED_WAIT_S;
+    merged_mark(x, s->proc, PROC_OPEN);
     x->next = merged_list;
     merged_list = x;
     return x;
 }
 
-/* The last close: sync, set the mode, rename into place (locked). */
+/* The end of a merged file (locked): after the last close, sync, set the
+ * mode and rename into place; after a failure, remove the part file, or keep
+ * it (x->keep: a writer was missing), synced. Every waiting close returns.
+ * The descriptors stay open until the last session lets go of x (a session
+ * still writing when the wait ran out writes on into the kept part file). */
 static void merged_finish(struct merged *x, uint32_t mode)
 {
-    if (files_h5_close(x->h5) != 0)
-        merged_fail(x, EIO, "HDF5 could not complete the file");
-    x->h5 = NULL;
+    if (x->done)
+        return;
+    if (!x->err) { /* every process closed: nobody writes any more */
+        if (files_h5_close(x->h5) != 0)
+            merged_fail(x, EIO, "HDF5 could not complete the file");
+        x->h5 = NULL;
+    } /* else a session may still write a slab: HDF5 lets go in merged_free */
     if (!x->err && (fsync(x->fd) != 0 || fchmod(x->fd, mode & 07777) != 0 ||
                     renameat(x->dfd, x->tmp, x->dfd, x->base) != 0 || fsync(x->dfd) != 0)) {
         x->err = errno;
         snprintf(x->text, sizeof(x->text), "%.150s: %s", x->path, why(errno));
     }
-    if (x->err)
+    if (x->err && !x->keep)
         unlinkat(x->dfd, x->tmp, 0);
-    close(x->fd);
-    close(x->dfd);
+    else if (x->err)
+        fsync(x->fd);
     x->done = 1;
     pthread_cond_broadcast(&merged_cv);
+}
+
+/* The last session lets go of a finished x (locked). */
+static void merged_free(struct merged *x)
+{
+    for (struct merged **pp = &merged_list; *pp; pp = &(*pp)->next)
+        if (*pp == x) {
+            *pp = x->next;
+            break;
+        }
+    if (x->h5 && files_h5_close(x->h5) != 0)
+        logf_("%s: HDF5 could not complete the kept part file %s", x->path, x->tmp);
+    part_unlock(x->fd);
+    close(x->dfd);
+    free(x->state);
+    free(x);
+}
+
+/* x failed for a missing writer (locked): the processes that never opened
+ * count as closed and answered, nobody waits for them; the file ends now
+ * (those still writing, alive, write on into the kept part file). */
+static void merged_give_up(struct merged *x, uint32_t mode)
+{
+    uint32_t missing = x->nprocs - x->opened;
+    x->left -= missing;
+    x->closed += missing;
+    x->opened = x->nprocs;
+    for (uint32_t i = 0; i < x->nprocs; i++)
+        if (x->state[i] == PROC_NONE)
+            x->state[i] = PROC_CLOSED;
+    merged_finish(x, mode);
 }
 
 /* A process that never opens would keep the others' closes waiting for
@@ -648,7 +908,9 @@ static void merged_finish(struct merged *x, uint32_t mode)
  * not depart is joined (it waits in its close, or writes), so
  * joined - (opened - departed) processes may still open. Fewer than the
  * missing opens for ABSENT_GRACE seconds on end (a slow starter is not yet
- * joined) and the file fails (locked; the lock is dropped to ask libpio). */
+ * joined) and the file fails (locked; the lock is dropped to ask libpio).
+ * (A writer that dies holding the file is found by its own session: libpio
+ * fails the receive from a process that left, in about a second.) */
 #define ABSENT_GRACE 10
 
 static void merged_check_absent(struct merged *x, int partner, uint32_t mode)
@@ -672,18 +934,38 @@ static void merged_check_absent(struct merged *x, int partner, uint32_t mode)
     }
     if (now - x->short_since < ABSENT_GRACE)
         return;
-    char text[PCP_TEXT_MAX];
+    char text[2 * PCP_TEXT_MAX], procs[64];
+    merged_procs(x, PROC_NONE, procs, sizeof(procs));
     snprintf(text, sizeof(text),
-             "%.120s: %ld process(es) of %.40s left without opening it: file not kept", x->path,
-             missing - (may_come > 0 ? may_come : 0), x->app);
-    merged_fail(x, EPIPE, text);
-    logf_("%s", text);
-    /* the missing ones count as closed and answered: nobody waits for them */
-    x->left -= (uint32_t)missing;
-    x->closed += (uint32_t)missing;
-    x->opened = x->nprocs;
-    if (x->closed == x->nprocs)
-        merged_finish(x, mode);
+             "%.80s: %ld process(es) of %.40s left without opening it (not opened: %s): not "
+             "renamed, kept as %.60s",
+             x->path, missing - (may_come > 0 ? may_come : 0), x->app, procs, x->tmp);
+    text[PCP_TEXT_MAX - 1] = '\0';
+    merged_fail_keep(x, EPIPE, text);
+    merged_give_up(x, mode);
+}
+
+/* The bounded wait (locked): when nothing has happened to x (an open, a
+ * write, a close) for x->wait_s seconds while closes wait, the processes
+ * that never opened it or never closed it are named, and the file fails
+ * for all: its part file is kept, never renamed. The wait is the shortest
+ * PIO_FILE_WAIT of the processes that opened (default MERGED_WAIT_S). */
+static void merged_check_wait(struct merged *x, uint32_t mode)
+{
+    if (x->done || now_s() - x->last < x->wait_s)
+        return;
+    char text[2 * PCP_TEXT_MAX], never[48], open_[48];
+    uint32_t nn = merged_procs(x, PROC_NONE, never, sizeof(never));
+    uint32_t no = merged_procs(x, PROC_OPEN, open_, sizeof(open_));
+    snprintf(text, sizeof(text),
+             "%.60s: waited %.0f s for process(es) of %.40s: %s%s%s%s%s: not renamed, kept as "
+             "%.60s",
+             x->path, x->wait_s, x->app, nn ? "never opened it: " : "", nn ? never : "",
+             nn && no ? "; " : "", no ? "opened it, never closed it: " : "", no ? open_ : "",
+             x->tmp);
+    text[PCP_TEXT_MAX - 1] = '\0';
+    merged_fail_keep(x, ETIMEDOUT, text);
+    merged_give_up(x, mode);
 }
 
 /* One process's close (or its end): the last one finishes the file; each
@@ -698,20 +980,16 @@ static int merged_leave(struct merged *x, int partner, uint32_t mode, int wait, 
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until); /* merged_cv waits on it (main) */
         until.tv_sec += 1;
-        if (pthread_cond_timedwait(&merged_cv, &merged_mtx, &until) == ETIMEDOUT)
+        if (pthread_cond_timedwait(&merged_cv, &merged_mtx, &until) == ETIMEDOUT) {
             merged_check_absent(x, partner, mode);
+            merged_check_wait(x, mode);
+        }
     }
     int e = x->err;
     if (wait)
         snprintf(text, cap, "%s", x->text);
-    if (--x->left == 0) {
-        for (struct merged **pp = &merged_list; *pp; pp = &(*pp)->next)
-            if (*pp == x) {
-                *pp = x->next;
-                break;
-            }
-        free(x);
-    }
+    if (--x->left == 0)
+        merged_free(x);
     return e;
 }
 
@@ -759,11 +1037,11 @@ static int merged_block(struct session *s, uint32_t sid, struct merged *x, const
             w += (size_t)r;
         }
     }
-    if (err) {
-        pthread_mutex_lock(&merged_mtx);
+    pthread_mutex_lock(&merged_mtx);
+    if (err)
         merged_fail(x, err, text);
-        pthread_mutex_unlock(&merged_mtx);
-    }
+    x->last = now_s(); /* news of the file: the bounded wait starts again */
+    pthread_mutex_unlock(&merged_mtx);
     return 0;
 }
 
@@ -778,6 +1056,7 @@ static void do_fopen(struct session *s)
     if (x)
         x->opened++;
     if (x && joined) { /* refused, yet one of the file's processes: it closes now */
+        merged_mark(x, s->proc, PROC_CLOSED);
         x->departed++;
         merged_leave(x, s->partner, mode, 0, text, sizeof(text));
     }
@@ -806,11 +1085,15 @@ static void do_fopen(struct session *s)
     }
     free(buf);
     pthread_mutex_lock(&merged_mtx);
+    merged_mark(x, s->proc, PROC_CLOSED);
     if (gone) {
-        snprintf(text, sizeof(text),
-                 "%.120s: process %d of %.40s stopped writing before its close: file not kept",
-                 x->path, s->proc, x->app);
-        merged_fail(x, EPIPE, text);
+        char t2[2 * PCP_TEXT_MAX];
+        snprintf(t2, sizeof(t2),
+                 "%.80s: process %d of %.40s went away before closing it: not renamed, kept as "
+                 "%.60s",
+                 x->path, s->proc, x->app, x->tmp);
+        t2[PCP_TEXT_MAX - 1] = '\0';
+        merged_fail_keep(x, EPIPE, t2);
         x->departed++;
     }
     int e = merged_leave(x, s->partner, mode, 1, text, sizeof(text));
