@@ -68,8 +68,12 @@ chaos_start() {
   local n=$1 nsync=${2:-$1} r
   declare -g -a CRECV CSEND
   CHAOS_SEED=${CHAOS_SEED:-$RANDOM} CHAOS_BIG=${CHAOS_BIG:-67108864}
-  echo "seed $CHAOS_SEED, $n messages from senders 0-2 and $nsync from sender 3 (PIO_SYNC)," \
-    "largest $CHAOS_BIG bytes" >"$CD/run.txt"
+  if [ -n "${CHAOS_SECONDS_SEND:-}" ]; then
+    echo "seed $CHAOS_SEED, every sender for $CHAOS_SECONDS_SEND s, largest $CHAOS_BIG bytes"
+  else
+    echo "seed $CHAOS_SEED, $n messages from senders 0-2 and $nsync from sender 3 (PIO_SYNC)," \
+      "largest $CHAOS_BIG bytes"
+  fi >"$CD/run.txt"
   : >"$CD/faults.log"
   for r in 0 1 2 3; do chaos_recv "$r"; done
   pio_wait_until 20 grep -q "process chr:3 of 4 joined" "$CD/B.log"
