@@ -201,3 +201,54 @@ bed_piod() {
   run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$d/s2" "$d/nohand"
   assert_failure
 }
+
+# ---- isolation -----------------------------------------------------------------
+
+@test "a stopped receiver does not stall the others: three pairs finish while it sleeps, and it then gets its stream whole" {
+  chaos_pair
+  local m=${PIO_TEST_MULT:-1} i pids=()
+  # the receiver that stops, and a sender that streams to it
+  bg_start "$BATS_TEST_TMPDIR/x" env PIO_SOCKET="$PIO_SOCK_B" "$CHECK" recv order -n 4000 \
+    -a is-x -p is-y
+  local xp=$BG_PID
+  pio_wait_until 10 grep -q "process is-x:0 of 1 joined" "$D/B.log"
+  bg_start "$BATS_TEST_TMPDIR/y" env PIO_SOCKET="$PIO_SOCK_A" "$CHECK" send order -n 4000 \
+    -a is-y -p is-x
+  local yp=$BG_PID
+  sleep 0.5
+  kill -STOP "$xp"
+  sleep 2 # its sender fills what it may hold, then waits
+  for i in 1 2 3; do
+    bg_start "$BATS_TEST_TMPDIR/r$i" env PIO_SOCKET="$PIO_SOCK_B" timeout $((120 * m)) \
+      "$CHECK" recv order -n 3000 -a "is-r$i" -p "is-s$i"
+    pids+=("$BG_PID")
+  done
+  pio_wait_until 10 grep -q "process is-r3:0 of 1 joined" "$D/B.log"
+  for i in 1 2 3; do
+    bg_start "$BATS_TEST_TMPDIR/s$i" env PIO_SOCKET="$PIO_SOCK_A" timeout $((120 * m)) \
+      "$CHECK" send order -n 3000 -a "is-s$i" -p "is-r$i"
+    pids+=("$BG_PID")
+  done
+  local bad=0
+  for i in "${pids[@]}"; do
+    bg_wait "$i"
+    [ "$BG_RC" -eq 0 ] || bad=$((bad + 1))
+  done
+  cat "$BATS_TEST_TMPDIR"/r1 "$BATS_TEST_TMPDIR"/r2 "$BATS_TEST_TMPDIR"/r3
+  assert_equal "$bad" 0
+  run grep -c "^OK order: 3000 messages" "$BATS_TEST_TMPDIR/r1" "$BATS_TEST_TMPDIR/r2" \
+    "$BATS_TEST_TMPDIR/r3"
+  assert_output --partial "r1:1"
+  assert_output --partial "r2:1"
+  assert_output --partial "r3:1"
+  # the stopped one was neither dropped nor given up: awake, it gets every message
+  run kill -0 "$yp"
+  assert_success
+  kill -CONT "$xp"
+  bg_wait "$yp"
+  assert_equal "$BG_RC" 0
+  bg_wait "$xp"
+  assert_equal "$BG_RC" 0
+  run cat "$BATS_TEST_TMPDIR/x"
+  assert_output --partial "OK order: 4000 messages"
+}
