@@ -157,7 +157,8 @@ static int send_peer_raw(struct piod *d, int peer, const uint8_t *buf, size_t le
  * that waits for no outcome, told if the frame is lost with the peer's run
  * (src -1 otherwise). Fails only when f cannot be kept (PIO_ENOMEM,
  * PIO_EINVAL): a broken path delays a kept frame, it never loses it. */
-static int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, int src, uint64_t sid)
+static int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, int src, uint64_t sid,
+                         int owner)
 {
     size_t len;
     int rc;
@@ -173,8 +174,12 @@ static int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, in
     rc = !need ? PIO_EINVAL : !e ? PIO_ENOMEM : PIO_OK;
     if (rc == PIO_OK && (rc = pio_wire_encode(f, piod_lseq_inner(e), need, &len)) != PIO_OK)
         free(e);
-    if (rc == PIO_OK)
+    if (rc == PIO_OK) {
+        e->owner = owner;
         rc = piod_lseq_push(&d->peers[peer].lq, e, d->epoch, len, src, sid, piod_now_ms());
+    }
+    if (rc == PIO_OK && owner >= 0)
+        d->procs[owner].lane_bytes += e->len; /* lane_freed takes it off */
     if (rc != PIO_OK) {
         PIOD_ERR("cannot keep %s for %s: %s", pio_wire_type_name(f->type), d->peers[peer].cfg->name,
                  PIO_Strerror(rc));
@@ -186,7 +191,17 @@ static int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, in
 
 static int send_peer(struct piod *d, int peer, const struct pio_frame *f)
 {
-    return send_peer_msg(d, peer, f, -1, 0);
+    return send_peer_msg(d, peer, f, -1, 0, -1);
+}
+
+/* A kept frame is freed: its process' share of the lanes shrinks. */
+static void lane_freed(void *arg, const struct piod_lseq_ent *e)
+{
+    struct piod *d = arg;
+    if (e->owner < 0 || e->owner >= d->nprocs_max)
+        return;
+    struct piod_proc *p = &d->procs[e->owner];
+    p->lane_bytes = p->lane_bytes > e->len ? p->lane_bytes - e->len : 0;
 }
 
 /* Tell peer how far its numbered frames have come, when it is due (force:
@@ -1496,7 +1511,7 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
         f.u.h_request = rq;
         /* an eager message that waits for no outcome is told if it is lost
          * with the peer's run (lane_lost) */
-        int rc = send_peer_msg(d, peer, &f, m ? -1 : pi, s->sid);
+        int rc = send_peer_msg(d, peer, &f, m ? -1 : pi, s->sid, pi);
         if (rc != PIO_OK && m) {
             omsg_finish(d, m, rc);
             omsg_free(d, m);
@@ -2591,6 +2606,31 @@ static int lanes_congested(struct piod *d)
     return d->lanes_paused;
 }
 
+/* A full lane stops only the processes whose messages fill it: those with
+ * at least the mean of the unacknowledged bytes that processes put there
+ * (lane_share). A process with less, or none (it receives, or sends large
+ * messages whose bytes take the channels), is read on, so one flood cannot
+ * stall its neighbours. Computed only while a lane is full. */
+static size_t lane_share(struct piod *d)
+{
+    size_t total = 0, n = 0;
+    for (int i = 0; i < d->nprocs_max; i++)
+        if (d->procs[i].used && d->procs[i].lane_bytes > 0) {
+            total += d->procs[i].lane_bytes;
+            n++;
+        }
+    return n ? total / n : 0;
+}
+
+static int lane_heavy(struct piod *d, struct piod_conn *c, size_t share)
+{
+    int pi = proc_index(d, piod_conn_cid(d, c));
+    if (pi < 0)
+        return 1; /* joined, but not (or no longer) a process: as before */
+    size_t b = d->procs[pi].lane_bytes;
+    return b > 0 && b >= share;
+}
+
 /* ---- life cycle ---- */
 
 static int zsock_opt_int(void *s, int opt, int v)
@@ -2735,6 +2775,8 @@ int piod_init(struct piod *d)
         p->cfg = &d->cfg.peers[i];
         randombytes_buf(p->my_key, sizeof(p->my_key));
         piod_lseq_init(&p->lq);
+        p->lq.freed = lane_freed;
+        p->lq.freed_arg = d;
         const char *server_key = piod_keys_public_of(&d->keys, p->cfg->name);
         if (!server_key) {
             PIOD_ERR("no public key for peer %s in %s: copy %s.pub there", p->cfg->name,
@@ -2907,12 +2949,15 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
         for (int p = 0; p < d->npeers; p++)
             it[3 + p] = (struct pollfd){mon_fd[p], POLLIN, 0};
         int lanes_full = lanes_congested(d);
+        size_t share = lanes_full ? lane_share(d) : 0;
         for (int i = 0; i < d->nconns; i++)
             if (d->conns[i].fd >= 0) {
                 itc[nit] = i;
-                short in = piod_conn_reading(d, &d->conns[i]) && !(lanes_full && d->conns[i].joined)
-                               ? POLLIN
-                               : 0;
+                short in =
+                    piod_conn_reading(d, &d->conns[i]) && !(lanes_full && d->conns[i].joined &&
+                                                            lane_heavy(d, &d->conns[i], share))
+                        ? POLLIN
+                        : 0;
                 it[nit++] = (struct pollfd){d->conns[i].fd,
                                             (short)(in | (d->conns[i].out.head ? POLLOUT : 0)), 0};
             }

@@ -39,13 +39,19 @@ void piod_lseq_reset(struct piod_lseq *l, uint64_t peer_epoch,
         l->head = e->next;
         if (lost)
             lost(arg, e);
+        if (l->freed)
+            l->freed(l->freed_arg, e);
         free(e);
     }
     struct piod_lseq_held *held = l->held;
     lseq_drop_held(l);
     uint64_t resent = l->resent, dups = l->dups, stale = l->stale, hd = l->held_dropped,
              lostn = l->lost;
+    void (*freed)(void *, const struct piod_lseq_ent *) = l->freed;
+    void *freed_arg = l->freed_arg;
     piod_lseq_init(l);
+    l->freed = freed;
+    l->freed_arg = freed_arg;
     l->held = held;
     l->peer_epoch = peer_epoch;
     l->resent = resent;
@@ -60,8 +66,10 @@ struct piod_lseq_ent *piod_lseq_new(size_t inner_cap)
     if (inner_cap > PIO_WIRE_MAX_BODY)
         return NULL;
     struct piod_lseq_ent *e = malloc(sizeof(*e) + PIO_WIRE_SEQ_HDR + inner_cap);
-    if (e)
+    if (e) {
         e->len = PIO_WIRE_SEQ_HDR + inner_cap; /* the room, until pushed */
+        e->owner = -1;
+    }
     return e;
 }
 
@@ -126,6 +134,8 @@ size_t piod_lseq_acked(struct piod_lseq *l, uint64_t ack, uint64_t now)
         l->head = e->next;
         l->unacked_n--;
         l->unacked_bytes -= e->len;
+        if (l->freed)
+            l->freed(l->freed_arg, e);
         free(e);
         n++;
     }

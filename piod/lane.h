@@ -41,6 +41,7 @@ struct piod_lseq_ent {
     uint64_t sent_ms; /* last time it went out (0: it never did) */
     int via;          /* enum piod_via of that last time */
     int src;          /* an eager message that waits for no outcome: its process (-1: none) */
+    int owner;        /* the process whose message it carries (-1: the piod's own frame) */
     uint64_t sid;     /* ... and its send id */
     size_t len;
     uint8_t frame[]; /* the whole encoded H_SEQ */
@@ -71,6 +72,10 @@ struct piod_lseq {
     size_t rx_bytes_unacked; /* bytes handed on since that ack */
     /* counters (piod_dump, P_INFO) */
     uint64_t resent, dups, stale, held_dropped, lost;
+    /* called for every kept entry as it is freed (acked, or dropped by a
+     * reset), before the free; kept across resets; NULL: none */
+    void (*freed)(void *arg, const struct piod_lseq_ent *e);
+    void *freed_arg;
 };
 
 /* piod_lseq_init - an empty stream (no epoch known). */
@@ -85,7 +90,8 @@ void piod_lseq_reset(struct piod_lseq *l, uint64_t peer_epoch,
 
 /* piod_lseq_new - an entry with room for an encoded frame of up to
  * inner_cap bytes at piod_lseq_inner(e), to be filled and then pushed (or
- * freed with free()). NULL: out of memory, or inner_cap over a body. */
+ * freed with free()); e->owner is -1 until the caller says otherwise.
+ * NULL: out of memory, or inner_cap over a body. */
 struct piod_lseq_ent *piod_lseq_new(size_t inner_cap);
 
 /* piod_lseq_inner - where e's frame goes (after the H_SEQ header). */

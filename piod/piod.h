@@ -176,6 +176,7 @@ struct piod_proc {
     uint64_t next_key;
     uint64_t dead_since_ms;   /* its pid was found gone (grace before leaving) */
     uint64_t unclaimed_bytes; /* granted to messages not yet claimed */
+    size_t lane_bytes;        /* numbered frames of its messages no peer has acked yet */
     int warned_unclaimed;     /* logged that unclaimed messages fill half its region */
 };
 

@@ -252,3 +252,31 @@ bed_piod() {
   run cat "$BATS_TEST_TMPDIR/x"
   assert_output --partial "OK order: 4000 messages"
 }
+
+@test "a flood that fills the express lane to a stopped peer holds back only the flooder: another process joins, finds its partner and sends" {
+  chaos_pair
+  local hostile=$PIO_BUILD/tests/prog/pio-hostile m=${PIO_TEST_MULT:-1}
+  bg_start "$BATS_TEST_TMPDIR/sink" env PIO_SOCKET="$PIO_SOCK_B" "$hostile" sink fl-sink
+  pio_wait_until 10 grep -q "sink ready" "$BATS_TEST_TMPDIR/sink"
+  bg_start "$BATS_TEST_TMPDIR/lr" env PIO_SOCKET="$PIO_SOCK_B" "$CHECK" recv sizes -a lt-r -p lt-s -S 8
+  local lr=$BG_PID
+  pio_wait_until 10 grep -q "process lt-r:0 of 1 joined" "$D/A.log" "$D/B.log"
+  pio_wait_until 10 sh -c 'PIO_SOCKET="$1" "$2" | grep -q lt-r' _ "$PIO_SOCK_A" "$PIO_BUILD/bin/pio-info"
+  local bpid
+  bpid=$(cat "$D/B.pid")
+  kill -STOP "$bpid"
+  # B reads nothing: the flood fills A's lane to B, and A stops reading the flooder
+  bg_start "$BATS_TEST_TMPDIR/flood" env PIO_SOCKET="$PIO_SOCK_A" "$hostile" flood-send 400000 \
+    -j fl-src -p fl-sink -t 60
+  pio_wait_until $((20 * m)) grep -q "express lane to B has [0-9]* bytes waiting" "$D/A.log"
+  # a process that put nothing in the lane is read on: it joins, looks its
+  # partner up and sends (an eager message: it returns once A has it)
+  run timeout $((20 * m)) env PIO_SOCKET="$PIO_SOCK_A" "$CHECK" send sizes -a lt-s -p lt-r -S 8
+  kill -CONT "$bpid"
+  assert_success
+  assert_output --partial "OK sizes: 1 messages"
+  bg_wait "$lr"
+  assert_equal "$BG_RC" 0
+  run cat "$BATS_TEST_TMPDIR/lr"
+  assert_output --partial "OK sizes: 1 messages"
+}
