@@ -26,9 +26,11 @@
 #   before cut     t = 1 s (at the start every socket takes its first chunks
 #                  at once: a burst in the counters, not on the wire) .. the
 #                  cut; against the LINKS-link ceiling;
-#   during cut     3 s after the cut (the channel watchdog needs 2 s plus the
-#                  bytes in flight at 2 MB/s to declare the link dead) .. the
-#                  restore; against the (LINKS-1)-link ceiling;
+#   during cut     3 s after the cut (the channel watchdog declares the link
+#                  dead after stall-ms plus 3 chunks at the channel's
+#                  measured rate: under 1 s here, and the chunks it held go
+#                  out again on the others) .. the restore; against the
+#                  (LINKS-1)-link ceiling;
 #   after restore  from the first sample after the restore that shows
 #                  channel CUT up (and, if it was declared dead, back from
 #                  it) .. the last sample at which the transfer still moved;
