@@ -212,11 +212,12 @@ bed_piod() {
     -a is-x -p is-y
   local xp=$BG_PID
   pio_wait_until 10 grep -q "process is-x:0 of 1 joined" "$D/B.log"
+  # stopped before its sender starts: on a fast machine 4000 messages
+  # otherwise all arrive before the stop (fresh-ci: kill found no process)
+  kill -STOP "$xp"
   bg_start "$BATS_TEST_TMPDIR/y" env PIO_SOCKET="$PIO_SOCK_A" "$CHECK" send order -n 4000 \
     -a is-y -p is-x
   local yp=$BG_PID
-  sleep 0.5
-  kill -STOP "$xp"
   sleep 2 # its sender fills what it may hold, then waits
   for i in 1 2 3; do
     bg_start "$BATS_TEST_TMPDIR/r$i" env PIO_SOCKET="$PIO_SOCK_B" timeout $((120 * m)) \
