@@ -44,8 +44,9 @@
 #include <unistd.h>
 
 #define CHAN_IO_TIMEOUT_MS 5000
-#define CHAN_HS_TIMEOUT_MS 5000 /* an opener has this long from connect to C_PROOF */
-#define CHAN_HS_PER_ADDR   8    /* unfinished handshakes at once from one remote address */
+#define CHAN_HS_TIMEOUT_MS 5000  /* an opener has this long from connect to C_PROOF */
+#define CHAN_HS_PER_ADDR   8     /* unfinished handshakes at once from one remote address */
+#define CHAN_AGAIN_WARN_MS 10000 /* a peer says "not yet" this long: warn */
 
 uint64_t piod_now_ms(void)
 {
@@ -544,7 +545,9 @@ static void tx_connect_failed(struct piod_txchan *ch, int rc)
     const char *to = p->cfg->addr[link], *who = p->cfg->name;
     char what[24];
     snprintf(what, sizeof(what), ch->express ? "express lane" : "channel %d", ch->index);
-    if (rc == PIO_EREFUSED)
+    if (rc == PIO_EAGAIN) /* the peer has our proof, not yet our hello: normal at start-up */
+        PIOD_DEBUG("%s to %s: the peer has not heard our hello yet: trying again", what, who);
+    else if (rc == PIO_EREFUSED)
         PIOD_WARN("%s to %s: nothing listens on %s port %d (is piod running there? does its "
                   "data-port say %d?)",
                   what, who, to, port, port);
@@ -562,6 +565,7 @@ static void *tx_thread(void *arg)
     struct piod_txchan *ch = arg;
     struct piod *d = ch->d;
     int backoff = 50;
+    uint64_t again_ms = 0;   /* since when the peer answers "not yet" (1: said so) */
     uint8_t *sealbuf = NULL; /* sealed chunks are encrypted here */
     size_t sealcap = 0;
     while (!ch->stop) {
@@ -573,6 +577,17 @@ static void *tx_thread(void *arg)
                 break;
             if (rc != ch->last_err)
                 tx_connect_failed(ch, rc);
+            /* "not yet" that lasts is no longer start-up: say it once */
+            if (rc != PIO_EAGAIN)
+                again_ms = 0;
+            else if (!again_ms)
+                again_ms = piod_now_ms();
+            else if (again_ms != 1 && piod_now_ms() - again_ms > CHAN_AGAIN_WARN_MS) {
+                PIOD_WARN("channel %d to %s: the peer takes our proof but has not heard our "
+                          "hello for %d s (is its control port reachable from here?)",
+                          ch->index, d->peers[ch->peer].cfg->name, CHAN_AGAIN_WARN_MS / 1000);
+                again_ms = 1;
+            }
             ch->last_err = rc;
             /* chunks waiting here must not wait for us: give them back */
             tx_requeue_all(ch);
@@ -857,13 +872,18 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
     if (peer >= 0) {
         /* nchan too is the main thread's, written under key_mtx (core.c) */
         pthread_mutex_lock(&d->key_mtx);
-        int ok = d->peers[peer].hello_seen &&
-                 (index < (uint32_t)d->peers[peer].nchan || index == PIOD_EXPRESS_INDEX);
+        int hello = d->peers[peer].hello_seen;
+        int ok = index < (uint32_t)d->peers[peer].nchan || index == PIOD_EXPRESS_INDEX;
         memcpy(key, d->peers[peer].my_key, sizeof(key));
         pthread_mutex_unlock(&d->key_mtx);
         chan_mac(expect, key, challenge, index, system);
-        if (ok && sodium_memcmp(expect, f.u.c_key.b, PIO_WIRE_KEY) == 0)
-            rc = PIO_OK;
+        /* The proof is checked first: our key is ours from the start. A
+         * right proof from a peer whose H_HELLO has not reached us yet (it
+         * heard ours first, and its channels race its hello) is "not yet"
+         * (PIO_EAGAIN: the opener tries again, nothing is logged as a
+         * failure); a wrong proof is an authentication failure. */
+        if (sodium_memcmp(expect, f.u.c_key.b, PIO_WIRE_KEY) == 0)
+            rc = !hello ? PIO_EAGAIN : ok ? PIO_OK : PIO_EAUTH;
     }
     if (rc == PIO_OK && d->cfg.encrypt && !sealed) {
         PIOD_WARN("data channel from %s (system '%s', channel %u) is not sealed and this piod "
@@ -890,6 +910,10 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
     if (rc == PIO_OK) {
         rx->peer = peer;
         rx->index = (int)index;
+    } else if (rc == PIO_EAGAIN) {
+        PIOD_DEBUG("data channel from %s (system '%s', channel %u): right proof, but no hello "
+                   "from that system yet: it tries again",
+                   rx->remote, system, index);
     } else if (rc != PIO_EREFUSED) {
         PIOD_WARN("refused data channel from %s (claims system '%s', channel %u): %s", rx->remote,
                   system, index, PIO_Strerror(rc));

@@ -42,6 +42,6 @@ struct piod_hlink *piod_htab_next(const struct piod_hlink *l);
 /* piod_htab_free - the bucket array (the entries are the caller's). */
 void piod_htab_free(struct piod_htab *t);
 
-#define PIOD_CONTAINER(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define PIOD_CONTAINER(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #endif

@@ -257,3 +257,21 @@ start_daemon() {
   grep -q "stopped" "$D/piod.log"
   if grep -q "stopped" "$D/piod.log.1"; then fail "piod still wrote to the renamed file"; fi
 }
+
+@test "a pair started 3 times logs no authentication failure: channels that race the peer's hello wait quietly" {
+  source "$PIO_SRC/tests/lib/piod.bash"
+  local k
+  for k in 1 2 3; do
+    mkdir -p "$D/p$k"
+    pio_pair_loopback "$D/p$k" 4
+    pio_piods_stop
+    _PIO_PIDS=()
+    # a channel whose proof was right but came before the peer's hello used
+    # to be refused as "authentication failed" (issue 28)
+    run grep -h "authentication failed\|refused data channel" "$D/p$k/A.log" "$D/p$k/B.log"
+    assert_output ""
+    run grep -c "channel [0-3] to [AB] up" "$D/p$k/A.log" "$D/p$k/B.log"
+    assert_output --partial "A.log:4"
+    assert_output --partial "B.log:4"
+  done
+}

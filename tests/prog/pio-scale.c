@@ -45,7 +45,7 @@
 #define TAG_END  2
 
 static const char *cpu_pids = NULL; /* --cpu PID[,PID]: their CPU in the window */
-static int full_check = 1; /* --check ends: only the numbered words */
+static int full_check = 1;          /* --check ends: only the numbered words */
 static int npairs = 1, seconds = 5, probes = 5, timeout_s = 60, conn = PIO_DYNAMIC;
 static size_t msg_size = 1 << 20;
 static const char *prefix = "sc", *probe_partner = NULL;
@@ -273,7 +273,8 @@ static int cpu_read(double *user, double *sys)
         buf[n] = 0;
         char *p = strrchr(buf, ')'); /* fields after the command name */
         unsigned long ut, st;
-        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        if (!p ||
+            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
             return -1;
         *user += (double)ut;
         *sys += (double)st;
@@ -415,8 +416,8 @@ static int run_recv(void)
     printf("SUMMARY pairs=%d ok=%d failed=%d window_s=%.3f aggregate_MBps=%.2f min_share=%.3f "
            "max_share=%.3f spread=%.3f bytes=%.0f msgs=%zu cpu_user_nspb=%.4f cpu_sys_nspb=%.4f\n",
            npairs, ok, failed, win > 0 ? win : 0, total / 1e6, minsh, maxsh, spread,
-           (double)msgs * (double)msg_size, msgs,
-           wbytes > 0 ? cpu_user * tick_ns / wbytes : 0, wbytes > 0 ? cpu_sys * tick_ns / wbytes : 0);
+           (double)msgs * (double)msg_size, msgs, wbytes > 0 ? cpu_user * tick_ns / wbytes : 0,
+           wbytes > 0 ? cpu_sys * tick_ns / wbytes : 0);
     free(smp);
     free(status);
     return failed || win <= 0 ? 1 : 0;
@@ -472,9 +473,11 @@ static int run_probe(void)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: pio-scale recv|send -N PAIRS [-x PREFIX] [-s SIZE] [-t SECONDS]\n"
-                    "                 [-b DYNAMIC|STATIC] [--timeout S] [--check full|ends] [--cpu PID,..]\n"
-                    "       pio-scale probe [-x PREFIX] [-n N] [-p PARTNER]\n");
+    fprintf(
+        stderr,
+        "usage: pio-scale recv|send -N PAIRS [-x PREFIX] [-s SIZE] [-t SECONDS]\n"
+        "                 [-b DYNAMIC|STATIC] [--timeout S] [--check full|ends] [--cpu PID,..]\n"
+        "       pio-scale probe [-x PREFIX] [-n N] [-p PARTNER]\n");
     exit(2);
 }
 
