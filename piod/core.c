@@ -2033,10 +2033,15 @@ static void on_peer_registry(struct piod *d, int peer, struct pio_h_registry *r)
         uint8_t was = a->joined[e->proc];
         a->joined[e->proc] = e->state == 1;
         a->njoined += (uint32_t)(a->joined[e->proc] - was);
-        if (was != a->joined[e->proc])
+        if (was != a->joined[e->proc]) {
             broadcast_event(d, e->app, e->proc, e->nprocs, e->state);
-        if (was && !a->joined[e->proc]) { /* its streams with us go with it */
+            /* What we send it is numbered afresh when it leaves and again
+             * when a process of its name joins: the peer expects 0 from a
+             * new process, and what we numbered while none was there
+             * failed there without moving that stream on. */
             streams_forget(d, &d->tx_streams, peer, STREAM_DST, e->app, e->proc);
+        }
+        if (was && !a->joined[e->proc]) { /* its streams to us go with it */
             streams_forget(d, &d->rx_streams, peer, STREAM_SRC, e->app, e->proc);
             if (a->njoined == 0)
                 a->left_at = ++p->apps_left;

@@ -122,3 +122,40 @@ pair() {
 @test "a partner process that leaves gives PIO_EGONE to its receiver and sender" {
   pair gone gn
 }
+
+@test "a receiver killed and started again: sends while it is away fail, the new one gets every send after it joined" {
+  local w=$BATS_TEST_TMPDIR m=${PIO_TEST_MULT:-1} ch=$PIO_BUILD/tests/prog/pio-chaos
+  bg_start "$w/r1.out" env PIO_SOCKET="$PIO_SOCK_B" "$ch" recv -a rj-r -r 0 -P 1 -p rj-s -l "$w/led.r1"
+  local r1=$BG_PID
+  # standard (buffered) sends: eager ones are numbered and sent on even
+  # while no receiver is there, and fail at the far end
+  bg_start "$w/s.out" env PIO_SOCKET="$PIO_SOCK_A" timeout $((120 * m)) "$ch" send -a rj-s -r 0 \
+    -P 1 -p rj-r -T $((6 * m)) -B 65536 -l "$w/led.s"
+  local sp=$BG_PID
+  pio_wait_until 20 sh -c "[ \$(grep -c '^R ' '$w/led.r1') -ge 20 ]"
+  kill -9 "$r1"
+  pio_wait_until 20 sh -c "[ \$(grep -c ' PIO_EGONE\$' '$w/led.s') -ge 5 ]"
+  bg_start "$w/r2.out" env PIO_SOCKET="$PIO_SOCK_B" "$ch" recv -a rj-r -r 0 -P 1 -p rj-s -l "$w/led.r2"
+  # the new receiver takes what follows: the streams restart at its join
+  # (they did not: every later message failed as meant for the old one)
+  bg_wait "$sp"
+  awk '{print $NF}' "$w/led.s" | uniq -c
+  cat "$w/s.out"
+  assert_equal "$BG_RC" 0
+  run grep -c '^R ' "$w/led.r2"
+  refute_output 0
+  run grep -c "which never came here" "$PAIR_DIR/B.log"
+  assert_output 0
+  # from the first message the new receiver took: none lost, doubled or
+  # out of order, and the end mark came (what the killed one held in its
+  # pool went with it: standard sends promise no more)
+  local first
+  first=$(awk '/^R /{print $2; exit}' "$w/led.r2")
+  awk -v f="$first" '$1 != "S" || $2 >= f' "$w/led.s" >"$w/led.s2"
+  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$w/led.s2" "$w/led.r2"
+  echo "$output"
+  assert_success
+  assert_output --partial "chaos_check: PASS"
+  run grep -c "^END" "$w/led.r2"
+  assert_output 1
+}
