@@ -130,7 +130,9 @@ int pio_shm_create(const char *name, size_t size, long owner, void **base)
     PIO_CHECK(owner >= 0 && (uid_t)owner != geteuid() && fchown(fd, (uid_t)owner, (gid_t)-1) != 0,
               rc, pio_from_errno(errno), unlink);
     PIO_CHECK(ftruncate(fd, (off_t)size) != 0, rc, pio_from_errno(errno), unlink);
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    /* not populated: zeroing 64 MiB here stalled piod's main loop for tens
+     * of milliseconds per join (pio_shm_open does not populate either) */
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     PIO_CHECK(p == MAP_FAILED, rc, pio_from_errno(errno), unlink);
     *base = p;
     close(fd);
@@ -149,8 +151,10 @@ int pio_shm_open(const char *name, void **base, size_t *size)
     int fd = shm_open(name, O_RDWR, 0);
     PIO_CHECK(fd < 0, rc, pio_from_errno(errno), out);
     PIO_CHECK(fstat(fd, &st) != 0, rc, pio_from_errno(errno), close);
-    void *p =
-        mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    /* not populated either: zeroing the whole pool (64 MiB: 40 ms here)
+     * made every join that slow; each page costs its fault once, on first
+     * use, and ranges are reused from the bottom (pio_ralloc) */
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     PIO_CHECK(p == MAP_FAILED, rc, pio_from_errno(errno), close);
     *base = p;
     *size = (size_t)st.st_size;

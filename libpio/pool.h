@@ -45,6 +45,7 @@ uint64_t pio_ralloc_largest(const struct pio_ralloc *a);
 /* pio_shm_create - create a new shared-memory object named name (shm_open,
  * O_EXCL, mode 0600), size it and map it. owner >= 0: make that uid its
  * owner (only root can; a failure to do so fails the call). *base [out].
+ * The mapping is not populated: pages are allocated on first touch.
  * Returns PIO_OK or a converted errno. */
 int pio_shm_create(const char *name, size_t size, long owner, void **base);
 

@@ -977,6 +977,17 @@ void piod_config_links(struct piod_config *c)
         if (pp <= c->pool)
             c->proc_pool = pp;
     }
+    /* a node's ranks each get a pool (issue 27: 64 to 128 per node): unless
+     * set, the pool holds 128 process pools, within half the memory. Its
+     * pages are only allocated as they are touched (pio_shm_create). */
+    if (!c->pool_set && c->proc_pool <= UINT64_MAX / 128) {
+        uint64_t want_pool = 128 * c->proc_pool;
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && psz > 0 && want_pool > (uint64_t)pages * (uint64_t)psz / 2)
+            want_pool = (uint64_t)pages * (uint64_t)psz / 2;
+        if (want_pool > c->pool)
+            c->pool = want_pool;
+    }
     c->nlinks = 0;
     for (int h = 0; h < n; h++) {
         int m = order[h];

@@ -49,7 +49,7 @@ struct piod_config {
     int src_port_lo, src_port_hi; /* outgoing channels bind source ports in this range (0,0: any) */
     int npeers;
     struct piod_peer peers[PIOD_MAX_PEERS];
-    uint64_t pool;               /* total pool bytes (default 1 GiB) */
+    uint64_t pool;               /* total pool bytes (default: 128 proc pools, <= RAM/2) */
     uint64_t proc_pool;          /* per process (default 64 MiB, more for wide bundles), <= pool */
     int pool_set, proc_pool_set; /* given in the file or on the command line (not derived) */
     uint32_t eager_limit;        /* default 64 KiB */

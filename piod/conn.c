@@ -146,6 +146,7 @@ void piod_conn_accept(struct piod *d)
         c->pid = cr.pid;
         c->uid = cr.uid;
         c->joined = 0;
+        c->pi = -1;
         c->paused = 0;
         c->warned_pause = 0;
         c->dropped = 0;

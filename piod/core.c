@@ -60,6 +60,9 @@
 #define LANE_UNACKED_RESUME ((size_t)8 << 20)  /* ... until down to this */
 
 static int proc_index(struct piod *d, uint64_t cid);
+static void gq_add(struct piod *d, struct piod_imsg *m);
+static void gq_del(struct piod *d, struct piod_imsg *m);
+static void ua_del(struct piod *d, struct piod_imsg *m);
 
 /* ---- sending frames ---- */
 
@@ -224,24 +227,22 @@ static void lane_ack(struct piod *d, int peer, int force)
 static void send_ranges(struct piod *d, int pi, int type, uint64_t id, uint64_t msg_off,
                         uint64_t off, uint64_t len)
 {
-    struct pio_frame *f = calloc(1, sizeof(*f));
-    if (!f)
-        return;
-    f->type = (uint8_t)type;
-    f->u.p_ranges.id = id;
-    f->u.p_ranges.msg_off = msg_off;
-    f->u.p_ranges.n = 1;
-    f->u.p_ranges.r[0].off = off;
-    f->u.p_ranges.r[0].len = len;
-    send_proc(d, pi, f);
-    free(f);
+    struct pio_frame f; /* hot (per chunk): only the fields encoded are set */
+    f.type = (uint8_t)type;
+    f.flags = 0;
+    f.u.p_ranges.id = id;
+    f.u.p_ranges.msg_off = msg_off;
+    f.u.p_ranges.n = 1;
+    f.u.p_ranges.r[0].off = off;
+    f.u.p_ranges.r[0].len = len;
+    send_proc(d, pi, &f);
 }
 
 static void send_done_flags(struct piod *d, int pi, int type, uint16_t flags, uint64_t id,
                             int status)
 {
     struct pio_frame f;
-    memset(&f, 0, sizeof(f));
+    memset(&f.u.p_done, 0, sizeof(f.u.p_done));
     f.type = (uint8_t)type;
     f.flags = flags;
     f.u.p_done.id = id;
@@ -345,16 +346,73 @@ static void remote_apps_clear(struct piod_peer_st *p)
     p->napps = 0;
 }
 
+/* ---- joined processes by name ---- */
+
+static uint64_t name_hash(const char *app)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)app; *c; c++)
+        h = (h ^ *c) * 1099511628211ull;
+    return h;
+}
+
+static void proc_names_add(struct piod *d, int pi)
+{
+    struct piod_proc *p = &d->procs[pi];
+    uint64_t h = name_hash(p->app);
+    if (piod_htab_add(&d->proc_app, &p->h_app, h) != 0)
+        return;
+    if (piod_htab_add(&d->proc_name, &p->h_name, piod_hash64(h, p->proc)) != 0) {
+        piod_htab_del(&d->proc_app, &p->h_app);
+        return;
+    }
+    p->named = 1;
+}
+
+static void proc_names_del(struct piod *d, int pi)
+{
+    struct piod_proc *p = &d->procs[pi];
+    if (!p->named)
+        return;
+    piod_htab_del(&d->proc_app, &p->h_app);
+    piod_htab_del(&d->proc_name, &p->h_name);
+    p->named = 0;
+}
+
+/* The joined process app:proc here (index in d->procs), or -1. */
+static int proc_by_name(struct piod *d, const char *app, uint32_t proc)
+{
+    uint64_t h = piod_hash64(name_hash(app), proc);
+    for (struct piod_hlink *l = piod_htab_first(&d->proc_name, h); l; l = piod_htab_next(l)) {
+        struct piod_proc *p = PIOD_CONTAINER(l, struct piod_proc, h_name);
+        if (p->used && !p->gone && p->proc == proc && strcmp(p->app, app) == 0)
+            return (int)(p - d->procs);
+    }
+    return -1;
+}
+
+/* A joined process of app here, or NULL. */
+static struct piod_proc *proc_of_app(struct piod *d, const char *app)
+{
+    uint64_t h = name_hash(app);
+    for (struct piod_hlink *l = piod_htab_first(&d->proc_app, h); l; l = piod_htab_next(l)) {
+        struct piod_proc *p = PIOD_CONTAINER(l, struct piod_proc, h_app);
+        if (p->used && !p->gone && strcmp(p->app, app) == 0)
+            return p;
+    }
+    return NULL;
+}
+
 /* Where is application app? *peer = -1 for this host; returns nprocs or 0. */
 static uint32_t left_nprocs(const char *app, int *peer);
 
 static uint32_t find_app(struct piod *d, const char *app, int *peer)
 {
-    for (int i = 0; i < d->nprocs_max; i++)
-        if (d->procs[i].used && !d->procs[i].gone && strcmp(d->procs[i].app, app) == 0) {
-            *peer = -1;
-            return d->procs[i].nprocs;
-        }
+    struct piod_proc *lp = proc_of_app(d, app);
+    if (lp) {
+        *peer = -1;
+        return lp->nprocs;
+    }
     for (int p = 0; p < d->npeers; p++) {
         struct piod_remote_app *a = remote_app(&d->peers[p], app, 0, 0);
         if (a && a->njoined > 0) {
@@ -639,47 +697,95 @@ static void streams_sweep(struct piod *d)
 
 /* ---- message lookup ---- */
 
+static uint64_t omsg_sid_hash(int src, uint64_t sid)
+{
+    return piod_hash64((uint64_t)src, sid);
+}
+
 static struct piod_omsg *omsg_find(struct piod *d, uint64_t msgid)
 {
-    for (struct piod_omsg *m = d->omsgs; m; m = m->next)
+    for (struct piod_hlink *l = piod_htab_first(&d->omsg_id, msgid); l; l = piod_htab_next(l)) {
+        struct piod_omsg *m = PIOD_CONTAINER(l, struct piod_omsg, h_id);
         if (m->msgid == msgid)
             return m;
+    }
     return NULL;
 }
 
 static struct piod_omsg *omsg_by_sid(struct piod *d, int src, uint64_t sid)
 {
-    for (struct piod_omsg *m = d->omsgs; m; m = m->next)
+    uint64_t h = omsg_sid_hash(src, sid);
+    for (struct piod_hlink *l = piod_htab_first(&d->omsg_sid, h); l; l = piod_htab_next(l)) {
+        struct piod_omsg *m = PIOD_CONTAINER(l, struct piod_omsg, h_sid);
         if (m->src == src && m->sid == sid)
             return m;
+    }
     return NULL;
+}
+
+static uint64_t imsg_id_hash(int peer, uint64_t msgid)
+{
+    return piod_hash64((uint64_t)(int64_t)peer, msgid);
 }
 
 static struct piod_imsg *imsg_find(struct piod *d, int peer, uint64_t msgid)
 {
-    for (struct piod_imsg *m = d->imsgs; m; m = m->next)
+    uint64_t h = imsg_id_hash(peer, msgid);
+    for (struct piod_hlink *l = piod_htab_first(&d->imsg_id, h); l; l = piod_htab_next(l)) {
+        struct piod_imsg *m = PIOD_CONTAINER(l, struct piod_imsg, h_id);
         if (m->peer == peer && m->msgid == msgid)
             return m;
+    }
     return NULL;
 }
 
 static struct piod_imsg *imsg_by_key(struct piod *d, int dst, uint64_t key)
 {
-    for (struct piod_imsg *m = d->imsgs; m; m = m->next)
+    uint64_t h = piod_hash64((uint64_t)dst, key);
+    for (struct piod_hlink *l = piod_htab_first(&d->imsg_key, h); l; l = piod_htab_next(l)) {
+        struct piod_imsg *m = PIOD_CONTAINER(l, struct piod_imsg, h_key);
         if (m->dst == dst && m->key == key)
             return m;
+    }
     return NULL;
+}
+
+/* m has its destination process and key (announce_all): findable by them */
+static void imsg_keyed(struct piod *d, struct piod_imsg *m)
+{
+    if (piod_htab_add(&d->imsg_key, &m->h_key, piod_hash64((uint64_t)m->dst, m->key)) == 0)
+        m->keyed = 1;
+}
+
+/* m is a new outgoing message: in the list and the tables */
+static int omsg_link(struct piod *d, struct piod_omsg *m)
+{
+    if (piod_htab_add(&d->omsg_id, &m->h_id, m->msgid) != 0)
+        return PIO_ENOMEM;
+    if (piod_htab_add(&d->omsg_sid, &m->h_sid, omsg_sid_hash(m->src, m->sid)) != 0) {
+        piod_htab_del(&d->omsg_id, &m->h_id);
+        return PIO_ENOMEM;
+    }
+    m->prev = NULL;
+    m->next = d->omsgs;
+    if (d->omsgs)
+        d->omsgs->prev = m;
+    d->omsgs = m;
+    return PIO_OK;
 }
 
 static void omsg_free(struct piod *d, struct piod_omsg *m)
 {
     PIOD_DEBUG("out msg %llu done: %u of %u chunks acked", (unsigned long long)m->msgid, m->nacked,
                m->nchunks);
-    for (struct piod_omsg **pp = &d->omsgs; *pp; pp = &(*pp)->next)
-        if (*pp == m) {
-            *pp = m->next;
-            break;
-        }
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        d->omsgs = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    piod_htab_del(&d->omsg_id, &m->h_id);
+    piod_htab_del(&d->omsg_sid, &m->h_sid);
     if (m->local)
         m->local->local = NULL;
     piod_proc_unref(d, &d->procs[m->src]);
@@ -691,11 +797,19 @@ static void omsg_free(struct piod *d, struct piod_omsg *m)
 
 static void imsg_free(struct piod *d, struct piod_imsg *m)
 {
-    for (struct piod_imsg **pp = &d->imsgs; *pp; pp = &(*pp)->next)
-        if (*pp == m) {
-            *pp = m->next;
-            break;
-        }
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        d->imsgs = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    else
+        d->imsgs_tail = m->prev;
+    piod_htab_del(&d->imsg_id, &m->h_id);
+    if (m->keyed)
+        piod_htab_del(&d->imsg_key, &m->h_key);
+    ua_del(d, m);
+    gq_del(d, m);
     if (m->local)
         m->local->local = NULL;
     free(m->eager);
@@ -705,13 +819,18 @@ static void imsg_free(struct piod *d, struct piod_imsg *m)
     free(m);
 }
 
-static void imsg_append(struct piod *d, struct piod_imsg *m)
+static int imsg_append(struct piod *d, struct piod_imsg *m)
 {
-    struct piod_imsg **pp = &d->imsgs;
-    while (*pp)
-        pp = &(*pp)->next;
+    if (piod_htab_add(&d->imsg_id, &m->h_id, imsg_id_hash(m->peer, m->msgid)) != 0)
+        return PIO_ENOMEM;
     m->next = NULL;
-    *pp = m;
+    m->prev = d->imsgs_tail;
+    if (d->imsgs_tail)
+        d->imsgs_tail->next = m;
+    else
+        d->imsgs = m;
+    d->imsgs_tail = m;
+    return PIO_OK;
 }
 
 /* The sender-side outcome of a message: tell the sending process (sync
@@ -765,11 +884,15 @@ static int tx_pick(struct piod *d, int peer, int granted)
 static int chunk_queue(struct piod *d, struct piod_omsg *m, uint32_t i, int resend)
 {
     int ch = tx_pick(d, m->peer, m->grant[i]);
-    if (ch < 0)
-        return PIO_ELINK; /* retried when a channel comes up */
+    if (ch < 0) {
+        d->tx_waiting = 1; /* retried when a channel comes up, and by tick */
+        return PIO_ELINK;
+    }
     struct piod_chunk *c = calloc(1, sizeof(*c));
-    if (!c)
+    if (!c) {
+        d->tx_waiting = 1;
         return PIO_ENOMEM;
+    }
     struct piod_proc *src = &d->procs[m->src];
     c->msgid = m->msgid;
     c->off = (uint64_t)i * m->chunk;
@@ -816,11 +939,39 @@ static void local_copy(struct piod *d, struct piod_imsg *im, uint32_t i)
     omsg_maybe_free(d, om, 0);
 }
 
+static void ua_add(struct piod *d, struct piod_imsg *m)
+{
+    m->ua_next = NULL;
+    m->ua_prev = d->ua_tail;
+    if (d->ua_tail)
+        d->ua_tail->ua_next = m;
+    else
+        d->ua_head = m;
+    d->ua_tail = m;
+    m->in_ua = 1;
+}
+
+static void ua_del(struct piod *d, struct piod_imsg *m)
+{
+    if (!m->in_ua)
+        return;
+    if (m->ua_prev)
+        m->ua_prev->ua_next = m->ua_next;
+    else
+        d->ua_head = m->ua_next;
+    if (m->ua_next)
+        m->ua_next->ua_prev = m->ua_prev;
+    else
+        d->ua_tail = m->ua_prev;
+    m->in_ua = 0;
+}
+
 static void announce(struct piod *d, struct piod_imsg *m)
 {
     struct pio_frame f;
-    memset(&f, 0, sizeof(f));
+    memset(&f.u.p_msg_new, 0, sizeof(f.u.p_msg_new));
     f.type = PIO_F_P_MSG_NEW;
+    f.flags = 0;
     struct pio_p_msg_new *n = &f.u.p_msg_new;
     n->key = m->key;
     n->size = m->size;
@@ -834,8 +985,11 @@ static void announce(struct piod *d, struct piod_imsg *m)
     n->payload = (m->flags & PIO_WF_EAGER) ? m->eager : NULL;
     send_proc(d, m->dst, &f);
     m->announced = 1;
+    ua_del(d, m);
     free(m->eager);
     m->eager = NULL;
+    if (!(m->flags & PIO_WF_EAGER) && m->nchunks > 0)
+        gq_add(d, m);
 }
 
 static int app_proc_left(struct piod *d, const char *app, uint32_t proc);
@@ -849,21 +1003,12 @@ static void announce_all(struct piod *d)
     int progress = 1;
     while (progress) {
         progress = 0;
-        for (struct piod_imsg *m = d->imsgs; m;) {
-            struct piod_imsg *next = m->next;
-            if (m->announced) {
-                m = next;
-                continue;
-            }
+        for (struct piod_imsg *m = d->ua_head; m;) {
+            struct piod_imsg *next = m->ua_next;
             /* its process first: a message for one that has left fails
              * without making its stream again (that went with the process) */
             if (m->dst < 0) {
-                for (int i = 0; i < d->nprocs_max; i++) {
-                    struct piod_proc *p = &d->procs[i];
-                    if (p->used && !p->gone && p->proc == m->dst_proc &&
-                        strcmp(p->app, m->dst_app) == 0)
-                        m->dst = i;
-                }
+                m->dst = proc_by_name(d, m->dst_app, m->dst_proc);
                 if (m->dst < 0) {
                     if (app_proc_left(d, m->dst_app, m->dst_proc))
                         imsg_fail(d, m, PIO_EGONE);
@@ -871,6 +1016,7 @@ static void announce_all(struct piod *d)
                     continue;
                 }
                 m->key = ++d->procs[m->dst].next_key;
+                imsg_keyed(d, m);
             }
             /* a peer's requests are announced in their stream's send order
              * (seq), whatever path each took (express lane or ZeroMQ, which
@@ -918,119 +1064,282 @@ static uint64_t chan_cap(struct piod *d, struct piod_rxbal *b)
     return by_rate > floor ? by_rate : floor;
 }
 
-/* Grant what can be granted now, oldest message first. */
+/* ---- grants: destinations served in turn ----
+ *
+ * A message wants grants from its announcement until every chunk has one.
+ * It waits in its destination's queue (claimed ones apart: a receive waits
+ * for them). Destinations with wanting messages form a ring, served one
+ * chunk per turn, so N receivers share what the channels carry equally and
+ * a pass costs what it grants, not the number of messages in flight:
+ *  - a destination whose own room is gone (region full, or its unclaimed
+ *    share) leaves the ring until one of its own events (a free, a claim, a
+ *    failed message) gives room back (grant_wake);
+ *  - a pass ends as soon as no peer it could grant for has channel room. */
+
+/* what a grant attempt met: granted; the destination's region is full; its
+ * unclaimed share is full; this message's own share is; no channel room */
+enum { G_OK, G_DST, G_SHARE, G_MSG, G_LINK };
+
+static void ring_add(struct piod *d, int pi)
+{
+    struct piod_proc *p = &d->procs[pi];
+    if (p->in_ring)
+        return;
+    p->in_ring = 1;
+    if (d->ring < 0) {
+        p->rg_next = p->rg_prev = pi;
+        d->ring = pi;
+    } else { /* just behind the cursor: served last in this round */
+        struct piod_proc *c = &d->procs[d->ring];
+        p->rg_next = d->ring;
+        p->rg_prev = c->rg_prev;
+        d->procs[c->rg_prev].rg_next = pi;
+        c->rg_prev = pi;
+    }
+    d->ring_n++;
+}
+
+static void ring_del(struct piod *d, int pi)
+{
+    struct piod_proc *p = &d->procs[pi];
+    if (!p->in_ring)
+        return;
+    p->in_ring = 0;
+    d->ring_n--;
+    if (p->rg_next == pi) {
+        d->ring = -1;
+        return;
+    }
+    d->procs[p->rg_prev].rg_next = p->rg_next;
+    d->procs[p->rg_next].rg_prev = p->rg_prev;
+    if (d->ring == pi)
+        d->ring = p->rg_next;
+}
+
+static void gq_add(struct piod *d, struct piod_imsg *m)
+{
+    struct piod_proc *p = &d->procs[m->dst];
+    int q = m->claimed ? 1 : 0;
+    m->gq_next = NULL;
+    m->gq_prev = p->gq_tail[q];
+    if (p->gq_tail[q])
+        p->gq_tail[q]->gq_next = m;
+    else
+        p->gq_head[q] = m;
+    p->gq_tail[q] = m;
+    m->in_gq = 1 + q;
+    if (m->peer >= 0)
+        d->peers[m->peer].gq_n++;
+    else
+        d->gq_local++;
+    if (!p->g_blocked)
+        ring_add(d, m->dst);
+}
+
+static void gq_del(struct piod *d, struct piod_imsg *m)
+{
+    if (!m->in_gq)
+        return;
+    struct piod_proc *p = &d->procs[m->dst];
+    int q = m->in_gq - 1;
+    if (m->gq_prev)
+        m->gq_prev->gq_next = m->gq_next;
+    else
+        p->gq_head[q] = m->gq_next;
+    if (m->gq_next)
+        m->gq_next->gq_prev = m->gq_prev;
+    else
+        p->gq_tail[q] = m->gq_prev;
+    m->in_gq = 0;
+    if (m->peer >= 0)
+        d->peers[m->peer].gq_n--;
+    else
+        d->gq_local--;
+    if (!p->gq_head[0] && !p->gq_head[1]) {
+        ring_del(d, m->dst);
+        p->g_blocked = 0;
+    }
+}
+
+/* Room came back in pi's own region or unclaimed share: on the ring again. */
+static void grant_wake(struct piod *d, int pi)
+{
+    struct piod_proc *p = &d->procs[pi];
+    p->g_blocked = 0;
+    if (p->gq_head[0] || p->gq_head[1])
+        ring_add(d, pi);
+}
+
+/* Has peer p's bundle room for another grant? */
+static int peer_room(struct piod *d, int peer)
+{
+    struct piod_peer_st *p = &d->peers[peer];
+    for (int k = 0; k < p->nchan; k++)
+        if (p->bal[k].up && p->bal[k].outstanding < chan_cap(d, &p->bal[k]))
+            return 1;
+    return 0;
+}
+
+/* Could a pass grant anything at all? Not when every peer with wanting
+ * messages lacks channel room and no local message wants a grant. */
+static int grants_possible(struct piod *d)
+{
+    if (d->gq_local > 0)
+        return 1;
+    for (int p = 0; p < d->npeers; p++)
+        if (d->peers[p].gq_n > 0 && peer_room(d, p))
+            return 1;
+    return 0;
+}
+
+/* Grant the next chunk of m (chunks are granted in order: m->ngranted). */
+static int grant_chunk(struct piod *d, struct piod_imsg *m)
+{
+    struct piod_proc *dst = &d->procs[m->dst];
+    uint32_t i = m->ngranted;
+    uint32_t len = chunk_len(m->size, m->chunk, i);
+    uint64_t region = dst->recv_len;
+    if (!m->claimed) {
+        uint64_t mine = (uint64_t)(m->ngranted - m->nfreed) * m->chunk;
+        if (mine + len > region / 4)
+            return G_MSG; /* its own share: waits for its frees (or a claim) */
+        if (dst->unclaimed_bytes + len > region / 2) {
+            if (!dst->warned_unclaimed) /* once per process: back-pressure is normal */
+                PIOD_INFO("%s:%u has %llu bytes of messages no receive has claimed (half "
+                          "its receive region): more wait until it receives",
+                          dst->app, dst->proc, (unsigned long long)dst->unclaimed_bytes);
+            dst->warned_unclaimed = 1;
+            return G_SHARE;
+        }
+    }
+    int remote = m->peer >= 0, ch = 0;
+    struct piod_peer_st *p = remote ? &d->peers[m->peer] : NULL;
+    if (remote) {
+        struct piod_bal_chan bc[PIOD_MAX_LINKS];
+        int any_room = 0;
+        for (int k = 0; k < p->nchan; k++) {
+            bc[k].up = p->bal[k].up && p->bal[k].outstanding < chan_cap(d, &p->bal[k]);
+            bc[k].outstanding = p->bal[k].outstanding;
+            bc[k].rate = p->bal[k].rate;
+            any_room |= bc[k].up;
+        }
+        if (!any_room)
+            return G_LINK;
+        /* hosts of one peer system share its links: count what we granted
+         * their channels on the same link too */
+        for (int q = 0; p->cfg->system[0] && q < d->npeers; q++) {
+            const struct piod_peer_st *o = &d->peers[q];
+            if (o != p && strcmp(o->cfg->system, p->cfg->system) == 0)
+                for (int k = 0; k < p->nchan && k < o->nchan; k++)
+                    bc[k].outstanding += o->bal[k].outstanding;
+        }
+        if (m->conn == PIO_WCONN_USER) {
+            /* the named channel, waiting for room on it unless it is down */
+            int i_ch = m->conn_arg;
+            if (i_ch < p->nchan && p->bal[i_ch].up && !bc[i_ch].up)
+                return G_LINK;
+            ch = piod_bal_user(bc, p->nchan, i_ch, len);
+        } else if (m->conn == PIO_WCONN_STATIC) {
+            int want = (int)(((uint64_t)m->src_proc + m->dst_proc) % (uint64_t)p->nchan);
+            if (p->bal[want].up && !bc[want].up)
+                return G_LINK;
+            ch = piod_bal_static(bc, p->nchan, m->src_proc, m->dst_proc);
+        } else {
+            ch = piod_bal_dynamic(bc, p->nchan, len);
+        }
+        if (ch < 0)
+            return G_LINK;
+    }
+    uint64_t off;
+    if (pio_ralloc_get(&dst->recv, len, &off) != PIO_OK)
+        return G_DST;
+    struct piod_grant *g = NULL;
+    if (remote && !(g = calloc(1, sizeof(*g)))) {
+        pio_ralloc_put(&dst->recv, off, len);
+        return G_LINK; /* tried again at the next event */
+    }
+    m->pool_off[i] = off;
+    m->state[i] = 1;
+    m->chan[i] = (uint8_t)ch;
+    m->ngranted++;
+    if (!m->claimed)
+        dst->unclaimed_bytes += len;
+    if (m->ngranted == m->nchunks)
+        gq_del(d, m);
+    if (!remote) {
+        if (m->local && m->local->data_off[i] != UINT64_MAX)
+            local_copy(d, m, i);
+        return G_OK;
+    }
+    p->bal[ch].outstanding += len;
+    g->peer = m->peer;
+    g->msgid = m->msgid;
+    g->off = (uint64_t)i * m->chunk;
+    g->len = len;
+    g->dst = dst->base + off;
+    g->proc = dst;
+    struct pio_frame f; /* only the fields below are encoded */
+    f.type = PIO_F_H_REPLY;
+    f.u.h_reply.msgid = m->msgid;
+    f.u.h_reply.n = 1;
+    struct pio_grant *pg = &f.u.h_reply.g[0];
+    pg->off = g->off; /* before the add: from then on a receiver thread owns g */
+    piod_grant_add(d, g);
+    pg->len = len;
+    pg->channel = (uint16_t)ch;
+    pg->host = 0;
+    send_peer(d, m->peer, &f);
+    return G_OK;
+}
+
+/* One chunk for destination pi: its claimed messages first, then the
+ * unclaimed ones in arrival order. */
+static int grant_dst(struct piod *d, int pi)
+{
+    struct piod_proc *p = &d->procs[pi];
+    int link = 0;
+    for (int q = 1; q >= 0; q--)
+        for (struct piod_imsg *m = p->gq_head[q], *next; m; m = next) {
+            next = m->gq_next;
+            if (m->peer >= 0 && !peer_room(d, m->peer)) {
+                link = 1;
+                continue;
+            }
+            int r = grant_chunk(d, m);
+            if (r == G_OK || r == G_DST)
+                return r; /* a full region: nothing of pi's goes until it frees */
+            if (r == G_LINK)
+                link = 1;
+            else if (r == G_SHARE)
+                break; /* the unclaimed share: the same for every unclaimed one */
+        }
+    return link ? G_LINK : G_DST;
+}
+
+/* Grant what can be granted now: destinations in turn, a chunk each. */
 static void grant_all(struct piod *d)
 {
-    struct pio_frame *f = NULL;
-    for (struct piod_imsg *m = d->imsgs; m; m = m->next) {
-        if (!m->announced || (m->flags & PIO_WF_EAGER) || m->ngranted == m->nchunks)
+    int idle = 0;
+    while (d->ring >= 0 && idle < d->ring_n && grants_possible(d)) {
+        int pi = d->ring;
+        struct piod_proc *p = &d->procs[pi];
+        if (p->gone) {
+            ring_del(d, pi);
             continue;
-        struct piod_proc *dst = &d->procs[m->dst];
-        if (dst->gone)
-            continue;
-        int remote = m->peer >= 0;
-        struct piod_peer_st *p = remote ? &d->peers[m->peer] : NULL;
-        if (!f && remote && !(f = calloc(1, sizeof(*f))))
-            return;
-        if (remote) {
-            f->type = PIO_F_H_REPLY;
-            f->u.h_reply.msgid = m->msgid;
-            f->u.h_reply.n = 0;
         }
-        uint64_t region = dst->recv_len;
-        for (uint32_t i = 0; i < m->nchunks; i++) {
-            if (m->state[i] != 0)
-                continue;
-            uint32_t len = chunk_len(m->size, m->chunk, i);
-            if (!m->claimed) {
-                uint64_t mine = (uint64_t)(m->ngranted - m->nfreed) * m->chunk;
-                if (mine + len > region / 4)
-                    break;
-                if (dst->unclaimed_bytes + len > region / 2) {
-                    if (!dst->warned_unclaimed) /* once per process: back-pressure is normal */
-                        PIOD_INFO("%s:%u has %llu bytes of messages no receive has claimed (half "
-                                  "its receive region): more wait until it receives",
-                                  dst->app, dst->proc, (unsigned long long)dst->unclaimed_bytes);
-                    dst->warned_unclaimed = 1;
-                    break;
-                }
-            }
-            int ch = 0;
-            if (remote) {
-                struct piod_bal_chan bc[PIOD_MAX_LINKS];
-                int any_room = 0;
-                for (int k = 0; k < p->nchan; k++) {
-                    bc[k].up = p->bal[k].up && p->bal[k].outstanding < chan_cap(d, &p->bal[k]);
-                    bc[k].outstanding = p->bal[k].outstanding;
-                    bc[k].rate = p->bal[k].rate;
-                    any_room |= bc[k].up;
-                }
-                if (!any_room)
-                    break;
-                /* hosts of one peer system share its links: count what we
-                 * granted their channels on the same link too */
-                for (int q = 0; p->cfg->system[0] && q < d->npeers; q++) {
-                    const struct piod_peer_st *o = &d->peers[q];
-                    if (o != p && strcmp(o->cfg->system, p->cfg->system) == 0)
-                        for (int k = 0; k < p->nchan && k < o->nchan; k++)
-                            bc[k].outstanding += o->bal[k].outstanding;
-                }
-                if (m->conn == PIO_WCONN_USER) {
-                    /* the named channel, waiting for room on it unless it is down */
-                    int i_ch = m->conn_arg;
-                    if (i_ch < p->nchan && p->bal[i_ch].up && !bc[i_ch].up)
-                        break;
-                    ch = piod_bal_user(bc, p->nchan, i_ch, len);
-                } else if (m->conn == PIO_WCONN_STATIC) {
-                    int want = (int)(((uint64_t)m->src_proc + m->dst_proc) % (uint64_t)p->nchan);
-                    if (p->bal[want].up && !bc[want].up)
-                        break;
-                    ch = piod_bal_static(bc, p->nchan, m->src_proc, m->dst_proc);
-                } else {
-                    ch = piod_bal_dynamic(bc, p->nchan, len);
-                }
-                if (ch < 0)
-                    break;
-            }
-            uint64_t off;
-            if (pio_ralloc_get(&dst->recv, len, &off) != PIO_OK)
-                break;
-            m->pool_off[i] = off;
-            m->state[i] = 1;
-            m->chan[i] = (uint8_t)ch;
-            m->ngranted++;
-            if (!m->claimed)
-                dst->unclaimed_bytes += len;
-            if (!remote) {
-                if (m->local && m->local->data_off[i] != UINT64_MAX)
-                    local_copy(d, m, i);
-                continue;
-            }
-            p->bal[ch].outstanding += len;
-            struct piod_grant *g = calloc(1, sizeof(*g));
-            if (!g)
-                break;
-            g->peer = m->peer;
-            g->msgid = m->msgid;
-            g->off = (uint64_t)i * m->chunk;
-            g->len = len;
-            g->dst = dst->base + off;
-            g->proc = dst;
-            struct pio_grant *pg = &f->u.h_reply.g[f->u.h_reply.n++];
-            pg->off = g->off; /* before the add: from then on a receiver thread owns g */
-            piod_grant_add(d, g);
-            pg->len = len;
-            pg->channel = (uint16_t)ch;
-            pg->host = 0;
-            if (f->u.h_reply.n == PIO_WIRE_MAX_GRANTS) {
-                send_peer(d, m->peer, f);
-                f->u.h_reply.n = 0;
-            }
+        int r = grant_dst(d, pi);
+        if (r == G_OK) {
+            idle = 0;
+            if (p->in_ring)
+                d->ring = p->rg_next;
+        } else if (r == G_DST) {
+            p->g_blocked = 1;
+            ring_del(d, pi);
+        } else {
+            idle++;
+            d->ring = p->rg_next;
         }
-        if (remote && f->u.h_reply.n > 0)
-            send_peer(d, m->peer, f);
     }
-    free(f);
 }
 
 /* The receiver side of m is over: tell the sender when it asked or failed. */
@@ -1055,6 +1364,7 @@ static void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
         if (st && st->next_seq == m->seq)
             st->next_seq++;
     }
+    int dsti = m->dst;
     if (m->dst >= 0) {
         struct piod_proc *dst = &d->procs[m->dst];
         for (uint32_t i = 0; i < m->nchunks; i++) {
@@ -1075,6 +1385,8 @@ static void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
         }
     }
     imsg_complete(d, m, status);
+    if (dsti >= 0 && !d->procs[dsti].gone)
+        grant_wake(d, dsti); /* what m held in its region is free */
 }
 
 /* Make an incoming message from a request (from a peer, or local). */
@@ -1114,7 +1426,9 @@ static struct piod_imsg *imsg_new(struct piod *d, int peer, const struct pio_h_r
         if (!m->pool_off || !m->state || !m->chan)
             goto fail;
     }
-    imsg_append(d, m);
+    if (imsg_append(d, m) != PIO_OK)
+        goto fail;
+    ua_add(d, m);
     return m;
 fail:
     free(m->eager);
@@ -1176,12 +1490,11 @@ static void left_forget(const char *app, uint32_t proc)
 
 static int proc_index(struct piod *d, uint64_t cid)
 {
-    for (int i = 0; i < d->nprocs_max; i++) {
-        struct piod_proc *p = &d->procs[i];
-        if (p->used && !p->gone && p->cid == cid)
-            return i;
-    }
-    return -1;
+    struct piod_conn *c = piod_conn_get(d, cid);
+    if (!c || c->pi < 0 || c->pi >= d->nprocs_max)
+        return -1;
+    struct piod_proc *p = &d->procs[c->pi];
+    return p->used && !p->gone && p->cid == cid ? c->pi : -1;
 }
 
 /* Give up an outgoing message: the receiver is told (status), the sender
@@ -1274,6 +1587,8 @@ static void proc_leave(struct piod *d, int pi, const char *why)
         return;
     PIOD_INFO("process %s:%u (pid %d) left: %s", p->app, p->proc, (int)p->pid, why);
     atomic_store(&p->gone, 1);
+    proc_names_del(d, pi);
+    ring_del(d, pi);
     shm_unlink(p->shm);
     struct left_entry *le = &left_ring[left_n++ % 1024];
     snprintf(le->app, sizeof(le->app), "%s", p->app);
@@ -1331,15 +1646,12 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
     } else if (d->stopping || h->app[0] == 0 || h->nprocs == 0 || h->proc >= h->nprocs) {
         w->status = d->stopping ? PIO_EBUSY : PIO_EINVAL;
     } else {
-        for (int i = 0; i < d->nprocs_max; i++) {
-            struct piod_proc *p = &d->procs[i];
-            if (p->used && !p->gone && p->proc == h->proc && strcmp(p->app, h->app) == 0) {
-                if (kill(p->pid, 0) == 0 || errno != ESRCH) {
-                    w->status = PIO_EEXIST;
-                    break;
-                }
-                proc_leave(d, i, "replaced by a new process of the same name (old one died)");
-            }
+        int old = proc_by_name(d, h->app, h->proc);
+        if (old >= 0) {
+            if (kill(d->procs[old].pid, 0) == 0 || errno != ESRCH)
+                w->status = PIO_EEXIST;
+            else
+                proc_leave(d, old, "replaced by a new process of the same name (old one died)");
         }
         for (int i = 0; w->status == PIO_OK && i < d->nprocs_max && slot < 0; i++) {
             struct piod_proc *p = &d->procs[i];
@@ -1394,8 +1706,11 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
             w->recv_len = p->recv_len;
             snprintf(w->shm, sizeof(w->shm), "%s", p->shm);
             left_forget(p->app, p->proc);
-            if (c)
+            if (c) {
                 c->joined = 1;
+                c->pi = slot;
+            }
+            proc_names_add(d, slot);
             PIOD_INFO("process %s:%u of %u joined (pid %u, pool %s)", p->app, p->proc, p->nprocs,
                       h->pid, p->shm);
         }
@@ -1500,9 +1815,14 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
             m->data_off[i] = UINT64_MAX;
             m->grant[i] = -1;
         }
+        if (omsg_link(d, m) != PIO_OK) {
+            free(m->data_off);
+            free(m->grant);
+            free(m->state);
+            free(m);
+            goto nomem;
+        }
         piod_proc_ref(src);
-        m->next = d->omsgs;
-        d->omsgs = m;
     }
     if (peer >= 0) {
         struct pio_frame f;
@@ -1594,6 +1914,7 @@ static void on_free(struct piod *d, int pi, struct pio_p_ranges *r)
     }
     if (m->nfreed == m->nchunks)
         imsg_complete(d, m, PIO_OK);
+    grant_wake(d, pi);
     grant_all(d);
 }
 
@@ -1602,10 +1923,15 @@ static void on_claim(struct piod *d, int pi, uint64_t key)
     struct piod_imsg *m = imsg_by_key(d, pi, key);
     if (!m || m->claimed)
         return;
+    int queued = m->in_gq != 0;
+    gq_del(d, m);
     m->claimed = 1;
     for (uint32_t i = 0; i < m->nchunks; i++)
         if (m->state[i] == 1 || m->state[i] == 2)
             d->procs[pi].unclaimed_bytes -= chunk_len(m->size, m->chunk, i);
+    if (queued)
+        gq_add(d, m); /* among the claimed: served first */
+    grant_wake(d, pi);
     grant_all(d);
 }
 
@@ -2546,7 +2872,10 @@ static void tick(struct piod *d, uint64_t now)
     for (int i = 0; i < d->nconns; i++)
         if (d->conns[i].fd >= 0 && piod_conn_stalled(d, &d->conns[i], now))
             conn_closed(d, &d->conns[i]);
-    for (int i = 0; i < d->nprocs_max; i++) {
+    /* a process that died without its connection closing (it is shared
+     * with a child, say): a tenth of them each tick, so each every second */
+    d->ticks++;
+    for (int i = (int)(d->ticks % 10); i < d->nprocs_max; i += 10) {
         struct piod_proc *p = &d->procs[i];
         if (!p->used || p->gone || kill(p->pid, 0) == 0 || errno != ESRCH)
             continue;
@@ -2561,13 +2890,16 @@ static void tick(struct piod *d, uint64_t now)
     links_watch(d, now);
     announce_all(d); /* requests held behind a gap that has timed out */
     streams_sweep(d);
-    for (struct piod_omsg *m = d->omsgs; m; m = m->next)
-        if (m->peer >= 0) {
-            for (uint32_t i = 0; i < m->nchunks; i++)
-                if (m->state[i] == 3 && chunk_queue(d, m, i, 1) != PIO_OK)
-                    break;
-            omsg_pump(d, m);
-        }
+    if (d->tx_waiting) { /* chunks that found no channel (or memory) before */
+        d->tx_waiting = 0;
+        for (struct piod_omsg *m = d->omsgs; m; m = m->next)
+            if (m->peer >= 0) {
+                for (uint32_t i = 0; i < m->nchunks; i++)
+                    if (m->state[i] == 3 && chunk_queue(d, m, i, 1) != PIO_OK)
+                        break;
+                omsg_pump(d, m);
+            }
+    }
     grant_all(d);
 }
 
@@ -2727,6 +3059,7 @@ int piod_init(struct piod *d)
     pthread_mutex_init(&d->rxlist_mtx, NULL);
     pthread_mutex_init(&d->relay_mtx, NULL);
     d->load_fd = -1;
+    d->ring = -1;
     d->nprocs_max = (int)(d->cfg.pool / d->cfg.proc_pool);
     if (d->nprocs_max < 1)
         d->nprocs_max = 1;
@@ -3105,6 +3438,12 @@ void piod_fini(struct piod *d)
     }
     while (d->imsgs)
         imsg_free(d, d->imsgs);
+    piod_htab_free(&d->omsg_id);
+    piod_htab_free(&d->omsg_sid);
+    piod_htab_free(&d->imsg_id);
+    piod_htab_free(&d->imsg_key);
+    piod_htab_free(&d->proc_app);
+    piod_htab_free(&d->proc_name);
     while (d->pending) {
         struct piod_pending_partner *p = d->pending;
         d->pending = p->next;

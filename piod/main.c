@@ -55,7 +55,7 @@ static void usage(FILE *out)
             "      --keys DIR         key directory (default " PIOD_DEFAULT_KEYS ")\n"
             "      --socket PATH      control socket for processes (default " PIOD_DEFAULT_SOCKET
             ")\n"
-            "      --pool SIZE        total buffer pool (default 1G)\n"
+            "      --pool SIZE        total buffer pool (default: 128 process pools, <= RAM/2)\n"
             "      --proc-pool SIZE   pool per process (default 64M)\n"
             "      --eager-limit SIZE largest message sent with its request (default 64K)\n"
             "      --no-express       keep peer frames on ZeroMQ (no express lane)\n"

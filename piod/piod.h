@@ -30,6 +30,7 @@
 
 #include "piod/balance.h"
 #include "piod/config.h"
+#include "piod/htab.h"
 #include "piod/keys.h"
 #include "piod/lane.h"
 #include "piod/seal.h"
@@ -134,6 +135,7 @@ struct piod_peer_st {
     uint8_t their_key[PIO_WIRE_KEY]; /* our channels to it prove this (key_mtx) */
     char host[PIO_WIRE_NAME];
     int nchan;           /* min(our links, its links) */
+    int gq_n;            /* messages from it that want grants (core.c) */
     uint64_t none_up_ms; /* since when no channel to it is up (0: one is) */
     int unreachable;     /* none up for link-timeout: its applications announced gone */
     struct piod_txchan *tx[PIOD_MAX_LINKS];
@@ -161,7 +163,9 @@ struct piod_peer_st {
 /* A process of a local application, joined through P_HELLO. */
 struct piod_proc {
     int used;
-    uint64_t cid; /* its connection (conn.c) */
+    struct piod_hlink h_app, h_name; /* d->proc_app (app), d->proc_name (app, proc): joined */
+    int named;                       /* linked there */
+    uint64_t cid;                    /* its connection (conn.c) */
     char app[PIO_WIRE_NAME];
     uint32_t proc, nprocs;
     pid_t pid;
@@ -178,11 +182,19 @@ struct piod_proc {
     uint64_t unclaimed_bytes; /* granted to messages not yet claimed */
     size_t lane_bytes;        /* numbered frames of its messages no peer has acked yet */
     int warned_unclaimed;     /* logged that unclaimed messages fill half its region */
+    /* grants (core.c grant_all): its announced messages that want grants,
+     * those a receive has claimed apart, in arrival order; while it has any
+     * and is not waiting for room in its own region, it is on the ring of
+     * destinations served in turn */
+    struct piod_imsg *gq_head[2], *gq_tail[2]; /* [0] unclaimed, [1] claimed */
+    int rg_next, rg_prev;                      /* the ring (d->ring) */
+    int in_ring, g_blocked;
 };
 
 /* Outgoing message (this host sends it). */
 struct piod_omsg {
-    struct piod_omsg *next;
+    struct piod_omsg *next, *prev; /* d->omsgs, newest first */
+    struct piod_hlink h_id, h_sid; /* d->omsg_id (msgid), d->omsg_sid (src, sid) */
     uint64_t msgid, sid;
     int src;  /* index in d->procs */
     int peer; /* -1: local delivery */
@@ -203,11 +215,13 @@ struct piod_omsg {
 
 /* Incoming message (a local process receives it). */
 struct piod_imsg {
-    struct piod_imsg *next;
-    int peer;       /* -1: from a local process */
-    uint64_t msgid; /* the sender's id */
-    uint64_t key;   /* our key, told to the process */
-    int dst;        /* index in d->procs, -1 until the process joins */
+    struct piod_imsg *next, *prev; /* d->imsgs, in arrival order */
+    struct piod_hlink h_id, h_key; /* d->imsg_id (peer, msgid), d->imsg_key (dst, key) */
+    int keyed;                     /* linked in d->imsg_key */
+    int peer;                      /* -1: from a local process */
+    uint64_t msgid;                /* the sender's id */
+    uint64_t key;                  /* our key, told to the process */
+    int dst;                       /* index in d->procs, -1 until the process joins */
     char src_app[PIO_WIRE_NAME], dst_app[PIO_WIRE_NAME];
     uint32_t src_proc, dst_proc;
     int32_t tag;
@@ -217,6 +231,10 @@ struct piod_imsg {
     uint16_t conn, conn_arg;
     uint8_t *eager; /* eager payload copy (until announced) */
     int announced, claimed, consumed;
+    struct piod_imsg *gq_next, *gq_prev; /* its destination's gq_head[claimed] */
+    int in_gq;                           /* 1 + claimed while queued there */
+    struct piod_imsg *ua_next, *ua_prev; /* d->ua_head: not announced yet */
+    int in_ua;
     uint64_t *pool_off; /* per chunk: recv-region offset (granted) */
     uint8_t *state;     /* per chunk: 0 ungranted, 1 granted, 2 arrived, 3 freed */
     uint8_t *chan;      /* per chunk: channel granted */
@@ -271,6 +289,7 @@ struct piod_conn {
     struct pio_fin in;   /* frames read, not handled yet */
     struct pio_fout out; /* frames the socket had no room for */
     int joined;          /* a process joined on it (P_WELCOME PIO_OK) */
+    int pi;              /* while joined: its index in d->procs (-1: none) */
     int paused;          /* not read: too many of our answers wait (piod_conn_reading) */
     int warned_pause;    /* said so in the log */
     int dropped;         /* shut down for not reading (said once; the loop closes it) */
@@ -338,7 +357,15 @@ struct piod {
     int nrx;
     uint64_t rx_refused_log_ms; /* rxlist_mtx: last "too many handshakes" line */
     struct piod_omsg *omsgs;
-    struct piod_imsg *imsgs;
+    struct piod_imsg *imsgs, *imsgs_tail;
+    struct piod_imsg *ua_head, *ua_tail; /* not announced yet, in arrival order */
+    int ring, ring_n;                    /* destinations wanting grants (-1: none) */
+    int gq_local;                        /* local messages wanting grants */
+    int tx_waiting;                      /* a chunk found no channel: tick retries */
+    uint64_t ticks;
+    /* the messages by identity (core.c omsg_find ...): O(1) per event */
+    struct piod_htab omsg_id, omsg_sid, imsg_id, imsg_key;
+    struct piod_htab proc_app, proc_name; /* joined processes by name */
     struct piod_streams tx_streams, rx_streams;
     size_t streams_gone; /* rx streams marked gone (core.c streams_sweep) */
     struct piod_pending_partner *pending;

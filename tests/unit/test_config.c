@@ -953,7 +953,15 @@ static void test_system_links(void **state)
     free(msgs);
     piod_config_links(&c);
     assert_true(c.proc_pool == 128ULL << 20);
-    assert_true(c.pool == 2ULL << 30);
+    /* and the pool holds 128 of them (issue 27), within half the memory,
+     * and at least 16 */
+    uint64_t want = 128ULL * (128ULL << 20),
+             half = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) / 2;
+    if (want > half)
+        want = half;
+    if (want < 2ULL << 30)
+        want = 2ULL << 30;
+    assert_true(c.pool == want);
     piod_config_defaults(&c);
     c.proc_pool = 64ULL << 20;
     c.proc_pool_set = 1;                                         /* --proc-pool 64M: kept */
@@ -963,6 +971,13 @@ static void test_system_links(void **state)
     c.peers[0].naddr = 16;
     piod_config_links(&c);
     assert_true(c.proc_pool == 64ULL << 20);
+    want = 128ULL * (64ULL << 20) < half ? 128ULL * (64ULL << 20) : half;
+    assert_true(c.pool == (want > 1ULL << 30 ? want : 1ULL << 30)); /* the pool is not set */
+    piod_config_defaults(&c);
+    c.pool = 1ULL << 30;
+    c.pool_set = 1; /* --pool 1G: kept */
+    assert_int_equal(piod_config_load(&c, conf_path, NULL), -1);
+    piod_config_links(&c);
     assert_true(c.pool == 1ULL << 30);
 }
 
