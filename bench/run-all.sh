@@ -2,7 +2,7 @@
 # run-all.sh - run every PIO benchmark once and sum up their targets (used by `make bench`).
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Runs bench/pingpong.sh and bench/isolation.sh (loopback), then bench/throughput.sh, unequal.sh,
+# Runs bench/pingpong.sh and bench/isolation.sh, bench/scale.sh (loopback, then the bed), then bench/throughput.sh, unequal.sh,
 # linkfail.sh, channels.sh, skew.sh, pcp.sh, merge.sh, viz.sh, rdma.sh, pfs.sh, gas.sh, anco.sh, seal.sh and chaos.sh (namespace test bed;
 # skipped with a note when not root), each printing its own table and
 # writing bench/results/*.csv and *.png. Afterwards repeats every PASS/MISS
@@ -20,7 +20,7 @@ trap 'rm -rf "$logdir"' EXIT
 
 status=0
 summary=()
-for s in pingpong isolation throughput unequal linkfail channels skew pcp merge viz rdma pfs gas anco seal chaos; do
+for s in pingpong isolation scale throughput unequal linkfail channels skew pcp merge viz rdma pfs gas anco seal chaos; do
   echo "======== bench/$s.sh ========"
   if [ "$s" = throughput ] && [ "$(id -u)" -ne 0 ]; then
     echo "skip: bench/throughput.sh needs root (network namespaces)"
