@@ -12,6 +12,14 @@ OBJS        += $(BENCH_PROGS:%=$(B)/bench/%.o) $(B)/bench/skew.o
 $(BENCH_BINS): $(B)/bench/%: $(B)/bench/%.o $(B)/tools/pio-perf/perf_sizes.o
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^
 
+# copy-pipe is the loopback baseline of bench/scale.sh: PIO's four copies
+# per message between plain process pairs (no libpio)
+TEST_BINS += $(B)/bench/copy-pipe
+OBJS      += $(B)/bench/copy_pipe.o
+
+$(B)/bench/copy-pipe: $(B)/bench/copy_pipe.o
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $<
+
 $(B)/bench/skew: $(B)/bench/skew.o $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(LIBPIO_A) $(LDLIBS)
 

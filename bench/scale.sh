@@ -27,7 +27,12 @@
 # Writes bench/results/scale.csv and scale.png.
 # Environment: BUILD, SCALE_NS ("1 4 16 32 64"), SCALE_ROUNDS (3),
 # SCALE_SECONDS (loopback 6), SCALE_BED_SECONDS (20), SCALE_SIZE (1M),
-# SCALE_BED_SIZE (256K), SCALE_BED (1: 0 skips the bed), PIO_BENCH_RESULTS.
+# SCALE_BED_SIZE (256K), SCALE_BED (1: 0 skips the bed), SCALE_COPY_RING (32M),
+# PIO_BENCH_RESULTS.
+# Loopback baseline, in the same rounds: bench/copy-pipe (PIO's four copies
+# per message between plain process pairs, no daemon) with 4 MiB rings and
+# with SCALE_COPY_RING rings; its own 64-pair/1-pair ratio says what the
+# machine's memory and scheduler allow that many processes.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-build/default}
@@ -41,9 +46,11 @@ BSECS=${SCALE_BED_SECONDS:-20}
 SIZE=${SCALE_SIZE:-1M}
 BSIZE=${SCALE_BED_SIZE:-256K}
 DO_BED=${SCALE_BED:-1}
+CP_RING=${SCALE_COPY_RING:-32M}
 SC=$BUILD/tests/prog/pio-scale
+CP=$BUILD/bench/copy-pipe
 TB=$ROOT/tests/testbed/pio-testbed
-[ -x "$SC" ] || { echo "scale.sh: run 'make' first" >&2; exit 1; }
+[ -x "$SC" ] && [ -x "$CP" ] || { echo "scale.sh: run 'make' first" >&2; exit 1; }
 work=$(mktemp -d /tmp/pio-bench-scale.XXXXXX)
 export BATS_FILE_TMPDIR=$work
 load() { :; }
@@ -108,13 +115,34 @@ EOF
   sleep 1
 }
 
+# copy_run N ROUND RING: the copy-pipe baseline, a row "copypipe-RING"
+copy_run() {
+  local n=$1 k=$2 ring=$3 out
+  out=$("$CP" -N "$n" -t "$SECS" -s "$(bench_bytes "$SIZE")" -r "$(bench_bytes "$ring")" 2>&1 |
+    grep '^COPYPIPE') || { echo "   copy-pipe N=$n failed" >&2; fail=1; return; }
+  "$PY" - "copypipe-$ring" "$n" "$k" "$out" >>"$CSV" <<'EOF'
+import sys
+medium, n, k, line = sys.argv[1:]
+kv = dict(w.split("=", 1) for w in line.split() if "=" in w)
+print(",".join([medium, n, k, n, "0", "", kv["aggregate_MBps"], kv["min_share"], kv["max_share"]] +
+               [""] * 8))
+EOF
+  echo "   copypipe-$ring N=$n round $k: ${out#*aggregate_MBps=}" | cut -d' ' -f1-8
+}
+
 # ---- loopback --------------------------------------------------------------
 D=$work/lo
 mkdir -p "$D"
 pio_pair_loopback "$D" 2 >"$work/lo.log" 2>&1 || { echo "scale.sh: loopback piods did not come up" >&2; cat "$work/lo.log" >&2; exit 1; }
 echo "-- loopback: 2 channels, ${SECS}s per run, $SIZE messages, $ROUNDS rounds per N"
+echo "   baseline: bench/copy-pipe, the same four copies per message between plain process"
+echo "   pairs on 127.0.0.1 (no daemon), rings of 4 MiB (its best form) and of $CP_RING (about"
+echo "   what each PIO process touches at 64 pairs: the senders run ahead in their pools)"
 for ((k = 1; k <= ROUNDS; k++)); do
-  for n in $NS; do one_run loopback "$n" "$k" "$SECS" "$SIZE" ""; done
+  for n in $NS; do
+    one_run loopback "$n" "$k" "$SECS" "$SIZE" ""
+    for ring in 4M "$CP_RING"; do copy_run "$n" "$k" "$ring"; done
+  done
 done
 pio_piods_stop
 
@@ -148,9 +176,11 @@ def f(r, k):
         return float(r[k])
     except (KeyError, ValueError):
         return float("nan")
-media = [m for m in ("loopback", "bed") if any(r["medium"] == m for r in rows)]
+copies = sorted({r["medium"] for r in rows if r["medium"].startswith("copypipe")},
+                key=lambda m: len(m))
+media = [m for m in ["loopback"] + copies + ["bed"] if any(r["medium"] == m for r in rows)]
 table = {}
-print("%-8s %5s %10s %7s %7s %9s %9s %8s %8s %6s" % ("medium", "pairs", "MB/s", "minsh",
+print("%-12s %5s %10s %7s %7s %9s %9s %8s %8s %6s" % ("medium", "pairs", "MB/s", "minsh",
       "maxsh", "cpu ns/B", "user ns/B", "join ms", "look ms", "failed"))
 for m in media:
     for n in sorted({int(r["pairs"]) for r in rows if r["medium"] == m}):
@@ -162,10 +192,10 @@ for m in media:
         maxsh = max(f(r, "max_share") for r in rs)
         join = max(f(r, "join_ms_max") for r in rs)
         look = max(f(r, "lookup_ms_max") for r in rs)
-        failed = sum(int(f(r, "failed")) for r in rs)
+        failed = sum(int(f(r, "failed")) for r in rs if r["failed"])
         table[(m, n)] = dict(agg=agg, cpu=cpu, usr=usr, minsh=minsh, maxsh=maxsh, join=join,
                              look=look, failed=failed, ceil=f(rs[0], "ceiling_MBps"))
-        print("%-8s %5d %10.1f %7.3f %7.3f %9.3f %9.3f %8.1f %8.1f %6d" % (m, n, agg, minsh,
+        print("%-12s %5d %10.1f %7.3f %7.3f %9.3f %9.3f %8.1f %8.1f %6d" % (m, n, agg, minsh,
               maxsh, cpu, usr, join, look, failed))
 ok = True
 def target(cond, text):
@@ -181,6 +211,11 @@ if ("loopback", hi) in table:
     c = b["cpu"] / a["cpu"]
     target(c <= 1.5, "loopback piod CPU per byte at %d pairs / at %d: %.3f (<= 1.5; user "
            "time alone %.3f)" % (hi, lo, c, b["usr"] / a["usr"]))
+for m in copies:
+    if (m, hi) in table and (m, lo) in table and ("loopback", hi) in table:
+        print("baseline %s: aggregate at %d pairs / at %d: %.3f; PIO's at %d pairs / its: %.3f"
+              % (m, hi, lo, table[(m, hi)]["agg"] / table[(m, lo)]["agg"], hi,
+                 table[("loopback", hi)]["agg"] / table[(m, hi)]["agg"]))
 if ("bed", hi) in table:
     b = table[("bed", hi)]
     r = b["agg"] / b["ceil"] if b["ceil"] > 0 else 0
@@ -188,23 +223,26 @@ if ("bed", hi) in table:
     a = table[("bed", lo)]
     c = b["cpu"] / a["cpu"]
     target(c <= 1.5, "bed piod CPU per byte at %d pairs / at %d: %.3f (<= 1.5)" % (hi, lo, c))
-spread = max(max(t["maxsh"] - 1, 1 - t["minsh"]) for t in table.values())
+pio = {key: t for key, t in table.items() if key[0] not in copies}
+spread = max(max(t["maxsh"] - 1, 1 - t["minsh"]) for t in pio.values())
 target(spread <= 0.10, "every pair's share within %.1f %% of the mean (<= 10 %%)" % (100 * spread))
-failed = sum(t["failed"] for t in table.values())
+failed = sum(t["failed"] for t in pio.values())
 target(failed == 0, "pairs failed: %d (0)" % failed)
-join = max(t["join"] for t in table.values())
+join = max(t["join"] for t in pio.values())
 target(join <= 100, "slowest join under load: %.1f ms (<= 100)" % join)
 try:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 3, figsize=(13, 4))
-    for m, mk in (("loopback", "o-"), ("bed", "s-")):
+    for m, mk in [("loopback", "o-"), ("bed", "s-")] + [(m, "x--") for m in copies]:
         xs = [n for n in ns if (m, n) in table]
         if not xs:
             continue
         base = table[(m, xs[0])]
         axs[0].plot(xs, [table[(m, n)]["agg"] / base["agg"] for n in xs], mk, label=m)
+        if m in copies:
+            continue
         axs[1].plot(xs, [table[(m, n)]["cpu"] / base["cpu"] for n in xs], mk, label=m)
         axs[2].plot(xs, [table[(m, n)]["join"] for n in xs], mk, label=m + " join")
     axs[0].axhline(0.8, ls=":", c="gray")

@@ -162,8 +162,9 @@ static int do_recv(int partner)
 {
     size_t cap = big > ((size_t)4 << 20) + 16 ? big : ((size_t)4 << 20) + 16;
     uint8_t *b = malloc(cap), *want = malloc(cap);
+    int ret = 1;
     if (!b || !want)
-        return 1;
+        goto out;
     note("START %d\n", (int)getpid());
     long got = 0;
     for (;;) {
@@ -176,7 +177,7 @@ static int do_recv(int partner)
             }
             printf("pio-chaos recv %s:%d: PIO_Recv: %s after %ld messages\n", app, rank,
                    PIO_Errname(rc), got);
-            return 1;
+            goto out;
         }
         size_t n = st.bytes;
         uint64_t idx = 0, mg = 0;
@@ -187,7 +188,8 @@ static int do_recv(int partner)
                 note("END %llu\n", (unsigned long long)idx);
                 printf("pio-chaos recv %s:%d: %ld messages, end %llu\n", app, rank, got,
                        (unsigned long long)idx);
-                return 0;
+                ret = 0;
+                goto out;
             }
         }
         long index = -1;
@@ -197,19 +199,23 @@ static int do_recv(int partner)
             if (mg != MAGIC) {
                 printf("pio-chaos recv %s:%d: a %zu-byte message without its magic\n", app, rank,
                        n);
-                return 1;
+                goto out;
             }
             index = (long)idx;
             fill(want, n, (int)idx);
             if (memcmp(want, b, n) != 0) {
                 printf("pio-chaos recv %s:%d: message %ld (%zu bytes) has wrong bytes\n", app, rank,
                        index, n);
-                return 1;
+                goto out;
             }
         }
         note("R %ld %zu %016llx\n", index, n, (unsigned long long)XXH64(b, n, 0));
         got++;
     }
+out:
+    free(b);
+    free(want);
+    return ret;
 }
 
 int main(int argc, char **argv)
