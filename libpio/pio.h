@@ -61,7 +61,8 @@ extern "C" {
     X(PIO_ENOTDIR, "not a directory")                                                              \
     X(PIO_EISDIR, "is a directory")                                                                \
     X(PIO_ENOTEMPTY, "directory not empty")                                                        \
-    X(PIO_ENOSPC, "no space left on the storage")
+    X(PIO_ENOSPC, "no space left on the storage")                                                  \
+    X(PIO_EACCES, "access denied: the application name (or object) belongs to another user")
 
 #define PIO_ERROR_ENUM_(code, words) code,
 typedef enum pio_status { PIO_ERRORS(PIO_ERROR_ENUM_) PIO_ERROR_COUNT_ } pio_status;
@@ -178,7 +179,10 @@ typedef struct PIO_Coninfo {
  * The piod is found through $PIO_SOCKET, else /run/pio/piod.sock.
  * Returns PIO_OK; PIO_EINITED if already joined; PIO_ENOPIOD if no piod
  * answers; PIO_EINVAL for bad arguments; PIO_EEXIST if that process_ID of
- * that application is already joined. Call once per process. */
+ * that application is already joined; PIO_EACCES if processes of another
+ * user (uid) are joined under app_name on this host: the uid of the first
+ * process to join owns the name while any of its processes is joined.
+ * Call once per process. */
 int PIO_Init(const char *app_name, int process_ID, int nprocs);
 
 /* PIO_Exit - leave: waits for this process' outstanding sends to reach the

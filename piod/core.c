@@ -1638,6 +1638,8 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
     f.type = PIO_F_P_WELCOME;
     struct pio_p_welcome *w = &f.u.p_welcome;
     int slot = -1;
+    struct piod_conn *c = piod_conn_get(d, cid);
+    struct piod_proc *owner;
     w->status = PIO_OK;
     if (h->proto != PIO_WIRE_VERSION) {
         PIOD_WARN("process %s:%u speaks protocol version %u, we speak %u: refused", h->app, h->proc,
@@ -1645,6 +1647,13 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
         w->status = PIO_EVERSION;
     } else if (d->stopping || h->app[0] == 0 || h->nprocs == 0 || h->proc >= h->nprocs) {
         w->status = d->stopping ? PIO_EBUSY : PIO_EINVAL;
+    } else if (c && (owner = proc_of_app(d, h->app)) && owner->uid != c->uid) {
+        /* the name belongs to the uid of its joined processes (never to
+         * what a hello says: the uid is the kernel's, SO_PEERCRED) */
+        PIOD_WARN("process %s:%u (pid %d, uid %u) refused: application %s belongs to uid %u, "
+                  "whose processes are joined (PIO_EACCES)",
+                  h->app, h->proc, (int)c->pid, (unsigned)c->uid, h->app, (unsigned)owner->uid);
+        w->status = PIO_EACCES;
     } else {
         int old = proc_by_name(d, h->app, h->proc);
         if (old >= 0) {
@@ -1670,8 +1679,8 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
         p->proc = h->proc;
         p->nprocs = h->nprocs;
         /* the kernel's word on who connected beats what the hello says */
-        struct piod_conn *c = piod_conn_get(d, cid);
         p->pid = c && c->pid > 0 ? c->pid : (pid_t)h->pid;
+        p->uid = c ? c->uid : geteuid();
         p->size = d->cfg.proc_pool;
         static unsigned serial;
         snprintf(p->shm, sizeof(p->shm), "/pio-%d-%u", (int)getpid(), ++serial);

@@ -169,6 +169,7 @@ struct piod_proc {
     char app[PIO_WIRE_NAME];
     uint32_t proc, nprocs;
     pid_t pid;
+    uid_t uid; /* SO_PEERCRED: its application's owner while it is joined */
     char shm[PIO_WIRE_NAME];
     uint8_t *base;
     size_t size;
