@@ -17,6 +17,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pwd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -297,6 +298,10 @@ struct cfg_parse {
     int listen_reset;         /* the file's first listen line replaced c->listen */
     int peers_reset;          /* the file's first [peer] replaced c->peers */
     int members_reset;        /* the file's first [member] replaced c->members */
+    struct piod_app_cfg *app; /* current [application] section (p->peer is NULL then) */
+    int app_line;             /* line of its header */
+    int app_owner_line;       /* where its owner was set, 0: not yet */
+    int apps_reset;           /* the file's first [application] replaced c->apps */
 };
 
 static void cfg_problem(struct cfg_parse *p, const char *fmt, ...)
@@ -439,6 +444,90 @@ static void cfg_set(struct cfg_parse *p, void *base, const struct cfg_key *k, co
     }
 }
 
+/* The [application] section that ends here must have named its owner. */
+static void cfg_app_end(struct cfg_parse *p)
+{
+    if (p->app && !p->app_owner_line) {
+        int line = p->line;
+        p->line = p->app_line;
+        cfg_problem(p, "[application %s] has no owner: expected 'owner = USER' under it",
+                    p->app->name);
+        p->line = line;
+    }
+    p->app = NULL;
+}
+
+/* [application NAME]: a name with a permanent owner (owner = USER below). */
+static void cfg_app_section(struct cfg_parse *p, const char *name)
+{
+    p->peer = NULL;
+    p->app = NULL;
+    p->app_line = p->line;
+    p->app_owner_line = 0;
+    if (strlen(name) >= PIOD_NAME_MAX || strpbrk(name, "/\\") != NULL) {
+        cfg_problem(p, "bad application name '%s': at most %d characters, no '/'", name,
+                    PIOD_NAME_MAX - 1);
+        return;
+    }
+    if (!p->apps_reset) {
+        p->c->napps = 0;
+        p->apps_reset = 1;
+    }
+    for (int i = 0; i < p->c->napps; i++)
+        if (strcmp(p->c->apps[i].name, name) == 0) {
+            cfg_problem(p, "[application %s] again: each application has one section", name);
+            return;
+        }
+    if (p->c->napps >= PIOD_MAX_APPS) {
+        cfg_problem(p, "too many [application] sections: at most %d", PIOD_MAX_APPS);
+        return;
+    }
+    p->app = &p->c->apps[p->c->napps++];
+    memset(p->app, 0, sizeof(*p->app));
+    p->app->owner_uid = -1;
+    cfg_copy(p->app->name, sizeof(p->app->name), name);
+}
+
+/* owner = USER inside [application NAME]: a user name, or a uid. */
+static void cfg_app_key(struct cfg_parse *p, const char *key, const char *val)
+{
+    if (strcmp(key, "owner") != 0) {
+        cfg_problem(p, "unknown key '%s' in an [application] section (keys: owner)", key);
+        return;
+    }
+    if (p->app_owner_line) {
+        cfg_problem(p, "owner set twice in [application %s] (first on line %d)", p->app->name,
+                    p->app_owner_line);
+        return;
+    }
+    p->app_owner_line = p->line;
+    if (*val == '\0') {
+        cfg_problem(p, "'owner' has no value: expected 'owner = USER'");
+        return;
+    }
+    struct passwd *pw = getpwnam(val);
+    char *end;
+    errno = 0;
+    long uid = pw ? (long)pw->pw_uid : strtol(val, &end, 10);
+    if (!pw && (errno != 0 || *end != '\0' || uid < 0 || uid > 0x7fffffffL)) {
+        cfg_problem(p,
+                    "unknown user '%s' as owner of [application %s]: give a user name of this "
+                    "host or a uid",
+                    val, p->app->name);
+        return;
+    }
+    cfg_copy(p->app->owner, sizeof(p->app->owner), val);
+    p->app->owner_uid = uid;
+}
+
+long piod_config_app_owner(const struct piod_config *c, const char *app)
+{
+    for (int i = 0; i < c->napps && i < PIOD_MAX_APPS; i++)
+        if (strcmp(c->apps[i].name, app) == 0)
+            return c->apps[i].owner_uid;
+    return -1;
+}
+
 static void cfg_section(struct cfg_parse *p, char *hdr)
 {
     char *inner, *end, *word, *name, *extra;
@@ -448,11 +537,14 @@ static void cfg_section(struct cfg_parse *p, char *hdr)
     snprintf(shown, sizeof(shown), "%s", hdr); /* hdr is cut up below */
     memset(p->peer_seen, 0, sizeof(p->peer_seen));
     memset(&p->scratch, 0, sizeof(p->scratch));
+    cfg_app_end(p);
     p->peer = &p->scratch;
     p->peer_line = p->line;
 
     if (n < 2 || hdr[n - 1] != ']') {
-        cfg_problem(p, "bad section header '%s': expected [peer NAME] or [member NAME]", hdr);
+        cfg_problem(
+            p, "bad section header '%s': expected [peer NAME], [member NAME] or [application NAME]",
+            hdr);
         return;
     }
     hdr[n - 1] = '\0';
@@ -461,8 +553,14 @@ static void cfg_section(struct cfg_parse *p, char *hdr)
     name = word ? strtok_r(NULL, " \t", &end) : NULL;
     extra = name ? strtok_r(NULL, " \t", &end) : NULL;
     int member = word && strcmp(word, "member") == 0;
+    if (word && strcmp(word, "application") == 0 && name && !extra) {
+        cfg_app_section(p, name);
+        return;
+    }
     if (word == NULL || (strcmp(word, "peer") != 0 && !member) || name == NULL || extra != NULL) {
-        cfg_problem(p, "bad section header '%s': expected [peer NAME] or [member NAME]", shown);
+        cfg_problem(
+            p, "bad section header '%s': expected [peer NAME], [member NAME] or [application NAME]",
+            shown);
         return;
     }
     if (!cfg_name_ok(name)) {
@@ -504,6 +602,12 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
         cfg_problem(p, "missing key before '=': expected 'key = value'");
         return;
     }
+    if (p->app) {
+        cfg_app_key(p, key, val);
+        return;
+    }
+    if (p->peer == NULL && p->app_line)
+        return; /* under a refused [application] header: said once there */
 
     if (p->peer == NULL) { /* top level */
         k = cfg_find(cfg_top_keys, CFG_NTOP, key);
@@ -631,6 +735,7 @@ int piod_config_load(struct piod_config *c, const char *path, FILE *errs)
         c->npeers = PIOD_MAX_PEERS;
     if (c->nmembers > PIOD_MAX_MEMBERS)
         c->nmembers = PIOD_MAX_MEMBERS;
+    cfg_app_end(&p);
     /* system defaults to name: follow a name the file sets */
     if (follow && p.top_seen[0] && !p.top_seen[1]) /* [0] is name, [1] system */
         cfg_copy(c->system, sizeof(c->system), c->name);
@@ -1070,4 +1175,6 @@ void piod_config_print(const struct piod_config *c, FILE *out)
         for (int a = 0; a < m->naddr && a < PIOD_MAX_LINKS; a++)
             fprintf(out, "addr = %s\n", m->addr[a]);
     }
+    for (int i = 0; i < c->napps && i < PIOD_MAX_APPS; i++)
+        fprintf(out, "\n[application %s]\nowner = %s\n", c->apps[i].name, c->apps[i].owner);
 }

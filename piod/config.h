@@ -14,6 +14,7 @@
 #define PIOD_MAX_LINKS   16
 #define PIOD_MAX_PEERS   32
 #define PIOD_MAX_MEMBERS 16 /* other hosts of our system */
+#define PIOD_MAX_APPS    64 /* [application NAME] sections */
 
 #define PIOD_DEFAULT_CONFIG  "/etc/pio/piod.conf"
 #define PIOD_DEFAULT_SOCKET  "/run/pio/piod.sock"
@@ -31,6 +32,13 @@ struct piod_peer {
     char control[PIOD_ADDR_MAX];  /* peer: its control-plane address ("": addr[0]) */
     char system[PIOD_NAME_MAX];   /* peer: the system it is one host of ("": its own) */
     char internal[PIOD_ADDR_MAX]; /* member: its address on the internal network */
+};
+
+/* An [application NAME] section: the name belongs to owner_uid for good. */
+struct piod_app_cfg {
+    char name[PIOD_NAME_MAX];
+    char owner[PIOD_NAME_MAX]; /* as written: a user name or a number */
+    long owner_uid;            /* resolved when the file is read; -1: none */
 };
 
 struct piod_config {
@@ -68,6 +76,8 @@ struct piod_config {
     int relay_port;               /* relays and load reports between members (default 7702) */
     int nmembers;                 /* the other hosts of our system ([member NAME] sections) */
     struct piod_peer members[PIOD_MAX_MEMBERS];
+    int napps; /* [application NAME] sections: names with a permanent owner */
+    struct piod_app_cfg apps[PIOD_MAX_APPS];
     /* the channels' stream transport, by registered name: "tcp" (default),
      * "rdma" (UCX streams); see libpio/transport/registry.c */
     char transport[16];
@@ -87,8 +97,10 @@ void piod_config_defaults(struct piod_config *c);
 /* piod_config_load - read a config file into c (over the defaults already in c).
  * Syntax: `key = value` lines, `#` comments, `[peer NAME]` sections holding
  * `addr = A` (repeatable), `control-port`, `data-port`, `control`, `system`,
- * and `[member NAME]` sections (the other hosts of our system) holding `addr`
- * lines and `internal = A`. Top-level keys: name, internal, relay-port,
+ * `[member NAME]` sections (the other hosts of our system) holding `addr`
+ * lines and `internal = A`, and `[application NAME]` sections holding
+ * `owner = USER` (a user name or uid: only that uid's processes may join as
+ * NAME; the user must exist when the file is read). Top-level keys: name, internal, relay-port,
  * system, socket, keys, pidfile, export, log, log-level, listen (repeatable),
  * control, control-port, data-port, source-ports (LO-HI), pool, proc-pool,
  * eager-limit, chunk (sizes accept K, M, G suffixes, powers of 1024).
@@ -115,6 +127,10 @@ int piod_config_validate(const struct piod_config *c, FILE *errs);
  * holds at least 8 chunks per channel of the widest bundle (a receiver keeps
  * a few chunks in flight on every channel), and the pool 16 such pools. */
 void piod_config_links(struct piod_config *c);
+
+/* piod_config_app_owner - the permanent owner's uid of application app, or
+ * -1 when the configuration names none. */
+long piod_config_app_owner(const struct piod_config *c, const char *app);
 
 /* piod_parse_size - "64K", "1M", "2G", "4096" -> bytes. Returns 0 or -1. */
 int piod_parse_size(const char *s, uint64_t *out);

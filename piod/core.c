@@ -1640,6 +1640,7 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
     int slot = -1;
     struct piod_conn *c = piod_conn_get(d, cid);
     struct piod_proc *owner;
+    long cfg_owner;
     w->status = PIO_OK;
     if (h->proto != PIO_WIRE_VERSION) {
         PIOD_WARN("process %s:%u speaks protocol version %u, we speak %u: refused", h->app, h->proc,
@@ -1647,6 +1648,12 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
         w->status = PIO_EVERSION;
     } else if (d->stopping || h->app[0] == 0 || h->nprocs == 0 || h->proc >= h->nprocs) {
         w->status = d->stopping ? PIO_EBUSY : PIO_EINVAL;
+    } else if (c && (cfg_owner = piod_config_app_owner(&d->cfg, h->app)) >= 0 &&
+               (long)c->uid != cfg_owner) {
+        PIOD_WARN("process %s:%u (pid %d, uid %u) refused: application %s belongs to uid %ld "
+                  "([application %s] in the configuration) (PIO_EACCES)",
+                  h->app, h->proc, (int)c->pid, (unsigned)c->uid, h->app, cfg_owner, h->app);
+        w->status = PIO_EACCES;
     } else if (c && (owner = proc_of_app(d, h->app)) && owner->uid != c->uid) {
         /* the name belongs to the uid of its joined processes (never to
          * what a hello says: the uid is the kernel's, SO_PEERCRED) */

@@ -32,7 +32,11 @@ setup() {
   # a folder every user may enter (Bats' own temp folders are 0700)
   W=$(mktemp -d /tmp/pio-security.XXXXXX)
   chmod 755 "$W"
-  pio_pair_loopback "$W/p" 1
+}
+
+# pair_up [PIOD FLAGS...]: a piod pair on loopback that every user can reach
+pair_up() {
+  PIO_PIOD_FLAGS="$*" pio_pair_loopback "$W/p" 1
   chmod 755 "$W/p"
 }
 
@@ -49,6 +53,7 @@ as() {
 }
 
 @test "an application name belongs to the uid of its joined processes: another user gets PIO_EACCES, the owner's next process joins" {
+  pair_up
   bg_start "$W/a0" as pio-sa "$CHECK" send hold -a owned -r 0 -P 2 -n 120
   pio_wait_until 10 grep -q "OK hold" "$W/a0"
   # user B can take neither a free process number of A's application nor a
@@ -75,4 +80,30 @@ as() {
   run as pio-sb "$CHECK" send hold -a owned -r 0 -P 2 -n 0
   assert_success
   assert_output --partial "OK hold"
+}
+
+@test "[application NAME] owner = USER in piod.conf: only that user's processes join, even while none is" {
+  printf '[application cfgown]\nowner = pio-sa\n' >"$W/piod.conf"
+  pair_up --config "$W/piod.conf"
+  run as pio-sb "$CHECK" send hold -a cfgown -r 0 -P 1 -n 0
+  assert_failure
+  assert_output --partial "PIO_EACCES"
+  run grep -c "refused: application cfgown belongs to uid $(id -u pio-sa) (\[application cfgown\]" \
+    "$W/p/A.log"
+  assert_output 1
+  run as pio-sa "$CHECK" send hold -a cfgown -r 0 -P 1 -n 0
+  assert_success
+  assert_output --partial "OK hold"
+  # and after the owner's process has left, still only the owner
+  run as pio-sb "$CHECK" send hold -a cfgown -r 0 -P 1 -n 0
+  assert_failure
+  assert_output --partial "PIO_EACCES"
+  # names without a section stay first come, first served
+  run as pio-sb "$CHECK" send hold -a freename -r 0 -P 1 -n 0
+  assert_success
+  # a section whose owner is no user of this host stops piod at start
+  printf '[application x]\nowner = no-such-user-pio\n' >"$W/bad.conf"
+  run "$PIO_BUILD/sbin/piod" --config "$W/bad.conf" --check-config
+  assert_failure
+  assert_output --partial "unknown user 'no-such-user-pio' as owner of [application x]"
 }

@@ -90,6 +90,12 @@ static void assert_config_equal(const struct piod_config *a, const struct piod_c
         assert_int_equal(a->peers[i].control_port, b->peers[i].control_port);
         assert_int_equal(a->peers[i].data_port, b->peers[i].data_port);
     }
+    assert_int_equal(a->napps, b->napps);
+    for (int i = 0; i < a->napps; i++) {
+        assert_string_equal(a->apps[i].name, b->apps[i].name);
+        assert_string_equal(a->apps[i].owner, b->apps[i].owner);
+        assert_int_equal(a->apps[i].owner_uid, b->apps[i].owner_uid);
+    }
     assert_true(a->pool == b->pool);
     assert_true(a->proc_pool == b->proc_pool);
     assert_int_equal(a->eager_limit, b->eager_limit);
@@ -876,6 +882,13 @@ static void test_print_roundtrip(void **state)
     c.peers[0].control_port = 8000;
     c.peers[0].data_port = 8001;
     assert_int_equal(piod_config_peer_arg(&c, "sysC=2001:db8::3", NULL), 0);
+    c.napps = 2;
+    snprintf(c.apps[0].name, sizeof(c.apps[0].name), "sim");
+    snprintf(c.apps[0].owner, sizeof(c.apps[0].owner), "root");
+    c.apps[0].owner_uid = 0;
+    snprintf(c.apps[1].name, sizeof(c.apps[1].name), "viz.2");
+    snprintf(c.apps[1].owner, sizeof(c.apps[1].owner), "4242");
+    c.apps[1].owner_uid = 4242;
     assert_int_equal(piod_config_validate(&c, stderr), 0);
     roundtrip(&c);
 
@@ -981,6 +994,36 @@ static void test_system_links(void **state)
     assert_true(c.pool == 1ULL << 30);
 }
 
+/* [application NAME] owner = USER: a name with a permanent owner. */
+static void test_applications(void **state)
+{
+    (void)state;
+    struct piod_config c;
+    char *msgs = NULL;
+    assert_int_equal(load_text(&c,
+                               "[peer sysB]\naddr = 10.0.0.2\n[application sim]\nowner = root\n"
+                               "[application viz-2]\nowner = 4242\n",
+                               &msgs),
+                     0);
+    free(msgs);
+    assert_int_equal(c.npeers, 1);
+    assert_int_equal(c.napps, 2);
+    assert_int_equal(piod_config_app_owner(&c, "sim"), 0);
+    assert_int_equal(piod_config_app_owner(&c, "viz-2"), 4242);
+    assert_int_equal(piod_config_app_owner(&c, "other"), -1);
+    expect_one("[application sim]\n", 1,
+               "[application sim] has no owner: expected 'owner = USER' under it");
+    expect_one("[application sim]\nowner = no-such-user-pio\n", 2,
+               "unknown user 'no-such-user-pio' as owner of [application sim]");
+    expect_one("[application sim]\nowner = root\nowner = root\n", 3,
+               "owner set twice in [application sim] (first on line 2)");
+    expect_one("[application sim]\nowner = root\naddr = 10.0.0.1\n", 3,
+               "unknown key 'addr' in an [application] section (keys: owner)");
+    expect_one("[application sim]\nowner = root\n[application sim]\nowner = root\n", 3,
+               "[application sim] again: each application has one section");
+    expect_one("[application a/b]\nowner = root\n", 1, "bad application name 'a/b'");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_defaults),
     cmocka_unit_test(test_example_loads_clean),
@@ -1014,5 +1057,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_validate_counts_all),
     cmocka_unit_test(test_print_roundtrip),
     cmocka_unit_test(test_system_links),
+    cmocka_unit_test(test_applications),
 };
 PIO_UNIT_MAIN(tests)
