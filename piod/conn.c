@@ -86,13 +86,25 @@ int piod_conn_listen(struct piod *d)
     d->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (d->lfd < 0)
         return pio_from_errno(errno);
-    unlink(d->cfg.socket);
-    if (bind(d->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(d->lfd, 128) != 0) {
+    /* The socket appears at its path only once it listens: bound under a
+     * name of our own, then renamed into place (which also replaces a stale
+     * one). Bound at the path itself, a client that saw the path between
+     * bind and listen was refused ("no piod"): piod_cli.bats met it under
+     * load. A path too long for the extra suffix is bound in place. */
+    char tmp[sizeof(sa.sun_path)];
+    int n = snprintf(tmp, sizeof(tmp), "%s.%d", d->cfg.socket, (int)getpid());
+    int staged = n > 0 && (size_t)n < sizeof(tmp);
+    if (staged)
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", tmp);
+    unlink(sa.sun_path);
+    if (bind(d->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(d->lfd, 128) != 0 ||
+        chmod(sa.sun_path, 0666) != 0 || (staged && rename(tmp, d->cfg.socket) != 0)) {
         int e = errno;
         PIOD_ERR("cannot bind the process socket %s: %s", d->cfg.socket, strerror(e));
+        if (staged)
+            unlink(tmp);
         return PIO_EADDR;
     }
-    chmod(d->cfg.socket, 0666);
     d->sock_bound = 1;
     return PIO_OK;
 }
