@@ -324,6 +324,9 @@ struct piod_splice;
 struct piod_member_st {
     struct pio_h_load load; /* its latest report */
     uint64_t at_ms;         /* when it came (0: never) */
+    uint64_t bad_mac;       /* datagrams from its address whose MAC was wrong */
+    uint8_t mac_key[32];    /* the MAC key of our load reports, shared with it */
+    int mac_state;          /* 0: not derived yet, 1: ready, -1: cannot (no key) */
 };
 
 struct piod {

@@ -18,7 +18,12 @@
  * had accepted it itself.
  * Load reports: every LOAD_MS each member sends H_LOAD (its channels' state,
  * queued bytes, measured rate, counters) in one UDP datagram to every other
- * member; pio-info shows the whole system from the latest reports.
+ * member; pio-info shows the whole system from the latest reports. Each
+ * datagram ends with a 32-byte MAC (keyed BLAKE2b) under a key that only the
+ * two members share: derived from the X25519 agreement of one's secret key
+ * and the other's public key (the CURVE keys in the key directory). A
+ * datagram with a wrong MAC, or none, is dropped (and counted, and logged
+ * once per member), whatever its source address says.
  * The relay port takes connections and datagrams only from the members'
  * internal addresses, and RELAY_OUT connects only to a configured peer
  * address on that peer's data port: the relay is not an open proxy.
@@ -33,6 +38,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sodium.h>
+#include <zmq.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -443,13 +450,60 @@ void piod_relay_stop(struct piod *d)
     d->members = NULL;
 }
 
+#define LOAD_MAC 32 /* bytes of MAC after each H_LOAD */
+
+/* The MAC key we share with member m: BLAKE2b of the X25519 agreement
+ * between our secret key and its public key, with a purpose string and both
+ * names in order (so each of the two derives the same key). Returns 0, or
+ * -1 when a key is missing (said once). */
+static int load_mac_key(struct piod *d, int m)
+{
+    struct piod_member_st *ms = &d->members[m];
+    if (ms->mac_state != 0)
+        return ms->mac_state > 0 ? 0 : -1;
+    const char *name = d->cfg.members[m].name;
+    const char *pub = piod_keys_public_of(&d->keys, name);
+    uint8_t sk[32], pk[32], q[32];
+    ms->mac_state = -1;
+    if (!pub || strlen(d->keys.secret_key) != 40 || !zmq_z85_decode(sk, d->keys.secret_key) ||
+        !zmq_z85_decode(pk, pub) || crypto_scalarmult(q, sk, pk) != 0) {
+        PIOD_WARN("no MAC key for load reports with member %s (is %s.pub in the key "
+                  "directory?): its reports are dropped and ours not sent to it",
+                  name, name);
+        sodium_memzero(sk, sizeof(sk));
+        return -1;
+    }
+    const char *lo = strcmp(d->cfg.name, name) < 0 ? d->cfg.name : name;
+    const char *hi = lo == name ? d->cfg.name : name;
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, sizeof(ms->mac_key));
+    crypto_generichash_update(&st, q, sizeof(q));
+    crypto_generichash_update(&st, (const uint8_t *)"pio H_LOAD MAC v1", 17);
+    crypto_generichash_update(&st, (const uint8_t *)lo, strlen(lo) + 1);
+    crypto_generichash_update(&st, (const uint8_t *)hi, strlen(hi) + 1);
+    crypto_generichash_final(&st, ms->mac_key, sizeof(ms->mac_key));
+    sodium_memzero(sk, sizeof(sk));
+    sodium_memzero(q, sizeof(q));
+    ms->mac_state = 1;
+    return 0;
+}
+
+static void load_mac(const struct piod *d, int m, const uint8_t *msg, size_t len,
+                     uint8_t mac[LOAD_MAC])
+{
+    crypto_generichash(mac, LOAD_MAC, msg, len, d->members[m].mac_key,
+                       sizeof(d->members[m].mac_key));
+}
+
 void piod_relay_load_in(struct piod *d, struct pio_frame *f)
 {
-    uint8_t *buf = d->rbuf;
+    /* its own buffer, the largest datagram: d->rbuf keeps the size
+     * scratch_len had at start, and scratch_len grows */
+    static uint8_t buf[65536];
     for (int k = 0; k < 16; k++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
-        ssize_t n = recvfrom(d->load_fd, buf, d->scratch_len, 0, (struct sockaddr *)&ss, &sl);
+        ssize_t n = recvfrom(d->load_fd, buf, sizeof(buf), 0, (struct sockaddr *)&ss, &sl);
         if (n < 0)
             return;
         char addr[INET6_ADDRSTRLEN];
@@ -458,9 +512,22 @@ void piod_relay_load_in(struct piod *d, struct pio_frame *f)
         else
             inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof(addr));
         int m = member_at(d, addr);
-        if (m < 0 || pio_wire_decode(buf, (size_t)n, f, NULL) != PIO_OK ||
+        if (m < 0)
+            continue; /* not from a member: ignored */
+        uint8_t mac[LOAD_MAC];
+        int keyed = load_mac_key(d, m) == 0;
+        if (keyed && n > LOAD_MAC)
+            load_mac(d, m, buf, (size_t)n - LOAD_MAC, mac);
+        if (!keyed || n <= LOAD_MAC || sodium_memcmp(mac, buf + n - LOAD_MAC, LOAD_MAC) != 0) {
+            if (d->members[m].bad_mac++ == 0)
+                PIOD_WARN("load report from %s (member %s's address) dropped: its MAC is wrong "
+                          "or missing (not from a holder of %s's key; said once)",
+                          addr, d->cfg.members[m].name, d->cfg.members[m].name);
+            continue;
+        }
+        if (pio_wire_decode(buf, (size_t)n - LOAD_MAC, f, NULL) != PIO_OK ||
             f->type != PIO_F_H_LOAD || strcmp(f->u.h_load.host, d->cfg.members[m].name) != 0)
-            continue; /* not from a member, or not a load report: ignored */
+            continue; /* not a load report of that member: ignored */
         d->members[m].load = f->u.h_load;
         d->members[m].at_ms = piod_now_ms();
     }
@@ -479,14 +546,20 @@ void piod_relay_tick(struct piod *d, uint64_t now)
     snprintf(l->host, sizeof(l->host), "%s", d->cfg.name);
     l->seq = ++d->load_seq;
     piod_chan_rows(d, l->chan, PIO_WIRE_MAX_LOAD, &l->nchan);
-    size_t len;
-    if (pio_wire_encode(f, d->scratch, d->scratch_len, &len) == PIO_OK)
+    size_t len, cap = pio_wire_encoded_size(f) + LOAD_MAC;
+    uint8_t *b = malloc(cap);
+    if (b && pio_wire_encode(f, b, cap - LOAD_MAC, &len) == PIO_OK) {
         for (int m = 0; m < d->cfg.nmembers; m++) {
             struct sockaddr_storage ss;
             socklen_t sl;
+            if (load_mac_key(d, m) != 0)
+                continue;
+            load_mac(d, m, b, len, b + len);
             if (udp_sockaddr(d->cfg.members[m].internal, d->cfg.relay_port, &ss, &sl) == 0)
-                sendto(d->load_fd, d->scratch, len, MSG_DONTWAIT, (struct sockaddr *)&ss, sl);
+                sendto(d->load_fd, b, len + LOAD_MAC, MSG_DONTWAIT, (struct sockaddr *)&ss, sl);
         }
+    }
+    free(b);
     free(f);
 }
 

@@ -117,6 +117,23 @@ print(" ".join(str(c[sys.argv[2]]) for c in chans))' "$2" "$3"
   [ "$(grep -cE '^s2 +R +[0-3] +up' <<<"$output")" -eq 4 ]
 }
 
+@test "a load report without the members' MAC is dropped, even from a member's address; the real ones keep coming" {
+  local h2
+  h2=$(addr 2 int)
+  run "$PIO_TESTBED" exec "$BED" h2 "$PIO_BUILD/tests/prog/pio-hostile" load "$(addr 1 int)" 7702 s2 \
+    -b "$h2"
+  assert_success
+  assert_output --partial "RESULT sent"
+  pio_wait_until 10 grep -q "load report from $h2 (member s2's address) dropped: its MAC is wrong" \
+    "$DIR/s1.log"
+  # s1 shows s2's real channels, fresh, and nothing of the forged row
+  sleep 1
+  run rows "$S1" 'c.get("host") == "s2"' state
+  assert_output "up up up up"
+  run rows "$S1" 'c["rx_bytes"] == 4242424242 or c["peer"] == "SPOOF"' peer
+  assert_output ""
+}
+
 @test "one active sender host uses all 4 receiver links (2 of them relayed by its idle member)" {
   before=$(rows "$R" 'c["peer"] == "s1"' rx_bytes)
   PIO_SOCKET=$R timeout 90 "$CHECK" recv sizes -a sys-r -p sys-s -S 128M \

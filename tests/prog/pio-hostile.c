@@ -31,6 +31,9 @@
  *   pio-hostile churn N [TAGS]            N pairs of fresh names, one joined on PIO_SOCKET
  *                                         and one on PIO_SOCKET2: TAGS eager messages each
  *                                         way (one per tag), then both leave
+ *   pio-hostile load ADDR PORT HOST [-b FROM]  one H_LOAD datagram (UDP) claiming to be
+ *                                         member HOST's load report, without the members'
+ *                                         MAC (32 zero bytes), one row rx_bytes 4242424242
  * CASE (proc and data): long-len short-len over-limit huge-count unknown-type
  * bad-magic bad-version bad-check; data also: skip-handshake bad-proof idle.
  * The raw modes print one line "RESULT ..." saying what the piod did:
@@ -1078,11 +1081,58 @@ static int m_sink(int argc, char **argv)
         pause(); /* never calls PIO_Recv */
 }
 
+/* load ADDR PORT HOST: one H_LOAD datagram claiming to be member HOST's
+ * report, with one channel row marked rx_bytes = 4242424242 and 32 zero
+ * bytes where the members' MAC goes (we hold no system key). */
+static int m_load(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    if (!f)
+        die("calloc");
+    f->type = PIO_F_H_LOAD;
+    snprintf(f->u.h_load.host, sizeof(f->u.h_load.host), "%s", argv[2]);
+    f->u.h_load.seq = 1000000;
+    f->u.h_load.nchan = 1;
+    struct pio_chan_info *c = &f->u.h_load.chan[0];
+    snprintf(c->peer, sizeof(c->peer), "SPOOF");
+    c->state = 2;
+    c->rx_bytes = 4242424242ull;
+    size_t cap = pio_wire_encoded_size(f) + 32, len;
+    uint8_t *b = calloc(1, cap);
+    if (!b || pio_wire_encode(f, b, cap - 32, &len) != PIO_OK)
+        die("encode H_LOAD");
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)atoi(argv[1]));
+    if (inet_pton(AF_INET, argv[0], &sa.sin_addr) != 1)
+        return 2;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        die("socket");
+    if (opt_bind) { /* from this address (-b): a member's */
+        struct sockaddr_in me;
+        memset(&me, 0, sizeof(me));
+        me.sin_family = AF_INET;
+        if (inet_pton(AF_INET, opt_bind, &me.sin_addr) != 1 ||
+            bind(fd, (struct sockaddr *)&me, sizeof(me)) != 0)
+            die("bind -b");
+    }
+    ssize_t n = sendto(fd, b, len + 32, 0, (struct sockaddr *)&sa, sizeof(sa));
+    printf("RESULT sent %zd bytes\n", n);
+    close(fd);
+    free(b);
+    free(f);
+    return n == (ssize_t)(len + 32) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: pio-hostile proc|data|mitm|flood-info|flood-send|flood-partner|"
-                        "hold-conns|idle-many|noread|spray|sink|last-words|churn ...\n");
+                        "hold-conns|idle-many|noread|spray|sink|last-words|churn|load ...\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -1135,6 +1185,8 @@ int main(int argc, char **argv)
         rc = m_last_words(npos, pos);
     else if (strcmp(mode, "churn") == 0)
         rc = m_churn(npos, pos);
+    else if (strcmp(mode, "load") == 0)
+        rc = m_load(npos, pos);
     if (rc == 2)
         fprintf(stderr, "pio-hostile: bad arguments for %s\n", mode);
     return rc;
