@@ -154,6 +154,19 @@ static int recv_frame(int fd, uint8_t *buf, size_t cap, int ms, struct pio_frame
     return 1;
 }
 
+/* Bind fd to the -b address, if one was given (exits on failure). */
+static void bind_from(int fd)
+{
+    if (!opt_bind)
+        return;
+    struct sockaddr_in me;
+    memset(&me, 0, sizeof(me));
+    me.sin_family = AF_INET;
+    if (inet_pton(AF_INET, opt_bind, &me.sin_addr) != 1 ||
+        bind(fd, (struct sockaddr *)&me, sizeof(me)) != 0)
+        die("bind -b");
+}
+
 /* Wait until fd is closed by the other end (1) or ms pass (0), discarding input. */
 static int wait_closed(int fd, int ms)
 {
@@ -209,14 +222,7 @@ static int tcp_connect_to(const char *addr, int port)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         die("socket");
-    if (opt_bind) { /* from this address (-b) */
-        struct sockaddr_in me;
-        memset(&me, 0, sizeof(me));
-        me.sin_family = AF_INET;
-        if (inet_pton(AF_INET, opt_bind, &me.sin_addr) != 1 ||
-            bind(fd, (struct sockaddr *)&me, sizeof(me)) != 0)
-            die("bind -b");
-    }
+    bind_from(fd);
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
         die("connect to the data port");
     int one = 1;
@@ -1112,14 +1118,7 @@ static int m_load(int argc, char **argv)
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         die("socket");
-    if (opt_bind) { /* from this address (-b): a member's */
-        struct sockaddr_in me;
-        memset(&me, 0, sizeof(me));
-        me.sin_family = AF_INET;
-        if (inet_pton(AF_INET, opt_bind, &me.sin_addr) != 1 ||
-            bind(fd, (struct sockaddr *)&me, sizeof(me)) != 0)
-            die("bind -b");
-    }
+    bind_from(fd); /* a member's address */
     ssize_t n = sendto(fd, b, len + 32, 0, (struct sockaddr *)&sa, sizeof(sa));
     printf("RESULT sent %zd bytes\n", n);
     close(fd);
