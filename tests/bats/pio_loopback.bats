@@ -128,9 +128,10 @@ pair() {
   bg_start "$w/r1.out" env PIO_SOCKET="$PIO_SOCK_B" "$ch" recv -a rj-r -r 0 -P 1 -p rj-s -l "$w/led.r1"
   local r1=$BG_PID
   # standard (buffered) sends: eager ones are numbered and sent on even
-  # while no receiver is there, and fail at the far end
+  # while no receiver is there, and fail at the far end. 10 s of sending:
+  # the second receiver joins about 2 s in
   bg_start "$w/s.out" env PIO_SOCKET="$PIO_SOCK_A" timeout $((120 * m)) "$ch" send -a rj-s -r 0 \
-    -P 1 -p rj-r -T $((6 * m)) -B 65536 -l "$w/led.s"
+    -P 1 -p rj-r -T $((10 * m)) -B 65536 -l "$w/led.s"
   local sp=$BG_PID
   pio_wait_until 20 sh -c "[ \$(grep -c '^R ' '$w/led.r1') -ge 20 ]"
   kill -9 "$r1"
