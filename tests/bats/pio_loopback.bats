@@ -150,10 +150,14 @@ pair() {
   # from the first message the new receiver took: none lost, doubled or
   # out of order, and the end mark came (what the killed one held in its
   # pool went with it: standard sends promise no more)
+  # (messages under 16 bytes carry no index: the window starts at the
+  # first one that does)
   local first
-  first=$(awk '/^R /{print $2; exit}' "$w/led.r2")
+  first=$(awk '/^R / && $2 >= 0 {print $2; exit}' "$w/led.r2")
+  [ -n "$first" ]
   awk -v f="$first" '$1 != "S" || $2 >= f' "$w/led.s" >"$w/led.s2"
-  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$w/led.s2" "$w/led.r2"
+  awk -v f="$first" '/^R / && $2 == f {on = 1} on || !/^R /' "$w/led.r2" >"$w/led.r2b"
+  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$w/led.s2" "$w/led.r2b"
   echo "$output"
   assert_success
   assert_output --partial "chaos_check: PASS"
