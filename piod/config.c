@@ -679,10 +679,13 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
 }
 
 /* A '#' at the start of a word begins a comment. */
+/* A '#' at the start, after a blank or right after '=' starts a comment:
+ * "key =#x" is a key without a value, as "key = #x" is (a value that began
+ * with '#' would print as "key = #x" and not load back: fuzz_config). */
 static void cfg_strip_comment(char *s)
 {
     for (char *q = s; *q; q++)
-        if (*q == '#' && (q == s || q[-1] == ' ' || q[-1] == '\t')) {
+        if (*q == '#' && (q == s || q[-1] == ' ' || q[-1] == '\t' || q[-1] == '=')) {
             *q = '\0';
             return;
         }

@@ -284,6 +284,10 @@ static void test_error_syntax(void **state)
                "expected 'key = value' or '[peer NAME]', got 'listen 10.0.0.1'");
     expect_one("listen =\n", 1, "'listen' has no value: expected 'listen = VALUE'");
     expect_one(" = 3\n", 1, "missing key before '='");
+    /* '#' right after '=' starts a comment, as after a blank (fuzz_config:
+     * "log =#x" took "#x" as the value, printed "log = #x", which does not
+     * load back) */
+    expect_one("log =#/var/log/piod#1.log\n", 1, "'log' has no value");
 }
 
 static void test_error_bad_values(void **state)
