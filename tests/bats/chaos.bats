@@ -25,7 +25,7 @@ chaos_pair() {
   D=$BATS_TEST_TMPDIR/pair
   mkdir -p "$D"
   _pio_keys "$D" A B
-  CP=$(pio_free_port) DP=$(pio_free_port)
+  read -r CP DP < <(pio_free_port 2)
   _pio_start A "$D" "" -- --listen 127.1.0.1 --peer B=127.2.0.1 --control-port "$CP" \
     --data-port "$DP" ${CHAOS_A_ARGS:-}
   _pio_start B "$D" "" -- --listen 127.2.0.1 --peer A=127.1.0.1 --control-port "$CP" \

@@ -32,7 +32,7 @@ hx_pair() {
   D=$BATS_TEST_TMPDIR/pair
   mkdir -p "$D"
   _pio_keys "$D" A B
-  CP=$(pio_free_port) DP=$(pio_free_port)
+  read -r CP DP < <(pio_free_port 2)
   _pio_start A "$D" "" -- --listen 127.1.0.1 --peer B=127.2.0.1 --control-port "$CP" \
     --data-port "$DP" $POOL_FLAGS
   _pio_start B "$D" "" -- --listen 127.2.0.1 --peer A=127.1.0.1 --control-port "$CP" \
@@ -183,7 +183,7 @@ pool_used() {
   D=$BATS_TEST_TMPDIR/pair
   mkdir -p "$D"
   _pio_keys "$D" A B
-  CP=$(pio_free_port) DP=$(pio_free_port) MP=$(pio_free_port)
+  read -r CP DP MP < <(pio_free_port 3)
   # A reaches B's data port only through pio-hostile mitm, which records
   # the first data channel's C_HELLO and C_PROOF and replays them
   bg_start "$BATS_TEST_TMPDIR/mitm" "$HOSTILE" mitm 127.2.0.1 "$MP" 127.2.0.1 "$DP" \
@@ -311,7 +311,7 @@ expect_data() {
   D=$BATS_TEST_TMPDIR/pair
   mkdir -p "$D"
   _pio_keys "$D" A B
-  CP=$(pio_free_port) DP=$(pio_free_port) MP=$(pio_free_port)
+  read -r CP DP MP < <(pio_free_port 3)
   # A's data channel to B passes pio-hostile mitm, which writes into the
   # first three accepted ones (the channel is authenticated, not sealed)
   bg_start "$BATS_TEST_TMPDIR/mitm" "$HOSTILE" mitm 127.2.0.1 "$MP" 127.2.0.1 "$DP" \

@@ -17,7 +17,7 @@ teardown() {
   _pio_keys "$old" A                               # A's key before it was regenerated
   mkdir -p "$b/keys"
   cp "$a/keys/B.key" "$a/keys/B.pub" "$old/keys/A.pub" "$b/keys/"
-  cp=$(pio_free_port) dp=$(pio_free_port)
+  read -r cp dp < <(pio_free_port 2)
   _pio_start A "$a" "" -- --listen 127.3.0.1 --peer B=127.4.0.1 --control-port "$cp" --data-port "$dp"
   _pio_start B "$b" "" -- --listen 127.4.0.1 --peer A=127.3.0.1 --control-port "$cp" --data-port "$dp"
   _pio_wait_sock "$a/A.sock"
@@ -34,7 +34,7 @@ teardown() {
 @test "a piod whose pool is full refuses the next process with PIO_EPOOL" {
   d=$BATS_TEST_TMPDIR/p
   _pio_keys "$d" P
-  cp=$(pio_free_port) dp=$(pio_free_port)
+  read -r cp dp < <(pio_free_port 2)
   _pio_start P "$d" "" -- --listen 127.5.0.1 --control-port "$cp" --data-port "$dp" \
     --pool 64M --proc-pool 32M
   _pio_wait_sock "$d/P.sock"
@@ -54,7 +54,7 @@ teardown() {
 @test "the same process of an application cannot join twice (PIO_EEXIST)" {
   d=$BATS_TEST_TMPDIR/q
   _pio_keys "$d" Q
-  cp=$(pio_free_port) dp=$(pio_free_port)
+  read -r cp dp < <(pio_free_port 2)
   _pio_start Q "$d" "" -- --listen 127.6.0.1 --control-port "$cp" --data-port "$dp"
   _pio_wait_sock "$d/Q.sock"
   PIO_SOCKET=$d/Q.sock "$CHECK" send hold -a dup -n 20 >"$BATS_TEST_TMPDIR/d1" 2>&1 &
@@ -68,7 +68,7 @@ teardown() {
   d=$BATS_TEST_TMPDIR/np
   mkdir -p "$d"
   _pio_keys "$d" A B
-  cp=$(_pio_port) dp=$(_pio_port) wrong=$(_pio_port)
+  read -r cp dp wrong < <(pio_free_port 3)
   printf 'name = A\nlisten = 127.1.0.1\ncontrol-port = %s\ndata-port = %s\n[peer B]\naddr = 127.2.0.1\ndata-port = %s\n' \
     "$cp" "$dp" "$wrong" >"$d/A.conf"
   printf 'name = B\nlisten = 127.2.0.1\ncontrol-port = %s\ndata-port = %s\n[peer A]\naddr = 127.1.0.1\n' \

@@ -25,10 +25,8 @@ pio_tmpdir() {
   mktemp -d "${BATS_TEST_TMPDIR:-/tmp}/pio.XXXXXX"
 }
 
-# pio_free_port: a TCP port nobody listens on now (the kernel's choice).
-pio_free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# pio_free_port [N]: N distinct free TCP ports (tests/lib/ports.bash)
+source "$(dirname "${BASH_SOURCE[0]}")/ports.bash"
 
 # pio_wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds.
 # Fails (status 1, with a message on stderr) when SECONDS pass first;

@@ -23,8 +23,10 @@ PIOD=$PIO_BUILD/sbin/piod
 PIO_INFO=$PIO_BUILD/bin/pio-info
 _PIO_PIDS=()
 
+# _pio_port [N]: N distinct free TCP ports (tests/lib/ports.bash)
+source "$(dirname "${BASH_SOURCE[0]}")/ports.bash"
 _pio_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  pio_free_port "$@"
 }
 
 # _pio_start NAME DIR [NETNS] -- piod args...
@@ -82,7 +84,7 @@ pio_pair_loopback() {
 pio_pair_loopback_start() {
   local dir=$1 k=$2 i la=() lb=() cport dport
   _pio_keys "$dir" A B || return 1
-  cport=$(_pio_port); dport=$(_pio_port)
+  read -r cport dport < <(_pio_port 2)
   for ((i = 0; i < k; i++)); do la+=("127.1.$i.1"); lb+=("127.2.$i.1"); done
   local IFS=,
   local pa="B=${lb[*]}" pb="A=${la[*]}"
