@@ -52,55 +52,52 @@ as() {
   env PIO_SOCKET="$PIO_SOCK_A" setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
 }
 
+# joins USER APP RANK NPROCS: USER's process RANK of NPROCS joins as APP
+joins() {
+  run as "$1" "$CHECK" send hold -a "$2" -r "$3" -P "$4" -n 0
+  assert_success
+  assert_output --partial "OK hold"
+}
+
+# refused USER APP RANK NPROCS: USER's process may not join as APP
+refused() {
+  run as "$1" "$CHECK" send hold -a "$2" -r "$3" -P "$4" -n 0
+  assert_failure
+  assert_output --partial "PIO_EACCES"
+}
+
 @test "an application name belongs to the uid of its joined processes: another user gets PIO_EACCES, the owner's next process joins" {
   pair_up
   bg_start "$W/a0" as pio-sa "$CHECK" send hold -a owned -r 0 -P 2 -n 120
   pio_wait_until 10 grep -q "OK hold" "$W/a0"
   # user B can take neither a free process number of A's application nor a
   # joined one (that one is not "already joined" to B: it is not B's)
-  run as pio-sb "$CHECK" send hold -a owned -r 1 -P 2 -n 0
-  assert_failure
-  assert_output --partial "PIO_EACCES"
-  run as pio-sb "$CHECK" send hold -a owned -r 0 -P 2 -n 0
-  assert_failure
-  assert_output --partial "PIO_EACCES"
+  refused pio-sb owned 1 2
+  refused pio-sb owned 0 2
   run grep -c "refused: application owned belongs to uid $(id -u pio-sa)" "$W/p/A.log"
   assert_output 2
   # the owner's second process joins
-  run as pio-sa "$CHECK" send hold -a owned -r 1 -P 2 -n 0
-  assert_success
-  assert_output --partial "OK hold"
+  joins pio-sa owned 1 2
   # root is another user too
-  run env PIO_SOCKET="$PIO_SOCK_A" "$CHECK" send hold -a owned -r 1 -P 2 -n 0
-  assert_failure
-  assert_output --partial "PIO_EACCES"
+  refused root owned 1 2
   # once every process of A's has left, the name is free again
   pkill -f "send hold -a owned -r 0 -P 2 -n 120"
   pio_wait_until 20 grep -q "process owned:0 (pid [0-9]*) left" "$W/p/A.log"
-  run as pio-sb "$CHECK" send hold -a owned -r 0 -P 2 -n 0
-  assert_success
-  assert_output --partial "OK hold"
+  joins pio-sb owned 0 2
 }
 
 @test "[application NAME] owner = USER in piod.conf: only that user's processes join, even while none is" {
   printf '[application cfgown]\nowner = pio-sa\n' >"$W/piod.conf"
   pair_up --config "$W/piod.conf"
-  run as pio-sb "$CHECK" send hold -a cfgown -r 0 -P 1 -n 0
-  assert_failure
-  assert_output --partial "PIO_EACCES"
+  refused pio-sb cfgown 0 1
   run grep -c "refused: application cfgown belongs to uid $(id -u pio-sa) (\[application cfgown\]" \
     "$W/p/A.log"
   assert_output 1
-  run as pio-sa "$CHECK" send hold -a cfgown -r 0 -P 1 -n 0
-  assert_success
-  assert_output --partial "OK hold"
+  joins pio-sa cfgown 0 1
   # and after the owner's process has left, still only the owner
-  run as pio-sb "$CHECK" send hold -a cfgown -r 0 -P 1 -n 0
-  assert_failure
-  assert_output --partial "PIO_EACCES"
+  refused pio-sb cfgown 0 1
   # names without a section stay first come, first served
-  run as pio-sb "$CHECK" send hold -a freename -r 0 -P 1 -n 0
-  assert_success
+  joins pio-sb freename 0 1
   # a section whose owner is no user of this host stops piod at start
   printf '[application x]\nowner = no-such-user-pio\n' >"$W/bad.conf"
   run "$PIO_BUILD/sbin/piod" --config "$W/bad.conf" --check-config
