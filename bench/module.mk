@@ -57,3 +57,11 @@ $(B)/bench/anco_read_mpi.o: bench/anco_read_mpi.c $(SETTINGS)
 
 $(B)/bench/anco-read-mpi: $(B)/bench/anco_read_mpi.o
 	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^
+
+# copy-rotate bounds bench/scale.sh's loopback target: the copies of the
+# processes' own buffers alone, with as many processes as N pairs have
+TEST_BINS += $(B)/bench/copy-rotate
+OBJS      += $(B)/bench/copy_rotate.o
+
+$(B)/bench/copy-rotate: $(B)/bench/copy_rotate.o
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $<

@@ -29,6 +29,17 @@
 # SCALE_SECONDS (loopback 6), SCALE_BED_SECONDS (20), SCALE_SIZE (1M),
 # SCALE_BED_SIZE (256K), SCALE_BED (1: 0 skips the bed), SCALE_COPY_RING (32M),
 # PIO_BENCH_RESULTS.
+# The machine's bound on the loopback target, in the same rounds:
+# bench/copy-rotate copies a 1 MiB buffer to another of the same process,
+# 2N + 2 processes taking turns on the cores (the processes of N pairs and
+# the two piods), which is what each application process of a pair does
+# once per message whatever carries the bytes (the sender's copy in, the
+# receiver's copy out). Its rate at 2N+2 processes / at 4 is r. PIO's own
+# 1-pair run says what part of the machine those copies take: the pairs'
+# processes' user time U and the machine's busy time B (/proc, 2 s in the
+# middle of the run, in cores). If at N pairs only those copies got slower
+# (by r) and nothing else did, N pairs would carry at most
+# cores / (B + (r - 1) U) of the 1-pair rate: printed as the bound.
 # Loopback baseline, in the same rounds: bench/copy-pipe (PIO's four copies
 # per message between plain process pairs, no daemon) with 4 MiB rings and
 # with SCALE_COPY_RING rings; its own 64-pair/1-pair ratio says what the
@@ -49,8 +60,9 @@ DO_BED=${SCALE_BED:-1}
 CP_RING=${SCALE_COPY_RING:-32M}
 SC=$BUILD/tests/prog/pio-scale
 CP=$BUILD/bench/copy-pipe
+CR=$BUILD/bench/copy-rotate
 TB=$ROOT/tests/testbed/pio-testbed
-[ -x "$SC" ] && [ -x "$CP" ] || { echo "scale.sh: run 'make' first" >&2; exit 1; }
+[ -x "$SC" ] && [ -x "$CP" ] && [ -x "$CR" ] || { echo "scale.sh: run 'make' first" >&2; exit 1; }
 work=$(mktemp -d /tmp/pio-bench-scale.XXXXXX)
 export BATS_FILE_TMPDIR=$work
 load() { :; }
@@ -75,8 +87,18 @@ echo "== scale.sh: $date_s on $(hostname), $(nproc) cores; N pairs (blocking PIO
   "DYNAMIC) through one piod pair at default settings"
 echo "   benchmark-only setting: receivers check each message's numbered words (--check ends)"
 CSV=$RESULTS/scale.csv
-echo "medium,pairs,round,ok,failed,window_s,aggregate_MBps,min_share,max_share,spread,cpu_user_nspb,cpu_sys_nspb,join_ms_median,join_ms_max,lookup_ms_median,lookup_ms_max,ceiling_MBps" >"$CSV"
+echo "medium,pairs,round,ok,failed,window_s,aggregate_MBps,min_share,max_share,spread,cpu_user_nspb,cpu_sys_nspb,join_ms_median,join_ms_max,lookup_ms_median,lookup_ms_max,ceiling_MBps,proc_user_cores,busy_cores" >"$CSV"
 fail=0
+
+# cpu_snap: "TICKS_OF_PAIRS_USER TICKS_BUSY" now (pio-scale senders and
+# receivers' user time; every core's user, nice, system, irq and softirq)
+cpu_snap() {
+  local u=0 p t
+  for p in $(pgrep -f 'pio-scale (send|recv) '); do
+    t=$(awk '{ print $14 }' "/proc/$p/stat" 2>/dev/null) && u=$((u + ${t:-0}))
+  done
+  awk -v u="$u" '/^cpu / { print u, $2 + $3 + $4 + $7 + $8; exit }' /proc/stat
+}
 
 # one_run MEDIUM N ROUND SECONDS SIZE CEILING: N pairs A -> B (sockets in D);
 # appends a row to the CSV
@@ -89,7 +111,14 @@ one_run() {
   pio_wait_until 30 grep -q "^READY $n " "$work/recv.out" >/dev/null
   PIO_SOCKET=$D/A.sock "$SC" send -N "$n" -x "$pfx" -s "$size" -t "$secs" >"$work/send.out" 2>&1 &
   sp=$!
-  sleep $((secs / 2))
+  # 2 s of CPU in the middle of the run, before the probe
+  local c0 c1 hz cpu_kv
+  hz=$(getconf CLK_TCK)
+  sleep $((secs / 2 - 2))
+  c0=$(cpu_snap)
+  sleep 2
+  c1=$(cpu_snap)
+  cpu_kv=$(echo "$c0 $c1" | awk -v hz="$hz" '{ printf "proc_user_cores=%.3f busy_cores=%.3f", ($3 - $1) / hz / 2, ($4 - $2) / hz / 2 }')
   PIO_SOCKET=$D/A.sock "$SC" probe -n 5 -x "$pfx-q" -p "$pfx-r0" >"$work/probe.out" 2>&1
   wait "$sp"
   wait "$rp"
@@ -101,14 +130,15 @@ one_run() {
     fail=1
     s="SUMMARY ok=0 failed=$n window_s=0 aggregate_MBps=0 min_share=0 max_share=0 spread=1"
   fi
-  "$PY" - "$medium" "$n" "$k" "$ceil" "$s $p" >>"$CSV" <<'EOF'
+  "$PY" - "$medium" "$n" "$k" "$ceil" "$s $p $cpu_kv" >>"$CSV" <<'EOF'
 import sys
 medium, n, k, ceil, line = sys.argv[1:]
 kv = dict(w.split("=", 1) for w in line.split() if "=" in w)
 cols = ["ok", "failed", "window_s", "aggregate_MBps", "min_share", "max_share", "spread",
         "cpu_user_nspb", "cpu_sys_nspb", "join_ms_median", "join_ms_max", "lookup_ms_median",
         "lookup_ms_max"]
-print(",".join([medium, n, k] + [kv.get(c, "") for c in cols] + [ceil]))
+print(",".join([medium, n, k] + [kv.get(c, "") for c in cols] + [ceil] +
+               [kv.get(c, "") for c in ["proc_user_cores", "busy_cores"]]))
 EOF
   tail -n 1 "$CSV" | awk -F, '{ printf "   %-8s N=%-3s round %s: %8.1f MB/s, shares %s..%s, piod %.3f+%.3f ns/B, join max %s ms, look-up max %s ms, failed %s\n", $1, $2, $3, $7, $8, $9, $11, $12, $14, $16, $5 }'
   # the pairs' processes are gone: let both piods see them leave
@@ -125,9 +155,20 @@ import sys
 medium, n, k, line = sys.argv[1:]
 kv = dict(w.split("=", 1) for w in line.split() if "=" in w)
 print(",".join([medium, n, k, n, "0", "", kv["aggregate_MBps"], kv["min_share"], kv["max_share"]] +
-               [""] * 8))
+               [""] * 10))
 EOF
   echo "   copypipe-$ring N=$n round $k: ${out#*aggregate_MBps=}" | cut -d' ' -f1-8
+}
+
+# rotate_run N ROUND: the bound's copies, 2N + 2 processes in turn; a row
+# "copyrot" (its rate in MB/s in aggregate_MBps)
+rotate_run() {
+  local n=$1 k=$2 out gbps
+  out=$("$CR" -w $((2 * n + 2)) -t 3 -s "$(bench_bytes "$SIZE")" 2>&1 | grep '^COPYROT') ||
+    { echo "   copy-rotate N=$n failed" >&2; fail=1; return; }
+  gbps=${out#*GBps=}
+  echo "copyrot,$n,$k,$n,0,,$(awk -v g="$gbps" 'BEGIN { printf "%.1f", g * 1000 }'),,,,,,,,,,," >>"$CSV"
+  echo "   copy-rotate N=$n ($((2 * n + 2)) processes) round $k: $gbps GB/s"
 }
 
 # ---- loopback --------------------------------------------------------------
@@ -142,6 +183,7 @@ for ((k = 1; k <= ROUNDS; k++)); do
   for n in $NS; do
     one_run loopback "$n" "$k" "$SECS" "$SIZE" ""
     for ring in 4M "$CP_RING"; do copy_run "$n" "$k" "$ring"; done
+    rotate_run "$n" "$k"
   done
 done
 pio_piods_stop
@@ -168,7 +210,7 @@ elif [ "$DO_BED" = 1 ]; then
   echo "-- bed: needs root (network namespaces): skipped"
 fi
 
-"$PY" - "$CSV" "$RESULTS/scale.png" <<'EOF' || fail=1
+"$PY" - "$CSV" "$RESULTS/scale.png" "$(nproc)" <<'EOF' || fail=1
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 def f(r, k):
@@ -178,6 +220,7 @@ def f(r, k):
         return float("nan")
 copies = sorted({r["medium"] for r in rows if r["medium"].startswith("copypipe")},
                 key=lambda m: len(m))
+copies.append("copyrot")  # baselines: not PIO's rows
 media = [m for m in ["loopback"] + copies + ["bed"] if any(r["medium"] == m for r in rows)]
 table = {}
 print("%-12s %5s %10s %7s %7s %9s %9s %8s %8s %6s" % ("medium", "pairs", "MB/s", "minsh",
@@ -194,7 +237,9 @@ for m in media:
         look = max(f(r, "lookup_ms_max") for r in rs)
         failed = sum(int(f(r, "failed")) for r in rs if r["failed"])
         table[(m, n)] = dict(agg=agg, cpu=cpu, usr=usr, minsh=minsh, maxsh=maxsh, join=join,
-                             look=look, failed=failed, ceil=f(rs[0], "ceiling_MBps"))
+                             look=look, failed=failed, ceil=f(rs[0], "ceiling_MBps"),
+                             pu=statistics.median(f(r, "proc_user_cores") for r in rs),
+                             busy=statistics.median(f(r, "busy_cores") for r in rs))
         print("%-12s %5d %10.1f %7.3f %7.3f %9.3f %9.3f %8.1f %8.1f %6d" % (m, n, agg, minsh,
               maxsh, cpu, usr, join, look, failed))
 ok = True
@@ -204,15 +249,29 @@ def target(cond, text):
     print(("PASS" if cond else "MISS") + ": " + text)
 ns = sorted({n for (_, n) in table})
 lo, hi = ns[0], ns[-1]
+bound = None
+if ("copyrot", hi) in table and ("copyrot", lo) in table and ("loopback", lo) in table:
+    rot = table[("copyrot", lo)]["agg"] / table[("copyrot", hi)]["agg"]
+    a = table[("loopback", lo)]
+    cores = int(sys.argv[3])
+    bound = cores / (a["busy"] + (rot - 1) * a["pu"])
+    print("bound: the processes' own 1 MiB copies run %.2f x slower with %d processes than with "
+          "%d (copy-rotate); at %d pair(s) PIO's processes spend %.2f of %d cores in user time and "
+          "the machine is busy %.2f cores: at %d pairs any design that copies each buffer once "
+          "carries at most %d / (%.2f + %.2f x %.2f) = %.3f of the 1-pair rate"
+          % (rot, 2 * hi + 2, 2 * lo + 2, lo, a["pu"], cores, a["busy"], hi, cores, a["busy"],
+             rot - 1, a["pu"], bound))
 if ("loopback", hi) in table:
     a, b = table[("loopback", lo)], table[("loopback", hi)]
     r = b["agg"] / a["agg"]
     target(r >= 0.8, "loopback aggregate at %d pairs / at %d: %.3f (>= 0.8)" % (hi, lo, r))
+    if bound is not None:
+        print("      of the machine's bound (%.3f): %.3f" % (bound, r / bound))
     c = b["cpu"] / a["cpu"]
     target(c <= 1.5, "loopback piod CPU per byte at %d pairs / at %d: %.3f (<= 1.5; user "
            "time alone %.3f)" % (hi, lo, c, b["usr"] / a["usr"]))
 for m in copies:
-    if (m, hi) in table and (m, lo) in table and ("loopback", hi) in table:
+    if m != "copyrot" and (m, hi) in table and (m, lo) in table and ("loopback", hi) in table:
         print("baseline %s: aggregate at %d pairs / at %d: %.3f; PIO's at %d pairs / its: %.3f"
               % (m, hi, lo, table[(m, hi)]["agg"] / table[(m, lo)]["agg"], hi,
                  table[("loopback", hi)]["agg"] / table[(m, hi)]["agg"]))

@@ -68,6 +68,8 @@ struct inmsg {
     uint64_t key;
     int partner; /* handle, or -1 */
     char src_app[PIO_WIRE_NAME];
+    char src_system[PIO_WIRE_NAME];
+    uint32_t src_uid, src_gid; /* stamped by the sender's piod */
     uint32_t src_proc;
     int32_t tag;
     uint32_t datatype, flags;
@@ -341,6 +343,9 @@ static void recv_finish(struct pio_request *r)
     struct inmsg *m = r->msg;
     r->st.partner = m->partner;
     r->st.source = (int)m->src_proc;
+    r->st.uid = m->src_uid;
+    r->st.gid = m->src_gid;
+    snprintf(r->st.system, sizeof(r->st.system), "%s", m->src_system);
     r->st.tag = m->tag;
     r->st.datatype = (int)m->datatype;
     r->st.bytes = m->size;
@@ -524,6 +529,9 @@ static void on_msg_new(struct pio_p_msg_new *n)
         return;
     m->key = n->key;
     snprintf(m->src_app, sizeof(m->src_app), "%s", n->src_app);
+    snprintf(m->src_system, sizeof(m->src_system), "%s", n->src_system);
+    m->src_uid = n->src_uid;
+    m->src_gid = n->src_gid;
     m->partner = partner_by_name(n->src_app);
     m->src_proc = n->src_proc;
     /* a message from that process: it is there (a new run of it may be
@@ -917,6 +925,9 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
     if (nprocs <= 0)
         nprocs = env_int(size_vars, 1);
     PIO_CHECK(process_ID < 0 || nprocs <= 0 || process_ID >= nprocs, rc, PIO_EINVAL, out);
+    const char *senders = getenv("PIO_SENDERS");
+    PIO_CHECK(senders && *senders && strcmp(senders, "owner") != 0 && strcmp(senders, "any") != 0,
+              rc, PIO_EINVAL, out);
     const char *path = getenv("PIO_SOCKET");
     if (!path || !*path)
         path = DEFAULT_SOCKET;
@@ -951,6 +962,8 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
     f.u.p_hello.proc = (uint32_t)process_ID;
     f.u.p_hello.nprocs = (uint32_t)nprocs;
     f.u.p_hello.pid = (uint32_t)getpid();
+    if (senders && strcmp(senders, "owner") == 0)
+        f.u.p_hello.flags |= PIO_HF_OWN_UID;
     snprintf(f.u.p_hello.app, sizeof(f.u.p_hello.app), "%s", app_name);
     out_frame(&f);
     struct timespec dl;

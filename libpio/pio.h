@@ -136,6 +136,13 @@ typedef struct PIO_Status {
     size_t count; /* elements received */
     size_t bytes; /* bytes received */
     int error;    /* PIO_OK or the request's error */
+    /* Who sent it (receives): the sending process' uid and gid, stamped by
+     * the piod it sent through from what the kernel says of its socket
+     * (SO_PEERCRED), never from what the process says, and the system
+     * whose piod stamped them (an admitted peer system stamps its own
+     * users, as an NFS client host does). */
+    unsigned int uid, gid;
+    char system[PIO_NAME_MAX];
 } PIO_Status;
 
 typedef struct pio_request *PIO_Request; /* a non-blocking operation */
@@ -182,6 +189,10 @@ typedef struct PIO_Coninfo {
  * that application is already joined; PIO_EACCES if processes of another
  * user (uid) are joined under app_name on this host: the uid of the first
  * process to join owns the name while any of its processes is joined.
+ * $PIO_SENDERS=owner: this process takes messages only from senders of its
+ * own uid (the piod refuses the others; a sender waiting on the outcome
+ * gets PIO_EACCES); any (the default): from every process that may reach
+ * it; another value gives PIO_EINVAL.
  * Call once per process. */
 int PIO_Init(const char *app_name, int process_ID, int nprocs);
 

@@ -290,18 +290,18 @@ struct cfg_parse {
     FILE *errs;
     int line;
     int problems;
-    int top_seen[CFG_NTOP];   /* line where a top-level key was set, 0: not yet */
-    int peer_seen[CFG_NPEER]; /* the same, for the current [peer] section */
-    struct piod_peer *peer;   /* current section, NULL: top level */
-    int peer_line;            /* line of its header */
-    struct piod_peer scratch; /* receives the keys of a section we cannot keep */
-    int listen_reset;         /* the file's first listen line replaced c->listen */
-    int peers_reset;          /* the file's first [peer] replaced c->peers */
-    int members_reset;        /* the file's first [member] replaced c->members */
-    struct piod_app_cfg *app; /* current [application] section (p->peer is NULL then) */
-    int app_line;             /* line of its header */
-    int app_owner_line;       /* where its owner was set, 0: not yet */
-    int apps_reset;           /* the file's first [application] replaced c->apps */
+    int top_seen[CFG_NTOP];               /* line where a top-level key was set, 0: not yet */
+    int peer_seen[CFG_NPEER];             /* the same, for the current [peer] section */
+    struct piod_peer *peer;               /* current section, NULL: top level */
+    int peer_line;                        /* line of its header */
+    struct piod_peer scratch;             /* receives the keys of a section we cannot keep */
+    int listen_reset;                     /* the file's first listen line replaced c->listen */
+    int peers_reset;                      /* the file's first [peer] replaced c->peers */
+    int members_reset;                    /* the file's first [member] replaced c->members */
+    struct piod_app_cfg *app;             /* current [application] section (p->peer is NULL then) */
+    int app_line;                         /* line of its header */
+    int app_owner_line, app_senders_line; /* where owner, senders were set; 0: not yet */
+    int apps_reset;                       /* the file's first [application] replaced c->apps */
 };
 
 static void cfg_problem(struct cfg_parse *p, const char *fmt, ...)
@@ -444,13 +444,15 @@ static void cfg_set(struct cfg_parse *p, void *base, const struct cfg_key *k, co
     }
 }
 
-/* The [application] section that ends here must have named its owner. */
+/* The [application] section that ends here must have said something. */
 static void cfg_app_end(struct cfg_parse *p)
 {
-    if (p->app && !p->app_owner_line) {
+    if (p->app && !p->app_owner_line && !p->app_senders_line) {
         int line = p->line;
         p->line = p->app_line;
-        cfg_problem(p, "[application %s] has no owner: expected 'owner = USER' under it",
+        cfg_problem(p,
+                    "[application %s] is empty: expected 'owner = USER' or 'senders = owner' "
+                    "under it",
                     p->app->name);
         p->line = line;
     }
@@ -464,6 +466,7 @@ static void cfg_app_section(struct cfg_parse *p, const char *name)
     p->app = NULL;
     p->app_line = p->line;
     p->app_owner_line = 0;
+    p->app_senders_line = 0;
     if (strlen(name) >= PIOD_NAME_MAX || strpbrk(name, "/\\") != NULL) {
         cfg_problem(p, "bad application name '%s': at most %d characters, no '/'", name,
                     PIOD_NAME_MAX - 1);
@@ -488,11 +491,27 @@ static void cfg_app_section(struct cfg_parse *p, const char *name)
     cfg_copy(p->app->name, sizeof(p->app->name), name);
 }
 
-/* owner = USER inside [application NAME]: a user name, or a uid. */
+/* owner = USER inside [application NAME]: a user name, or a uid;
+ * senders = owner|any: from whom its processes take messages. */
 static void cfg_app_key(struct cfg_parse *p, const char *key, const char *val)
 {
+    if (strcmp(key, "senders") == 0) {
+        if (p->app_senders_line) {
+            cfg_problem(p, "senders set twice in [application %s] (first on line %d)", p->app->name,
+                        p->app_senders_line);
+            return;
+        }
+        p->app_senders_line = p->line;
+        if (strcmp(val, "owner") != 0 && strcmp(val, "any") != 0) {
+            cfg_problem(p, "bad senders '%s' in [application %s]: expected owner or any", val,
+                        p->app->name);
+            return;
+        }
+        p->app->own_senders = strcmp(val, "owner") == 0;
+        return;
+    }
     if (strcmp(key, "owner") != 0) {
-        cfg_problem(p, "unknown key '%s' in an [application] section (keys: owner)", key);
+        cfg_problem(p, "unknown key '%s' in an [application] section (keys: owner, senders)", key);
         return;
     }
     if (p->app_owner_line) {
@@ -526,6 +545,14 @@ long piod_config_app_owner(const struct piod_config *c, const char *app)
         if (strcmp(c->apps[i].name, app) == 0)
             return c->apps[i].owner_uid;
     return -1;
+}
+
+int piod_config_app_own_senders(const struct piod_config *c, const char *app)
+{
+    for (int i = 0; i < c->napps && i < PIOD_MAX_APPS; i++)
+        if (strcmp(c->apps[i].name, app) == 0)
+            return c->apps[i].own_senders;
+    return 0;
 }
 
 static void cfg_section(struct cfg_parse *p, char *hdr)
@@ -1178,6 +1205,11 @@ void piod_config_print(const struct piod_config *c, FILE *out)
         for (int a = 0; a < m->naddr && a < PIOD_MAX_LINKS; a++)
             fprintf(out, "addr = %s\n", m->addr[a]);
     }
-    for (int i = 0; i < c->napps && i < PIOD_MAX_APPS; i++)
-        fprintf(out, "\n[application %s]\nowner = %s\n", c->apps[i].name, c->apps[i].owner);
+    for (int i = 0; i < c->napps && i < PIOD_MAX_APPS; i++) {
+        fprintf(out, "\n[application %s]\n", c->apps[i].name);
+        if (c->apps[i].owner[0])
+            fprintf(out, "owner = %s\n", c->apps[i].owner);
+        if (c->apps[i].own_senders || !c->apps[i].owner[0]) /* a section is never empty */
+            fprintf(out, "senders = %s\n", c->apps[i].own_senders ? "owner" : "any");
+    }
 }

@@ -34,11 +34,13 @@ struct piod_peer {
     char internal[PIOD_ADDR_MAX]; /* member: its address on the internal network */
 };
 
-/* An [application NAME] section: the name belongs to owner_uid for good. */
+/* An [application NAME] section: the name belongs to owner_uid for good;
+ * own_senders: its processes take messages only from senders of their uid. */
 struct piod_app_cfg {
     char name[PIOD_NAME_MAX];
-    char owner[PIOD_NAME_MAX]; /* as written: a user name or a number */
+    char owner[PIOD_NAME_MAX]; /* as written: a user name or a number; "": none */
     long owner_uid;            /* resolved when the file is read; -1: none */
+    int own_senders;           /* senders = owner (1) or any (0, the default) */
 };
 
 struct piod_config {
@@ -100,8 +102,9 @@ void piod_config_defaults(struct piod_config *c);
  * `[member NAME]` sections (the other hosts of our system) holding `addr`
  * lines and `internal = A`, and `[application NAME]` sections holding
  * `owner = USER` (a user name or uid: only that uid's processes may join as
- * NAME; the user must exist when the file is read). Top-level keys: name, internal, relay-port,
- * system, socket, keys, pidfile, export, log, log-level, listen (repeatable),
+ * NAME; the user must exist when the file is read) and `senders = owner|any`
+ * (owner: its processes take messages only from senders of their own uid). Top-level keys: name,
+ * internal, relay-port, system, socket, keys, pidfile, export, log, log-level, listen (repeatable),
  * control, control-port, data-port, source-ports (LO-HI), pool, proc-pool,
  * eager-limit, chunk (sizes accept K, M, G suffixes, powers of 1024).
  * errs [in]: where to print one line per problem, "FILE:LINE: what is wrong"
@@ -131,6 +134,10 @@ void piod_config_links(struct piod_config *c);
 /* piod_config_app_owner - the permanent owner's uid of application app, or
  * -1 when the configuration names none. */
 long piod_config_app_owner(const struct piod_config *c, const char *app);
+
+/* piod_config_app_own_senders - 1 when [application app] says
+ * `senders = owner`, else 0. */
+int piod_config_app_own_senders(const struct piod_config *c, const char *app);
 
 /* piod_parse_size - "64K", "1M", "2G", "4096" -> bytes. Returns 0 or -1. */
 int piod_parse_size(const char *s, uint64_t *out);

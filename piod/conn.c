@@ -148,6 +148,7 @@ void piod_conn_accept(struct piod *d)
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0) {
             cr.pid = 0;
             cr.uid = (uid_t)-1;
+            cr.gid = (gid_t)-1;
         }
         int sb = CONN_SNDBUF;
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
@@ -157,6 +158,7 @@ void piod_conn_accept(struct piod *d)
             c->gen = 1;
         c->pid = cr.pid;
         c->uid = cr.uid;
+        c->gid = cr.gid;
         c->joined = 0;
         c->pi = -1;
         c->paused = 0;

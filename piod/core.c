@@ -981,7 +981,10 @@ static void announce(struct piod *d, struct piod_imsg *m)
     n->tag = m->tag;
     n->datatype = m->datatype;
     n->flags = m->flags;
+    n->src_uid = m->src_uid;
+    n->src_gid = m->src_gid;
     snprintf(n->src_app, sizeof(n->src_app), "%s", m->src_app);
+    snprintf(n->src_system, sizeof(n->src_system), "%s", m->src_system);
     n->payload = (m->flags & PIO_WF_EAGER) ? m->eager : NULL;
     send_proc(d, m->dst, &f);
     m->announced = 1;
@@ -1039,6 +1042,19 @@ static void announce_all(struct piod *d)
                          d->peers[m->peer].cfg->name, (unsigned long long)st->next_seq, m->dst_app,
                          m->dst_proc);
                 imsg_fail(d, m, PIO_EGONE);
+                progress = 1;
+                m = next;
+                continue;
+            }
+            struct piod_proc *dp = &d->procs[m->dst];
+            if (dp->own_senders && m->src_uid != (uint32_t)dp->uid) {
+                if (!dp->warned_senders++)
+                    PIOD_WARN("process %s:%u takes messages only from uid %u: refused one from "
+                              "%s:%u (uid %u of system %s), and will refuse the like without "
+                              "a word (PIO_EACCES at the sender)",
+                              dp->app, dp->proc, (unsigned)dp->uid, m->src_app, m->src_proc,
+                              (unsigned)m->src_uid, m->src_system);
+                imsg_fail(d, m, PIO_EACCES);
                 progress = 1;
                 m = next;
                 continue;
@@ -1401,6 +1417,15 @@ static struct piod_imsg *imsg_new(struct piod *d, int peer, const struct pio_h_r
     m->dst = -1;
     snprintf(m->src_app, sizeof(m->src_app), "%s", rq->src_app);
     snprintf(m->dst_app, sizeof(m->dst_app), "%s", rq->dst_app);
+    /* an admitted peer system stamps its own users (as an NFS client host
+     * does with AUTH_SYS); which system it is, is ours to say */
+    const struct piod_peer *pc = peer >= 0 ? d->peers[peer].cfg : NULL;
+    snprintf(m->src_system, sizeof(m->src_system), "%s",
+             !pc             ? d->cfg.system
+             : pc->system[0] ? pc->system
+                             : pc->name);
+    m->src_uid = rq->src_uid;
+    m->src_gid = rq->src_gid;
     m->src_proc = rq->src_proc;
     m->dst_proc = rq->dst_proc;
     m->tag = rq->tag;
@@ -1688,6 +1713,9 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
         /* the kernel's word on who connected beats what the hello says */
         p->pid = c && c->pid > 0 ? c->pid : (pid_t)h->pid;
         p->uid = c ? c->uid : geteuid();
+        p->gid = c ? c->gid : getegid();
+        p->own_senders =
+            (h->flags & PIO_HF_OWN_UID) || piod_config_app_own_senders(&d->cfg, h->app);
         p->size = d->cfg.proc_pool;
         static unsigned serial;
         snprintf(p->shm, sizeof(p->shm), "/pio-%d-%u", (int)getpid(), ++serial);
@@ -1795,6 +1823,8 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
     rq.chunk = d->cfg.chunk;
     rq.conn = s->conn;
     rq.conn_arg = s->conn_arg;
+    rq.src_uid = (uint32_t)src->uid; /* the kernel's word (SO_PEERCRED), never the process' */
+    rq.src_gid = (uint32_t)src->gid;
     snprintf(rq.src_app, sizeof(rq.src_app), "%s", src->app);
     snprintf(rq.dst_app, sizeof(rq.dst_app), "%s", s->partner);
     rq.payload = s->payload;

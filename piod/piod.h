@@ -169,7 +169,10 @@ struct piod_proc {
     char app[PIO_WIRE_NAME];
     uint32_t proc, nprocs;
     pid_t pid;
-    uid_t uid; /* SO_PEERCRED: its application's owner while it is joined */
+    uid_t uid;          /* SO_PEERCRED: its application's owner while it is joined */
+    gid_t gid;          /* SO_PEERCRED: stamped on what it sends, with uid */
+    int own_senders;    /* takes messages only from senders of its uid (P_HELLO, config) */
+    int warned_senders; /* logged the first message it refused for that */
     char shm[PIO_WIRE_NAME];
     uint8_t *base;
     size_t size;
@@ -224,6 +227,8 @@ struct piod_imsg {
     uint64_t key;                  /* our key, told to the process */
     int dst;                       /* index in d->procs, -1 until the process joins */
     char src_app[PIO_WIRE_NAME], dst_app[PIO_WIRE_NAME];
+    char src_system[PIO_WIRE_NAME]; /* whose piod stamped the sender's identity */
+    uint32_t src_uid, src_gid;      /* the sender's identity, as stamped */
     uint32_t src_proc, dst_proc;
     int32_t tag;
     uint64_t seq, size, count;
@@ -287,6 +292,7 @@ struct piod_conn {
     uint32_t gen;
     pid_t pid; /* SO_PEERCRED */
     uid_t uid;
+    gid_t gid;
     struct pio_fin in;   /* frames read, not handled yet */
     struct pio_fout out; /* frames the socket had no room for */
     int joined;          /* a process joined on it (P_WELCOME PIO_OK) */

@@ -55,6 +55,9 @@ module pio
     integer(c_size_t) :: count = 0       ! elements received
     integer(c_size_t) :: bytes = 0       ! bytes received (PIO_ETRUNC: in the message)
     integer(c_int) :: error = 0          ! PIO_OK or the request's error
+    integer(c_int) :: uid = -1           ! the sender's uid, stamped by its piod (receives)
+    integer(c_int) :: gid = -1           ! the sender's gid, stamped with it
+    character(kind=c_char) :: system(PIO_NAME_MAX) = c_null_char ! the system that stamped them
   end type PIO_Status
 
   ! A non-blocking operation; null until PIO_Isend / PIO_Irecv, null again

@@ -77,7 +77,10 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
                                                     .tag = 5,
                                                     .datatype = PIO_INT32,
                                                     .flags = eager,
+                                                    .src_uid = 1000,
+                                                    .src_gid = 100,
                                                     .src_app = "sim",
+                                                    .src_system = "cluster",
                                                     .payload = pl};
         else
             f->u.h_request = (struct pio_h_request){.msgid = 1001,
@@ -91,6 +94,8 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
                                                     .flags = eager | PIO_WF_BIGEND,
                                                     .chunk = 1 << 20,
                                                     .conn = PIO_WCONN_STATIC,
+                                                    .src_uid = 1000,
+                                                    .src_gid = 100,
                                                     .src_app = "sim",
                                                     .dst_app = "viz",
                                                     .payload = pl};

@@ -249,6 +249,7 @@ static void w_p_hello(struct wire_w *w, const struct pio_p_hello *b)
     put_u32(w, b->proc);
     put_u32(w, b->nprocs);
     put_u32(w, b->pid);
+    put_u32(w, b->flags);
     put_str(w, b->app, sizeof b->app);
 }
 
@@ -258,6 +259,7 @@ static void r_p_hello(struct wire_r *r, struct pio_p_hello *b)
     b->proc = get_u32(r);
     b->nprocs = get_u32(r);
     b->pid = get_u32(r);
+    b->flags = get_u32(r);
     get_str(r, b->app, sizeof b->app);
 }
 
@@ -397,7 +399,10 @@ static void w_p_msg_new(struct wire_w *w, const struct pio_p_msg_new *b)
     put_i32(w, b->tag);
     put_u32(w, b->datatype);
     put_u32(w, b->flags);
+    put_u32(w, b->src_uid);
+    put_u32(w, b->src_gid);
     put_str(w, b->src_app, sizeof b->src_app);
+    put_str(w, b->src_system, sizeof b->src_system);
     put_payload(w, b->flags, b->size, b->payload);
 }
 
@@ -411,7 +416,10 @@ static void r_p_msg_new(struct wire_r *r, struct pio_p_msg_new *b)
     b->tag = get_i32(r);
     b->datatype = get_u32(r);
     b->flags = get_u32(r);
+    b->src_uid = get_u32(r);
+    b->src_gid = get_u32(r);
     get_str(r, b->src_app, sizeof b->src_app);
+    get_str(r, b->src_system, sizeof b->src_system);
     b->payload = get_payload(r, b->flags, b->size);
 }
 
@@ -604,6 +612,8 @@ static void w_h_request(struct wire_w *w, const struct pio_h_request *b)
     put_u32(w, b->chunk);
     put_u16(w, b->conn);
     put_u16(w, b->conn_arg);
+    put_u32(w, b->src_uid);
+    put_u32(w, b->src_gid);
     put_str(w, b->src_app, sizeof b->src_app);
     put_str(w, b->dst_app, sizeof b->dst_app);
     put_payload(w, b->flags, b->size, b->payload);
@@ -623,6 +633,8 @@ static void r_h_request(struct wire_r *r, struct pio_h_request *b)
     b->chunk = get_u32(r);
     b->conn = get_u16(r);
     b->conn_arg = get_u16(r);
+    b->src_uid = get_u32(r);
+    b->src_gid = get_u32(r);
     get_str(r, b->src_app, sizeof b->src_app);
     get_str(r, b->dst_app, sizeof b->dst_app);
     b->payload = get_payload(r, b->flags, b->size);

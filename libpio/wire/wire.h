@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #define PIO_WIRE_MAGIC        0x314F4950u /* "PIO1" read as a little-endian u32 */
-#define PIO_WIRE_VERSION      3
+#define PIO_WIRE_VERSION      4
 #define PIO_WIRE_HDR          16
 #define PIO_WIRE_NAME         64 /* names: at most 63 bytes + NUL */
 #define PIO_WIRE_ADDR         64 /* "a.b.c.d:port" or "[IPv6]:port" */
@@ -114,8 +114,11 @@ struct pio_p_hello {
     uint32_t proc;           /* process_ID */
     uint32_t nprocs;         /* processes in the application */
     uint32_t pid;            /* OS pid, for liveness checks */
+    uint32_t flags;          /* PIO_HF_* */
     char app[PIO_WIRE_NAME]; /* application name */
 };
+/* P_HELLO flags. */
+#define PIO_HF_OWN_UID 0x01 /* take messages only from senders of this process' uid */
 struct pio_p_welcome {
     int32_t status;              /* PIO_OK or why refused */
     uint32_t eager_limit;        /* bytes */
@@ -170,8 +173,10 @@ struct pio_p_msg_new {
     int32_t tag;
     uint32_t datatype;
     uint32_t flags;
+    uint32_t src_uid, src_gid; /* the sender's, stamped by its piod (SO_PEERCRED) */
     char src_app[PIO_WIRE_NAME];
-    const uint8_t *payload; /* eager bytes, len == size */
+    char src_system[PIO_WIRE_NAME]; /* the system whose piod stamped it */
+    const uint8_t *payload;         /* eager bytes, len == size */
 };
 struct pio_p_event {
     uint32_t kind; /* 1 joined, 2 left */
@@ -267,6 +272,7 @@ struct pio_h_request {
     uint32_t flags; /* PIO_WF_* */
     uint32_t chunk; /* chunk size the sender cut the message into */
     uint16_t conn, conn_arg;
+    uint32_t src_uid, src_gid; /* the sender's, from SO_PEERCRED on the sending piod */
     char src_app[PIO_WIRE_NAME];
     char dst_app[PIO_WIRE_NAME];
     const uint8_t *payload; /* eager bytes */

@@ -45,12 +45,17 @@ teardown() {
   if [ -n "${W:-}" ]; then rm -rf "$W"; fi
 }
 
-# as USER CMD...: CMD as that user (uid and its own group only), on piod A
-as() {
-  local u=$1
-  shift
-  env PIO_SOCKET="$PIO_SOCK_A" setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
+# on SOCKET USER CMD...: CMD as that user (uid and its own group only),
+# joining through the piod of SOCKET
+on() {
+  local sock=$1 u=$2
+  shift 2
+  env PIO_SOCKET="$sock" setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
 }
+
+# as USER CMD... / as_b USER CMD...: on piod A / on piod B
+as() { on "$PIO_SOCK_A" "$@"; }
+as_b() { on "$PIO_SOCK_B" "$@"; }
 
 # joins USER APP RANK NPROCS: USER's process RANK of NPROCS joins as APP
 joins() {
@@ -103,4 +108,76 @@ refused() {
   run "$PIO_BUILD/sbin/piod" --config "$W/bad.conf" --check-config
   assert_failure
   assert_output --partial "unknown user 'no-such-user-pio' as owner of [application x]"
+}
+
+@test "every message carries its sender's uid, gid and system, stamped by the piods from the kernel's word" {
+  pair_up
+  local ua ga
+  ua=$(id -u pio-sa) ga=$(id -g pio-sa)
+  # across systems: A's piod stamps pio-sa's uid and gid, B's piod adds that
+  # it came from system A; inline and chunked messages alike
+  bg_start "$W/r1" as_b pio-sb "$CHECK" recv sizes -a stamp-r -p stamp-s -S 100,3M
+  local r1=$BG_PID
+  run as pio-sa "$CHECK" send sizes -a stamp-s -p stamp-r -S 100,3M
+  assert_success
+  bg_wait "$r1"
+  run cat "$W/r1"
+  assert_equal "$BG_RC" 0
+  assert_output "OK sizes: 2 messages (100,3M) from uid $ua gid $ga system A"
+  # on one host: the same piod stamps and delivers
+  bg_start "$W/r2" as pio-sb "$CHECK" recv sizes -a stamp-r2 -p stamp-s2 -S 100,3M
+  local r2=$BG_PID
+  run as root "$CHECK" send sizes -a stamp-s2 -p stamp-r2 -S 100,3M
+  assert_success
+  bg_wait "$r2"
+  run cat "$W/r2"
+  assert_equal "$BG_RC" 0
+  assert_output "OK sizes: 2 messages (100,3M) from uid 0 gid 0 system A"
+}
+
+@test "PIO_SENDERS=owner: a process takes messages only from senders of its own uid; another user's fail with PIO_EACCES" {
+  pair_up
+  local ub gb
+  ub=$(id -u pio-sb) gb=$(id -g pio-sb)
+  # B's receiver takes only pio-sb's messages; a bad value is refused
+  run as_b pio-sb env PIO_SENDERS=nobody "$CHECK" send hold -a own-r -n 0
+  assert_failure
+  assert_output --partial "PIO_EINVAL"
+  bg_start "$W/r" as_b pio-sb env PIO_SENDERS=owner "$CHECK" recv sizes -a own-r -p own-s \
+    -S 100,3M
+  local r=$BG_PID
+  # pio-sa's messages (inline and chunked) are refused at B: its sync sends
+  # fail, and nothing reaches the receiver (which waits for own-s: a
+  # process it waits for that leaves would fail its receive, PIO_EGONE)
+  run as pio-sa "$CHECK" send sizes -a own-x -p own-r -S 100 -m sync
+  assert_failure
+  assert_output --partial "PIO_EACCES"
+  run as pio-sa "$CHECK" send sizes -a own-x -p own-r -S 3M -m sync
+  assert_failure
+  assert_output --partial "PIO_EACCES"
+  run grep -c "process own-r:0 takes messages only from uid $ub: refused one from own-x:0 (uid $(id -u pio-sa) of system A)" "$W/p/B.log"
+  assert_output 1
+  # the receiver's own user's messages arrive
+  run as pio-sb "$CHECK" send sizes -a own-s -p own-r -S 100,3M -m sync
+  assert_success
+  bg_wait "$r"
+  run cat "$W/r"
+  assert_equal "$BG_RC" 0
+  assert_output "OK sizes: 2 messages (100,3M) from uid $ub gid $gb system A"
+}
+
+@test "[application NAME] senders = owner in piod.conf: the same, for every process of that name" {
+  printf '[application cfgsend]\nsenders = owner\n' >"$W/piod.conf"
+  PIO_PIOD_FLAGS_B="--config $W/piod.conf" pair_up
+  bg_start "$W/r" as_b pio-sb "$CHECK" recv sizes -a cfgsend -p cfg-s -S 3M
+  local r=$BG_PID
+  run as pio-sa "$CHECK" send sizes -a cfg-x -p cfgsend -S 3M -m sync
+  assert_failure
+  assert_output --partial "PIO_EACCES"
+  run as pio-sb "$CHECK" send sizes -a cfg-s -p cfgsend -S 3M -m sync
+  assert_success
+  bg_wait "$r"
+  run cat "$W/r"
+  assert_equal "$BG_RC" 0
+  assert_output --partial "OK sizes: 1 messages (3M) from uid $(id -u pio-sb)"
 }

@@ -123,6 +123,7 @@ static int recv_ms(void)
 
 static void t_sizes(int send)
 {
+    PIO_Status last = {.uid = (unsigned)-1, .gid = (unsigned)-1};
     size_t sz[64];
     int n = parse_sizes(sz, 64);
     for (int i = 0; i < n; i++) {
@@ -140,10 +141,20 @@ static void t_sizes(int send)
                 FAIL("status: bytes %zu count %zu tag %d source %d for size %zu", st.bytes,
                      st.count, st.tag, st.source, sz[i]);
             verify(b, sz[i], (uint64_t)i);
+            if (i > 0 &&
+                (st.uid != last.uid || st.gid != last.gid || strcmp(st.system, last.system) != 0))
+                FAIL("status: message %d from uid %u gid %u system %s, message %d from uid %u "
+                     "gid %u system %s",
+                     i, st.uid, st.gid, st.system, i - 1, last.uid, last.gid, last.system);
+            last = st;
         }
         free(b);
     }
-    printf("OK sizes: %d messages (%s)\n", n, sizes_arg ? sizes_arg : "default");
+    if (send)
+        printf("OK sizes: %d messages (%s)\n", n, sizes_arg ? sizes_arg : "default");
+    else /* who the piods say sent them */
+        printf("OK sizes: %d messages (%s) from uid %u gid %u system %s\n", n,
+               sizes_arg ? sizes_arg : "default", last.uid, last.gid, last.system);
 }
 
 /* Typed values: element i of datatype t, written in host order. */

@@ -1006,23 +1006,50 @@ static void test_applications(void **state)
     char *msgs = NULL;
     assert_int_equal(load_text(&c,
                                "[peer sysB]\naddr = 10.0.0.2\n[application sim]\nowner = root\n"
-                               "[application viz-2]\nowner = 4242\n",
+                               "[application viz-2]\nowner = 4242\n"
+                               "[application open]\nsenders = any\n"
+                               "[application mine]\nsenders = owner\nowner = 7\n",
                                &msgs),
                      0);
     free(msgs);
     assert_int_equal(c.npeers, 1);
-    assert_int_equal(c.napps, 2);
+    assert_int_equal(c.napps, 4);
     assert_int_equal(piod_config_app_owner(&c, "sim"), 0);
     assert_int_equal(piod_config_app_owner(&c, "viz-2"), 4242);
     assert_int_equal(piod_config_app_owner(&c, "other"), -1);
+    assert_int_equal(piod_config_app_owner(&c, "open"), -1);
+    assert_int_equal(piod_config_app_owner(&c, "mine"), 7);
+    assert_int_equal(piod_config_app_own_senders(&c, "sim"), 0);
+    assert_int_equal(piod_config_app_own_senders(&c, "open"), 0);
+    assert_int_equal(piod_config_app_own_senders(&c, "mine"), 1);
+    assert_int_equal(piod_config_app_own_senders(&c, "other"), 0);
+    /* printed, it reads back the same */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    piod_config_print(&c, out);
+    fclose(out);
+    assert_non_null(strstr(text, "\n[application mine]\nowner = 7\nsenders = owner\n"));
+    assert_non_null(strstr(text, "\n[application open]\nsenders = any\n"));
+    struct piod_config back;
+    assert_int_equal(load_text(&back, text, &msgs), 0);
+    free(msgs);
+    assert_int_equal(back.napps, 4);
+    assert_int_equal(piod_config_app_own_senders(&back, "mine"), 1);
+    assert_int_equal(piod_config_app_owner(&back, "mine"), 7);
+    free(text);
     expect_one("[application sim]\n", 1,
-               "[application sim] has no owner: expected 'owner = USER' under it");
+               "[application sim] is empty: expected 'owner = USER' or 'senders = owner' under it");
+    expect_one("[application sim]\nsenders = some\n", 2,
+               "bad senders 'some' in [application sim]: expected owner or any");
+    expect_one("[application sim]\nsenders = owner\nsenders = any\n", 3,
+               "senders set twice in [application sim] (first on line 2)");
     expect_one("[application sim]\nowner = no-such-user-pio\n", 2,
                "unknown user 'no-such-user-pio' as owner of [application sim]");
     expect_one("[application sim]\nowner = root\nowner = root\n", 3,
                "owner set twice in [application sim] (first on line 2)");
     expect_one("[application sim]\nowner = root\naddr = 10.0.0.1\n", 3,
-               "unknown key 'addr' in an [application] section (keys: owner)");
+               "unknown key 'addr' in an [application] section (keys: owner, senders)");
     expect_one("[application sim]\nowner = root\n[application sim]\nowner = root\n", 3,
                "[application sim] again: each application has one section");
     expect_one("[application a/b]\nowner = root\n", 1, "bad application name 'a/b'");

@@ -86,7 +86,7 @@ static void fill(struct pio_frame *f, int type, int v)
     switch (type) {
     case PIO_F_P_HELLO: {
         struct pio_p_hello *b = &f->u.p_hello;
-        b->proto = r32(), b->proc = r32(), b->nprocs = r32(), b->pid = r32();
+        b->proto = r32(), b->proc = r32(), b->nprocs = r32(), b->pid = r32(), b->flags = r32();
         fill_str(b->app, sizeof b->app, v);
         break;
     }
@@ -138,8 +138,9 @@ static void fill(struct pio_frame *f, int type, int v)
     case PIO_F_P_MSG_NEW: {
         struct pio_p_msg_new *b = &f->u.p_msg_new;
         b->key = rnd(), b->count = rnd(), b->seq = rnd(), b->src_proc = r32();
-        b->tag = ri32(), b->datatype = r32();
+        b->tag = ri32(), b->datatype = r32(), b->src_uid = r32(), b->src_gid = r32();
         fill_str(b->src_app, sizeof b->src_app, v);
+        fill_str(b->src_system, sizeof b->src_system, v);
         fill_eager(v, &b->size, &b->flags, &b->payload);
         break;
     }
@@ -210,6 +211,7 @@ static void fill(struct pio_frame *f, int type, int v)
         b->msgid = rnd(), b->seq = rnd(), b->count = rnd();
         b->src_proc = r32(), b->dst_proc = r32(), b->tag = ri32(), b->datatype = r32();
         b->chunk = r32(), b->conn = r16(), b->conn_arg = r16();
+        b->src_uid = r32(), b->src_gid = r32();
         fill_str(b->src_app, sizeof b->src_app, v);
         fill_str(b->dst_app, sizeof b->dst_app, v);
         fill_eager(v, &b->size, &b->flags, &b->payload);
@@ -288,6 +290,7 @@ static void cmp_p_hello(const struct pio_p_hello *a, const struct pio_p_hello *b
     assert_int_equal(a->proc, b->proc);
     assert_int_equal(a->nprocs, b->nprocs);
     assert_int_equal(a->pid, b->pid);
+    assert_int_equal(a->flags, b->flags);
     assert_string_equal(a->app, b->app);
 }
 
@@ -365,7 +368,10 @@ static void cmp_p_msg_new(const struct pio_p_msg_new *a, const struct pio_p_msg_
     assert_int_equal(a->tag, b->tag);
     assert_int_equal(a->datatype, b->datatype);
     assert_int_equal(a->flags, b->flags);
+    assert_int_equal(a->src_uid, b->src_uid);
+    assert_int_equal(a->src_gid, b->src_gid);
     assert_string_equal(a->src_app, b->src_app);
+    assert_string_equal(a->src_system, b->src_system);
     cmp_payload(a->flags, a->size, a->payload, b->payload);
 }
 
@@ -484,6 +490,8 @@ static void cmp_h_request(const struct pio_h_request *a, const struct pio_h_requ
     assert_int_equal(a->chunk, b->chunk);
     assert_int_equal(a->conn, b->conn);
     assert_int_equal(a->conn_arg, b->conn_arg);
+    assert_int_equal(a->src_uid, b->src_uid);
+    assert_int_equal(a->src_gid, b->src_gid);
     assert_string_equal(a->src_app, b->src_app);
     assert_string_equal(a->dst_app, b->dst_app);
     cmp_payload(a->flags, a->size, a->payload, b->payload);
@@ -778,7 +786,7 @@ static struct hb *hb_new(void)
 static void p_hello_body(struct hb *h, const char *app, size_t app_len)
 {
     h->n = 0;
-    hb_u32(h, 1), hb_u32(h, 2), hb_u32(h, 3), hb_u32(h, 4);
+    hb_u32(h, 1), hb_u32(h, 2), hb_u32(h, 3), hb_u32(h, 4), hb_u32(h, 5);
     hb_str(h, app, app_len);
 }
 
@@ -791,7 +799,8 @@ static void test_handbuilt_matches_encoder(void **state)
     uint8_t hand[64], enc[64];
     size_t n = hb_frame(hand, PIO_WIRE_VERSION, PIO_F_P_HELLO, (uint32_t)h->n, h);
     struct pio_frame f = {.type = PIO_F_P_HELLO, .flags = 0};
-    f.u.p_hello = (struct pio_p_hello){.proto = 1, .proc = 2, .nprocs = 3, .pid = 4, .app = "sim"};
+    f.u.p_hello = (struct pio_p_hello){
+        .proto = 1, .proc = 2, .nprocs = 3, .pid = 4, .flags = 5, .app = "sim"};
     size_t m = 0;
     assert_int_equal(pio_wire_encode(&f, enc, sizeof enc, &m), PIO_OK);
     assert_int_equal(m, n);
@@ -977,7 +986,7 @@ static void test_string_refusals(void **state)
     p_hello_body(h, "abc\0", 4); /* trailing NUL */
     assert_int_equal(hb_decode(PIO_F_P_HELLO, h), PIO_EPROTO);
     p_hello_body(h, "abc", 3); /* length beyond the body */
-    h->b[16] = 10;
+    h->b[20] = 10;             /* the string's length, after 5 u32 */
     assert_int_equal(hb_decode(PIO_F_P_HELLO, h), PIO_EPROTO);
     /* an address field: PIO_WIRE_ADDR - 1 bytes fit, PIO_WIRE_ADDR do not */
     for (size_t len = PIO_WIRE_ADDR - 1; len <= PIO_WIRE_ADDR; len++) {
