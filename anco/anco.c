@@ -368,7 +368,8 @@ int anco_init(const anco_config *cfg, int rank, int size, anco **out)
     a->len[ANCO_WIN_BAR] = BAR_BYTES;
     for (int w = 0; w < ANCO_WINS; w++) {
         PIO_CHECK(!(a->mem[w] = zeroed(a->len[w])), rc, PIO_ENOMEM, fail);
-        PIO_TRY(PIO_Win_create(a->mem[w], a->len[w], &a->win[w]), rc, fail);
+        /* the job's own processes only: they are one application */
+        PIO_TRY(PIO_Win_create(a->mem[w], a->len[w], PIO_WIN_APP, &a->win[w]), rc, fail);
     }
 
     struct anco_node *n = &a->node;

@@ -92,12 +92,13 @@ fail=0
 
 # cpu_snap: "TICKS_OF_PAIRS_USER TICKS_BUSY" now (pio-scale senders and
 # receivers' user time; every core's user, nice, system, irq and softirq)
+# (one read of every file at once: a loop of 128 reads would stretch the
+# interval it measures)
 cpu_snap() {
-  local u=0 p t
-  for p in $(pgrep -f 'pio-scale (send|recv) '); do
-    t=$(awk '{ print $14 }' "/proc/$p/stat" 2>/dev/null) && u=$((u + ${t:-0}))
-  done
-  awk -v u="$u" '/^cpu / { print u, $2 + $3 + $4 + $7 + $8; exit }' /proc/stat
+  local files=() p
+  for p in $(pgrep -f 'pio-scale (send|recv) '); do files+=("/proc/$p/stat"); done
+  { cat "${files[@]}" 2>/dev/null; grep '^cpu ' /proc/stat; } |
+    awk '$1 == "cpu" { b = $2 + $3 + $4 + $7 + $8; next } { u += $14 } END { print u + 0, b }'
 }
 
 # one_run MEDIUM N ROUND SECONDS SIZE CEILING: N pairs A -> B (sockets in D);

@@ -392,7 +392,8 @@ int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *
         return PIO_ENOMEM;
     int rc = posix_memalign((void **)&r->stage, 4096, RFILE_STAGE) == 0 ? PIO_OK : PIO_ENOMEM;
     if (rc == PIO_OK)
-        rc = PIO_Win_create(r->stage, RFILE_STAGE, &r->win);
+        rc =
+            PIO_Win_create(r->stage, RFILE_STAGE, PIO_WIN_PARTNERS, &r->win); /* the file service */
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
     m.op = PCP_ROPEN;

@@ -9,6 +9,11 @@
  * application to appear (0: only if it is known now). Same returns. */
 int pio_partner_find(const char *name, int timeout_ms, int *partner);
 
+/* pio_partner_named - 1 when this process named application name itself
+ * (PIO_Setpartner, PIO_Addpartner, and not forgotten since), else 0; the
+ * partners libpio adds for its own use (pio_partner_find) do not count. */
+int pio_partner_named(const char *name);
+
 #include <stdint.h>
 
 /* pio_send_room - this process's send region of its pool: *total bytes, of

@@ -69,6 +69,7 @@ struct inmsg {
     int partner; /* handle, or -1 */
     char src_app[PIO_WIRE_NAME];
     char src_system[PIO_WIRE_NAME];
+    char src_user[PIO_WIRE_NAME];
     uint32_t src_uid, src_gid; /* stamped by the sender's piod */
     uint32_t src_proc;
     int32_t tag;
@@ -110,6 +111,7 @@ struct copy_job {
 };
 
 struct partner {
+    int named; /* by the application (PIO_Setpartner, PIO_Addpartner) */
     char name[PIO_WIRE_NAME];
     char system[PIO_WIRE_NAME];
     uint32_t nprocs, channels;
@@ -346,6 +348,8 @@ static void recv_finish(struct pio_request *r)
     r->st.uid = m->src_uid;
     r->st.gid = m->src_gid;
     snprintf(r->st.system, sizeof(r->st.system), "%s", m->src_system);
+    snprintf(r->st.app, sizeof(r->st.app), "%s", m->src_app);
+    snprintf(r->st.user, sizeof(r->st.user), "%s", m->src_user);
     r->st.tag = m->tag;
     r->st.datatype = (int)m->datatype;
     r->st.bytes = m->size;
@@ -530,6 +534,7 @@ static void on_msg_new(struct pio_p_msg_new *n)
     m->key = n->key;
     snprintf(m->src_app, sizeof(m->src_app), "%s", n->src_app);
     snprintf(m->src_system, sizeof(m->src_system), "%s", n->src_system);
+    snprintf(m->src_user, sizeof(m->src_user), "%s", n->src_user);
     m->src_uid = n->src_uid;
     m->src_gid = n->src_gid;
     m->partner = partner_by_name(n->src_app);
@@ -1103,7 +1108,7 @@ static int partner_timeout(void)
     return (tv && *tv ? atoi(tv) : 30) * 1000;
 }
 
-static int add_partner(const char *name, int *partner, int reset, int timeout_ms)
+static int add_partner(const char *name, int *partner, int reset, int named, int timeout_ms)
 {
     if (!name || !*name || strlen(name) >= PIO_WIRE_NAME || !partner)
         return PIO_EINVAL;
@@ -1140,6 +1145,7 @@ static int add_partner(const char *name, int *partner, int reset, int timeout_ms
             memset(&g.partners[h], 0, sizeof(g.partners[h]));
         }
         struct partner *p = &g.partners[h];
+        p->named |= named;
         snprintf(p->name, sizeof(p->name), "%s", name);
         snprintf(p->system, sizeof(p->system), "%s", a->u.p_partner_info.system);
         p->channels = a->u.p_partner_info.channels;
@@ -1166,17 +1172,25 @@ out:
 
 int PIO_Setpartner(const char *name, int *partner)
 {
-    return add_partner(name, partner, 1, partner_timeout());
+    return add_partner(name, partner, 1, 1, partner_timeout());
 }
 
 int PIO_Addpartner(const char *name, int *partner)
 {
-    return add_partner(name, partner, 0, partner_timeout());
+    return add_partner(name, partner, 0, 1, partner_timeout());
 }
 
 int pio_partner_find(const char *name, int timeout_ms, int *partner)
 {
-    return add_partner(name, partner, 0, timeout_ms);
+    return add_partner(name, partner, 0, 0, timeout_ms);
+}
+
+int pio_partner_named(const char *name)
+{
+    pthread_mutex_lock(&g.mtx);
+    int h = partner_by_name(name), named = h >= 0 && g.partners[h].named;
+    pthread_mutex_unlock(&g.mtx);
+    return named;
 }
 
 /* A send's request (g.mtx held): sub, when not NULL, is the layout of a

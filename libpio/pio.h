@@ -143,6 +143,8 @@ typedef struct PIO_Status {
      * users, as an NFS client host does). */
     unsigned int uid, gid;
     char system[PIO_NAME_MAX];
+    char app[PIO_NAME_MAX];  /* the sending application, as its piod knows it */
+    char user[PIO_NAME_MAX]; /* uid's user name on the system that stamped it ("": none) */
 } PIO_Status;
 
 typedef struct pio_request *PIO_Request; /* a non-blocking operation */
@@ -287,12 +289,25 @@ int PIO_Getconinfo(int partner, PIO_Coninfo *info, int max, int *n);
  * thread while no other uses it. */
 typedef struct pio_win *PIO_Win;
 
+/* access argument of PIO_Win_create: who may get, put and use atomics on
+ * the window. Judged on who asks for the window, as the piods stamped the
+ * asking process (PIO_Status.app, .uid): never on what it says. */
+#define PIO_WIN_APP 0 /* the processes of this application only (the safe choice) */
+#define PIO_WIN_PARTNERS                                                                           \
+    1 /* those, and the applications this process named (PIO_Setpartner, PIO_Addpartner) */
+#define PIO_WIN_UID    2 /* every process of this process' uid, of any application */
+#define PIO_WIN_ANYONE 3 /* every process that can send this process a message */
+
 /* PIO_Win_create - register base[0 .. size) as this process's next window.
  * base [in]: the caller's memory (NULL with size 0: an empty window), which
- *   must stay valid until PIO_Win_free returns. win [out].
- * Returns PIO_OK, PIO_EINVAL, PIO_ENOTINIT, PIO_ENOMEM, PIO_ENOSYS (no
- * one-sided transport here), PIO_EIO (the transport refused the memory). */
-int PIO_Win_create(void *base, size_t size, PIO_Win *win);
+ *   must stay valid until PIO_Win_free returns.
+ * access [in]: PIO_WIN_APP, PIO_WIN_PARTNERS, PIO_WIN_UID or PIO_WIN_ANYONE:
+ *   who may use the window; any other process that tries gets PIO_EACCES.
+ * win [out].
+ * Returns PIO_OK, PIO_EINVAL (also for another access), PIO_ENOTINIT,
+ * PIO_ENOMEM, PIO_ENOSYS (no one-sided transport here), PIO_EIO (the
+ * transport refused the memory). */
+int PIO_Win_create(void *base, size_t size, int access, PIO_Win *win);
 
 /* PIO_Win_free - withdraw the window: every process that knew it is told,
  * and its operations on it in flight end with PIO_EWINFREED (none reads or

@@ -8,6 +8,9 @@
  *
  * Windows are published on demand: the first operation of a process on
  * window k of process q asks q (ASK); q's window thread answers with DESC
+ * when the window's access lets the asker in (judged on the asker's
+ * application and uid as the piods stamped them, PIO_Status; else DENIED:
+ * the asker gets PIO_EACCES and never learns the key)
  * (context address, base, size, packed key) once q has created window k
  * (an ASK that comes earlier waits at q until then; the asker gives up after
  * WAIT_S with PIO_ENOWIN). So the owner knows every process that may
@@ -46,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WAIT_S     10  /* ASK and FREED_ACK waits */
 #define RECV_SLICE 200 /* ms: the window thread looks at its stop flag this often */
@@ -58,6 +62,7 @@ struct knower {
 
 struct pio_win {
     int id;
+    int access; /* PIO_WIN_APP, ... */
     void *base;
     size_t size;
     struct pio_rma_mem *mem; /* NULL for an empty window */
@@ -91,10 +96,18 @@ struct rwin {
     int err; /* the DESC came but could not be used (connect, key): for the asker */
 };
 
+/* who asks, as the piods stamped it */
+struct asker {
+    unsigned uid;
+    int named; /* its application is one we named (pio_partner_named) */
+    char app[PIO_NAME_MAX];
+};
+
 /* an ASK that came before its window */
 struct pending {
     struct pending *next;
     int partner, proc, id;
+    struct asker who;
 };
 
 static struct {
@@ -199,9 +212,23 @@ static void desc_of(const struct pio_win *w, struct pio_winctl *c)
 
 /* ---- the window thread ---- */
 
+/* May who use window w? (W.mtx held: who->named was looked up before, as
+ * libpio's lock is never taken under W.mtx) */
+static int may_use(const struct pio_win *w, const struct asker *who)
+{
+    if (strcmp(who->app, W.app) == 0)
+        return 1; /* our own application: every access lets it in */
+    switch (w->access) {
+    case PIO_WIN_PARTNERS: return who->named;
+    case PIO_WIN_UID: return who->uid == (unsigned)getuid();
+    case PIO_WIN_ANYONE: return 1;
+    default: return 0;
+    }
+}
+
 /* An ASK from (partner, proc) for window id: answer it, or keep it until
  * the window exists. */
-static void on_ask(int partner, int proc, uint32_t id)
+static void on_ask(int partner, int proc, uint32_t id, const struct asker *who)
 {
     if (getenv("PIO_WIN_DEBUG"))
         fprintf(stderr, "pio: ASK for window %u from process %d of partner %d\n", id, proc,
@@ -211,7 +238,7 @@ static void on_ask(int partner, int proc, uint32_t id)
     if ((int)id >= W.nwins) { /* not created yet: answered by PIO_Win_create */
         struct pending *q = malloc(sizeof(*q));
         if (q) {
-            *q = (struct pending){W.pend, partner, proc, (int)id};
+            *q = (struct pending){W.pend, partner, proc, (int)id, *who};
             W.pend = q;
         }
         pthread_mutex_unlock(&W.mtx);
@@ -222,6 +249,10 @@ static void on_ask(int partner, int proc, uint32_t id)
     if (!w || w->freeing) { /* freed: say so */
         memset(&c, 0, sizeof(c));
         c.kind = PIO_WC_FREED;
+        c.id = id;
+    } else if (!may_use(w, who)) {
+        memset(&c, 0, sizeof(c));
+        c.kind = PIO_WC_DENIED;
         c.id = id;
     } else {
         knower_add(w, partner, proc);
@@ -323,6 +354,19 @@ static void on_freed(int partner, int proc, uint32_t id)
     ctl_send(partner, proc, &c);
 }
 
+/* DENIED for window id of (partner, proc): the asker gets PIO_EACCES. */
+static void on_denied(int partner, int proc, uint32_t id)
+{
+    pthread_mutex_lock(&W.mtx);
+    struct rwin *r = rwin_find(partner, proc, (int)id);
+    if (r && r->state == R_ASKED) {
+        r->state = R_NONE;
+        r->err = PIO_EACCES;
+        pthread_cond_broadcast(&W.cv);
+    }
+    pthread_mutex_unlock(&W.mtx);
+}
+
 static void on_freed_ack(int partner, int proc, uint32_t id)
 {
     pthread_mutex_lock(&W.mtx);
@@ -371,13 +415,18 @@ static void *win_thread(void *arg)
         struct pio_winctl c;
         if (pio_winctl_decode(buf, st.bytes, &c) != 0)
             continue;
+        /* who sent it is the piods' word (st.app, st.uid), not c.app's */
+        struct asker who = {.uid = st.uid};
+        snprintf(who.app, sizeof(who.app), "%s", st.app);
+        who.named = c.kind == PIO_WC_ASK && pio_partner_named(st.app);
         /* from an application we never named: it becomes a partner */
-        if (st.partner < 0 && pio_partner_find(c.app, 2000, &st.partner) != PIO_OK)
+        if (st.partner < 0 && pio_partner_find(st.app, 2000, &st.partner) != PIO_OK)
             continue;
         switch (c.kind) {
-        case PIO_WC_ASK: on_ask(st.partner, st.source, c.id); break;
+        case PIO_WC_ASK: on_ask(st.partner, st.source, c.id, &who); break;
         case PIO_WC_DESC: on_desc(st.partner, st.source, &c); break;
         case PIO_WC_FREED: on_freed(st.partner, st.source, c.id); break;
+        case PIO_WC_DENIED: on_denied(st.partner, st.source, c.id); break;
         default: on_freed_ack(st.partner, st.source, c.id); break;
         }
     }
@@ -418,9 +467,9 @@ static int win_start(void)
     return PIO_OK;
 }
 
-int PIO_Win_create(void *base, size_t size, PIO_Win *win)
+int PIO_Win_create(void *base, size_t size, int access, PIO_Win *win)
 {
-    if (!win || (!base && size > 0))
+    if (!win || (!base && size > 0) || access < PIO_WIN_APP || access > PIO_WIN_ANYONE)
         return PIO_EINVAL;
     pthread_mutex_lock(&W.mtx);
     int rc = win_start();
@@ -446,6 +495,7 @@ int PIO_Win_create(void *base, size_t size, PIO_Win *win)
     }
     w->base = base;
     w->size = size;
+    w->access = access;
     pthread_mutex_lock(&W.mtx);
     w->id = W.nwins;
     W.wins[W.nwins++] = w;
@@ -465,7 +515,7 @@ int PIO_Win_create(void *base, size_t size, PIO_Win *win)
     while (mine) {
         struct pending *q = mine;
         mine = q->next;
-        on_ask(q->partner, q->proc, (uint32_t)q->id);
+        on_ask(q->partner, q->proc, (uint32_t)q->id, &q->who);
         free(q);
     }
     *win = w;

@@ -72,7 +72,7 @@ int pio_winctl_decode(const uint8_t *buf, size_t len, struct pio_winctl *c)
     c->size = get64(buf + 24);
     c->addr_len = get32(buf + 32);
     c->rkey_len = get32(buf + 36);
-    if (c->kind < PIO_WC_ASK || c->kind > PIO_WC_FREED_ACK || c->id > INT32_MAX ||
+    if (c->kind < PIO_WC_ASK || c->kind > PIO_WC_DENIED || c->id > INT32_MAX ||
         (uint64_t)c->addr_len + c->rkey_len != len - PIO_WINCTL_HEAD ||
         (c->kind == PIO_WC_DESC && c->addr_len == 0))
         return -1;

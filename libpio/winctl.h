@@ -21,7 +21,9 @@
 #define PIO_WINCTL_VERSION 1
 #define PIO_WINCTL_HEAD    (40 + PIO_NAME_MAX)
 
-enum { PIO_WC_ASK = 1, PIO_WC_DESC = 2, PIO_WC_FREED = 3, PIO_WC_FREED_ACK = 4 };
+/* DENIED: the owner's window exists, but its access does not let the asker
+ * in (PIO_Win_create's access argument, judged on the piods' stamps). */
+enum { PIO_WC_ASK = 1, PIO_WC_DESC = 2, PIO_WC_FREED = 3, PIO_WC_FREED_ACK = 4, PIO_WC_DENIED = 5 };
 
 struct pio_winctl {
     char app[PIO_NAME_MAX]; /* the sender's application (filled by ctl_send) */

@@ -944,7 +944,8 @@ static int ensure_window(pfs_file *f)
         return PIO_OK;
     if (posix_memalign((void **)&f->winbuf, 4096, (size_t)PIPE * PFS_IO_MAX) != 0)
         return PIO_ENOMEM;
-    int rc = PIO_Win_create(f->winbuf, (size_t)PIPE * PFS_IO_MAX, &f->win);
+    /* the servers we named (PIO_Addpartner) move the data in and out */
+    int rc = PIO_Win_create(f->winbuf, (size_t)PIPE * PFS_IO_MAX, PIO_WIN_PARTNERS, &f->win);
     if (rc != PIO_OK) {
         free(f->winbuf);
         f->winbuf = NULL;

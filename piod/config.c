@@ -244,6 +244,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"keys", CFG_PATH, CFG_FIELD(struct piod_config, keys)},
     {"pidfile", CFG_OPTPATH, CFG_FIELD(struct piod_config, pidfile)},
     {"export", CFG_OPTPATH, CFG_FIELD(struct piod_config, export_root)},
+    {"export-map", CFG_OPTPATH, CFG_FIELD(struct piod_config, export_map)},
     {"log", CFG_LOG, CFG_FIELD(struct piod_config, logfile)},
     {"log-level", CFG_LEVEL, CFG_FIELD(struct piod_config, log_level)},
     {"listen", CFG_ADDRS, CFG_FIELD(struct piod_config, listen)},
@@ -648,7 +649,7 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                 cfg_problem(
                     p,
                     "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
-                    "export, log, log-level, listen, control, control-port, data-port, "
+                    "export, export-map, log, log-level, listen, control, control-port, data-port, "
                     "source-ports, pool, proc-pool, eager-limit, chunk, express, encrypt, spin-us, "
                     "stall-ms, link-timeout, internal, relay-port, transport)",
                     key);
@@ -969,8 +970,8 @@ int piod_config_validate(const struct piod_config *c, FILE *errs)
         cfg_bad(&v, "keys is empty or too long: give the key directory, e.g. %s",
                 PIOD_DEFAULT_KEYS);
     if (!CFG_TERMINATED(c->pidfile) || !CFG_TERMINATED(c->export_root) ||
-        !CFG_TERMINATED(c->logfile))
-        cfg_bad(&v, "a path (pidfile, export or log) is too long: at most %d bytes",
+        !CFG_TERMINATED(c->export_map) || !CFG_TERMINATED(c->logfile))
+        cfg_bad(&v, "a path (pidfile, export, export-map or log) is too long: at most %d bytes",
                 PIOD_PATH_MAX - 1);
 
     if (c->nlisten < 1)
@@ -1151,6 +1152,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "keys = %s\n", c->keys);
     fprintf(out, "pidfile = %s\n", c->pidfile[0] ? c->pidfile : "none");
     fprintf(out, "export = %s\n", c->export_root[0] ? c->export_root : "none");
+    fprintf(out, "export-map = %s\n", c->export_map[0] ? c->export_map : "none");
     fprintf(out, "log = %s\n", c->log_syslog ? "syslog" : c->logfile[0] ? c->logfile : "stderr");
     fprintf(out, "log-level = %s\n",
             c->log_level >= 0 && c->log_level <= PIOD_LOG_DEBUG ? cfg_level_names[c->log_level]

@@ -50,6 +50,7 @@ struct piod_config {
     char keys[PIOD_PATH_MAX];        /* key directory */
     char pidfile[PIOD_PATH_MAX];     /* "" when none */
     char export_root[PIOD_PATH_MAX]; /* file service root ("" : disabled) */
+    char export_map[PIOD_PATH_MAX];  /* its user map, pio-files --map ("": same names) */
     char logfile[PIOD_PATH_MAX];     /* "" : stderr (or syslog) */
     int nlisten;                     /* our link addresses, in channel order */
     char listen[PIOD_MAX_LINKS][PIOD_ADDR_MAX];
@@ -104,8 +105,8 @@ void piod_config_defaults(struct piod_config *c);
  * `owner = USER` (a user name or uid: only that uid's processes may join as
  * NAME; the user must exist when the file is read) and `senders = owner|any`
  * (owner: its processes take messages only from senders of their own uid). Top-level keys: name,
- * internal, relay-port, system, socket, keys, pidfile, export, log, log-level, listen (repeatable),
- * control, control-port, data-port, source-ports (LO-HI), pool, proc-pool,
+ * internal, relay-port, system, socket, keys, pidfile, export, export-map, log, log-level, listen
+ * (repeatable), control, control-port, data-port, source-ports (LO-HI), pool, proc-pool,
  * eager-limit, chunk (sizes accept K, M, G suffixes, powers of 1024).
  * errs [in]: where to print one line per problem, "FILE:LINE: what is wrong"
  * (NULL: silent). Every problem is reported, not only the first.

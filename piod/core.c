@@ -34,6 +34,7 @@
 #include "types.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <poll.h>
@@ -985,6 +986,7 @@ static void announce(struct piod *d, struct piod_imsg *m)
     n->src_gid = m->src_gid;
     snprintf(n->src_app, sizeof(n->src_app), "%s", m->src_app);
     snprintf(n->src_system, sizeof(n->src_system), "%s", m->src_system);
+    snprintf(n->src_user, sizeof(n->src_user), "%s", m->src_user);
     n->payload = (m->flags & PIO_WF_EAGER) ? m->eager : NULL;
     send_proc(d, m->dst, &f);
     m->announced = 1;
@@ -1426,6 +1428,7 @@ static struct piod_imsg *imsg_new(struct piod *d, int peer, const struct pio_h_r
                              : pc->name);
     m->src_uid = rq->src_uid;
     m->src_gid = rq->src_gid;
+    snprintf(m->src_user, sizeof(m->src_user), "%s", rq->src_user);
     m->src_proc = rq->src_proc;
     m->dst_proc = rq->dst_proc;
     m->tag = rq->tag;
@@ -1656,6 +1659,17 @@ static void proc_leave(struct piod *d, int pi, const char *why)
         piod_proc_unmap(p);
 }
 
+/* uid's user name on this host into buf ("" when it has none). At a join
+ * only: a name service may take a moment. */
+static void piod_user_name(uid_t uid, char *buf, size_t cap)
+{
+    struct passwd pw, *res = NULL;
+    char tmp[4096];
+    buf[0] = '\0';
+    if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) == 0 && res && strlen(pw.pw_name) < cap)
+        snprintf(buf, cap, "%s", pw.pw_name);
+}
+
 static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
 {
     struct pio_frame f;
@@ -1714,6 +1728,7 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
         p->pid = c && c->pid > 0 ? c->pid : (pid_t)h->pid;
         p->uid = c ? c->uid : geteuid();
         p->gid = c ? c->gid : getegid();
+        piod_user_name(p->uid, p->user, sizeof(p->user));
         p->own_senders =
             (h->flags & PIO_HF_OWN_UID) || piod_config_app_own_senders(&d->cfg, h->app);
         p->size = d->cfg.proc_pool;
@@ -1825,6 +1840,7 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
     rq.conn_arg = s->conn_arg;
     rq.src_uid = (uint32_t)src->uid; /* the kernel's word (SO_PEERCRED), never the process' */
     rq.src_gid = (uint32_t)src->gid;
+    snprintf(rq.src_user, sizeof(rq.src_user), "%s", src->user);
     snprintf(rq.src_app, sizeof(rq.src_app), "%s", src->app);
     snprintf(rq.dst_app, sizeof(rq.dst_app), "%s", s->partner);
     rq.payload = s->payload;

@@ -48,7 +48,9 @@ static void files_spawn(struct piod *d)
             env[k++] = environ[i];
     env[k++] = sock;
     env[k] = NULL;
-    char *const argv[] = {"pio-files", "--root", d->cfg.export_root, "--name", app, NULL};
+    char *const argv[] = {"pio-files",       "--root", d->cfg.export_root,
+                          "--name",          app,      d->cfg.export_map[0] ? "--map" : NULL,
+                          d->cfg.export_map, NULL};
     pid_t pid = fork();
     if (pid == 0) {
         execve(path, argv, env);

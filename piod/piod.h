@@ -169,10 +169,11 @@ struct piod_proc {
     char app[PIO_WIRE_NAME];
     uint32_t proc, nprocs;
     pid_t pid;
-    uid_t uid;          /* SO_PEERCRED: its application's owner while it is joined */
-    gid_t gid;          /* SO_PEERCRED: stamped on what it sends, with uid */
-    int own_senders;    /* takes messages only from senders of its uid (P_HELLO, config) */
-    int warned_senders; /* logged the first message it refused for that */
+    uid_t uid;                /* SO_PEERCRED: its application's owner while it is joined */
+    gid_t gid;                /* SO_PEERCRED: stamped on what it sends, with uid */
+    char user[PIO_WIRE_NAME]; /* uid's name here ("": none), stamped with it */
+    int own_senders;          /* takes messages only from senders of its uid (P_HELLO, config) */
+    int warned_senders;       /* logged the first message it refused for that */
     char shm[PIO_WIRE_NAME];
     uint8_t *base;
     size_t size;
@@ -228,6 +229,7 @@ struct piod_imsg {
     int dst;                       /* index in d->procs, -1 until the process joins */
     char src_app[PIO_WIRE_NAME], dst_app[PIO_WIRE_NAME];
     char src_system[PIO_WIRE_NAME]; /* whose piod stamped the sender's identity */
+    char src_user[PIO_WIRE_NAME];   /* the sender's user name there */
     uint32_t src_uid, src_gid;      /* the sender's identity, as stamped */
     uint32_t src_proc, dst_proc;
     int32_t tag;

@@ -58,6 +58,8 @@ module pio
     integer(c_int) :: uid = -1           ! the sender's uid, stamped by its piod (receives)
     integer(c_int) :: gid = -1           ! the sender's gid, stamped with it
     character(kind=c_char) :: system(PIO_NAME_MAX) = c_null_char ! the system that stamped them
+    character(kind=c_char) :: app(PIO_NAME_MAX) = c_null_char    ! the sending application
+    character(kind=c_char) :: user(PIO_NAME_MAX) = c_null_char   ! uid's name where stamped
   end type PIO_Status
 
   ! A non-blocking operation; null until PIO_Isend / PIO_Irecv, null again
@@ -406,13 +408,16 @@ module pio
   ! process's next window; its size in bytes is the window's (a zero-size
   ! array: an empty window). base must not be deallocated or go out of
   ! scope before PIO_Win_free; give it the ASYNCHRONOUS (or VOLATILE)
-  ! attribute: other processes write it.
+  ! attribute: other processes write it. access (optional, keyword
+  ! access=): PIO_WIN_APP (the default), PIO_WIN_PARTNERS, PIO_WIN_UID or
+  ! PIO_WIN_ANYONE, as in C.
   interface PIO_Win_create
-    subroutine pio_win_create_c(base, win, ierr) bind(C, name='pio_f_win_create')
+    subroutine pio_win_create_c(base, win, ierr, access) bind(C, name='pio_f_win_create')
       import :: c_int, PIO_Win
       type(*), dimension(..), asynchronous :: base
       type(PIO_Win), intent(out) :: win
       integer(c_int), intent(out), optional :: ierr
+      integer(c_int), intent(in), optional :: access
     end subroutine pio_win_create_c
   end interface PIO_Win_create
 

@@ -595,7 +595,7 @@ void pio_f_feed_put_c4(const struct pio_f_feed *feed, int fidx, const CFI_cdesc_
 
 /* PIO_Win_create: all of base (contiguous: libpio and the other processes
  * use it until PIO_Win_free); a zero-size array makes an empty window. */
-void pio_f_win_create(const CFI_cdesc_t *base, PIO_Win *win, int *ierr)
+void pio_f_win_create(const CFI_cdesc_t *base, PIO_Win *win, int *ierr, const int *access)
 {
     char why[WHY_LEN] = "";
     void *addr;
@@ -603,7 +603,8 @@ void pio_f_win_create(const CFI_cdesc_t *base, PIO_Win *win, int *ierr)
     *win = NULL;
     int rc = f_buffer(base, PIO_BYTE, 0, PIO_F_WINDOW, &addr, &bytes, why, sizeof why);
     if (rc == PIO_OK)
-        rc = PIO_Win_create(bytes > 0 ? addr : NULL, (size_t)bytes, win);
+        rc = PIO_Win_create(bytes > 0 ? addr : NULL, (size_t)bytes, access ? *access : PIO_WIN_APP,
+                            win);
     f_done(rc, ierr, "PIO_Win_create", why, 0);
 }
 

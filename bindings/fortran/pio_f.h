@@ -87,7 +87,7 @@ void pio_f_feed_put_sub_c8(const struct pio_f_feed *feed, int fidx, const CFI_cd
  * The window's memory (PIO_Win_create) and the buffer of PIO_Iget /
  * PIO_Iput must be contiguous: libpio uses them after the call returns.
  * The blocking PIO_Get / PIO_Put take any section (packed into a copy). */
-void pio_f_win_create(const CFI_cdesc_t *base, PIO_Win *win, int *ierr);
+void pio_f_win_create(const CFI_cdesc_t *base, PIO_Win *win, int *ierr, const int *access);
 void pio_f_get_c4(const PIO_Win *win, int partner, int process_ID, int disp, CFI_cdesc_t *buf,
                   int *ierr);
 void pio_f_get_c8(const PIO_Win *win, int partner, int process_ID, int64_t disp, CFI_cdesc_t *buf,

@@ -81,6 +81,7 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
                                                     .src_gid = 100,
                                                     .src_app = "sim",
                                                     .src_system = "cluster",
+                                                    .src_user = "alice",
                                                     .payload = pl};
         else
             f->u.h_request = (struct pio_h_request){.msgid = 1001,
@@ -96,6 +97,7 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
                                                     .conn = PIO_WCONN_STATIC,
                                                     .src_uid = 1000,
                                                     .src_gid = 100,
+                                                    .src_user = "alice",
                                                     .src_app = "sim",
                                                     .dst_app = "viz",
                                                     .payload = pl};

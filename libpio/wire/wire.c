@@ -403,6 +403,7 @@ static void w_p_msg_new(struct wire_w *w, const struct pio_p_msg_new *b)
     put_u32(w, b->src_gid);
     put_str(w, b->src_app, sizeof b->src_app);
     put_str(w, b->src_system, sizeof b->src_system);
+    put_str(w, b->src_user, sizeof b->src_user);
     put_payload(w, b->flags, b->size, b->payload);
 }
 
@@ -420,6 +421,7 @@ static void r_p_msg_new(struct wire_r *r, struct pio_p_msg_new *b)
     b->src_gid = get_u32(r);
     get_str(r, b->src_app, sizeof b->src_app);
     get_str(r, b->src_system, sizeof b->src_system);
+    get_str(r, b->src_user, sizeof b->src_user);
     b->payload = get_payload(r, b->flags, b->size);
 }
 
@@ -616,6 +618,7 @@ static void w_h_request(struct wire_w *w, const struct pio_h_request *b)
     put_u32(w, b->src_gid);
     put_str(w, b->src_app, sizeof b->src_app);
     put_str(w, b->dst_app, sizeof b->dst_app);
+    put_str(w, b->src_user, sizeof b->src_user);
     put_payload(w, b->flags, b->size, b->payload);
 }
 
@@ -637,6 +640,7 @@ static void r_h_request(struct wire_r *r, struct pio_h_request *b)
     b->src_gid = get_u32(r);
     get_str(r, b->src_app, sizeof b->src_app);
     get_str(r, b->dst_app, sizeof b->dst_app);
+    get_str(r, b->src_user, sizeof b->src_user);
     b->payload = get_payload(r, b->flags, b->size);
 }
 

@@ -176,6 +176,7 @@ struct pio_p_msg_new {
     uint32_t src_uid, src_gid; /* the sender's, stamped by its piod (SO_PEERCRED) */
     char src_app[PIO_WIRE_NAME];
     char src_system[PIO_WIRE_NAME]; /* the system whose piod stamped it */
+    char src_user[PIO_WIRE_NAME];   /* src_uid's name there ("": none) */
     const uint8_t *payload;         /* eager bytes, len == size */
 };
 struct pio_p_event {
@@ -275,7 +276,8 @@ struct pio_h_request {
     uint32_t src_uid, src_gid; /* the sender's, from SO_PEERCRED on the sending piod */
     char src_app[PIO_WIRE_NAME];
     char dst_app[PIO_WIRE_NAME];
-    const uint8_t *payload; /* eager bytes */
+    char src_user[PIO_WIRE_NAME]; /* src_uid's name on the sending host ("": none) */
+    const uint8_t *payload;       /* eager bytes */
 };
 struct pio_grant {
     uint64_t off; /* offset of the chunk in the message */

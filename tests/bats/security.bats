@@ -11,11 +11,13 @@ load "$BATS_TEST_DIRNAME/../lib/helpers"
 source "$BATS_TEST_DIRNAME/../lib/piod.bash"
 
 CHECK=$PIO_BUILD/tests/prog/pio-check
+WIN=$PIO_BUILD/tests/prog/pio-win
+PCP=$PIO_BUILD/bin/pcp
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || return 0
   local u
-  for u in pio-sa pio-sb; do
+  for u in pio-sa pio-sb pio-sc; do
     id -u "$u" >/dev/null 2>&1 || useradd --system --no-create-home --user-group \
       --shell /usr/sbin/nologin "$u"
   done
@@ -25,6 +27,7 @@ teardown_file() {
   [ "$(id -u)" -eq 0 ] || return 0
   userdel pio-sa >/dev/null 2>&1 || true
   userdel pio-sb >/dev/null 2>&1 || true
+  userdel pio-sc >/dev/null 2>&1 || true
 }
 
 setup() {
@@ -123,7 +126,7 @@ refused() {
   bg_wait "$r1"
   run cat "$W/r1"
   assert_equal "$BG_RC" 0
-  assert_output "OK sizes: 2 messages (100,3M) from uid $ua gid $ga system A"
+  assert_output "OK sizes: 2 messages (100,3M) from uid $ua gid $ga system A user pio-sa"
   # on one host: the same piod stamps and delivers
   bg_start "$W/r2" as pio-sb "$CHECK" recv sizes -a stamp-r2 -p stamp-s2 -S 100,3M
   local r2=$BG_PID
@@ -132,7 +135,7 @@ refused() {
   bg_wait "$r2"
   run cat "$W/r2"
   assert_equal "$BG_RC" 0
-  assert_output "OK sizes: 2 messages (100,3M) from uid 0 gid 0 system A"
+  assert_output "OK sizes: 2 messages (100,3M) from uid 0 gid 0 system A user root"
 }
 
 @test "PIO_SENDERS=owner: a process takes messages only from senders of its own uid; another user's fail with PIO_EACCES" {
@@ -163,7 +166,7 @@ refused() {
   bg_wait "$r"
   run cat "$W/r"
   assert_equal "$BG_RC" 0
-  assert_output "OK sizes: 2 messages (100,3M) from uid $ub gid $gb system A"
+  assert_output "OK sizes: 2 messages (100,3M) from uid $ub gid $gb system A user pio-sb"
 }
 
 @test "[application NAME] senders = owner in piod.conf: the same, for every process of that name" {
@@ -180,4 +183,111 @@ refused() {
   run cat "$W/r"
   assert_equal "$BG_RC" 0
   assert_output --partial "OK sizes: 1 messages (3M) from uid $(id -u pio-sb)"
+}
+
+# win_serve ACCESS: pio-sa serves a 1 MiB window as application winsrv on A
+# (UCX over tcp: the two users share no memory)
+win_serve() {
+  bg_start "$W/srv" as pio-sa env UCX_TLS=tcp PIO_APP=winsrv PIO_WIN_ACCESS="$1" \
+    "$WIN" serve $((1 << 20))
+}
+
+# win_client USER APP: USER's process of application APP, on B, gets, puts
+# and adds into winsrv's window (run: check $status and $output)
+win_client() {
+  run as_b "$1" env UCX_TLS=tcp PIO_APP="$2" timeout 120 "$WIN" client winsrv $((1 << 20))
+}
+
+@test "a window lets in only whom its access names: another user's process gets PIO_EACCES, a process of the owner's uid gets in (PIO_WIN_UID)" {
+  pair_up
+  # pio-sa serves a window to the processes of its own uid
+  win_serve uid
+  # another user's process, from the other system, is refused at its first
+  # get and never learns the window's key
+  win_client pio-sb wincli
+  assert_failure
+  assert_output --partial "PIO_EACCES"
+  # a process of pio-sa, of another application, reads, writes and adds
+  win_client pio-sa wincli2
+  assert_success
+  assert_output --partial "OK client"
+  pio_wait_until 20 grep -q "OK serve: word 0 is 4242" "$W/srv"
+}
+
+@test "a window of the default access (PIO_WIN_APP) refuses every other application, even of its own user" {
+  pair_up
+  win_serve app
+  win_client pio-sa wincli
+  assert_failure
+  assert_output --partial "PIO_EACCES"
+  # the processes of one application use each other's windows
+  # (PIO_WIN_APP is pio-win's default): tests/bats/pio_win.bats
+  run as pio-sa env UCX_TLS=tcp PIO_APP=winrw PIO_TEST_RANK=0 PIO_TEST_SIZE=1 timeout 120 \
+    "$WIN" rw 65536
+  assert_success
+  assert_output --partial "OK rw"
+}
+
+@test "the file service acts as the calling user: B can neither read nor overwrite A's 0600 file through pcp; A can; new files belong to their writer" {
+  # B exports a folder where everyone may make files (sticky, as /tmp)
+  mkdir -p "$W/exp/shared"
+  chmod 1777 "$W/exp/shared"
+  printf 'secret of A\n' >"$W/exp/shared/a.txt"
+  chown pio-sa: "$W/exp/shared/a.txt"
+  chmod 600 "$W/exp/shared/a.txt"
+  printf 'from B\n' >"$W/in.txt"
+  chmod 644 "$W/in.txt"
+  mkdir "$W/sa" "$W/sb"
+  chown pio-sa: "$W/sa"
+  chown pio-sb: "$W/sb"
+  PIO_PIOD_FLAGS_B="--export $W/exp" pair_up
+  # pio-sb, on system A, cannot read A's file on B...
+  run as pio-sb "$PCP" -q B:shared/a.txt "$W/sb/got"
+  assert_failure
+  assert_output --partial "Permission denied"
+  run ! test -e "$W/sb/got"
+  # ...nor overwrite it: refused before anything is written
+  run as pio-sb "$PCP" -q "$W/in.txt" B:shared/a.txt
+  assert_failure
+  assert_output --partial "Permission denied"
+  run cat "$W/exp/shared/a.txt"
+  assert_output "secret of A"
+  run ls -A "$W/exp/shared"
+  assert_output "a.txt"
+  # pio-sa reads its own file and overwrites it
+  run as pio-sa "$PCP" -q B:shared/a.txt "$W/sa/got"
+  assert_success
+  run cat "$W/sa/got"
+  assert_output "secret of A"
+  run as pio-sa "$PCP" -q "$W/in.txt" B:shared/a.txt
+  assert_success
+  run cat "$W/exp/shared/a.txt"
+  assert_output "from B"
+  # a new file belongs to the user who wrote it, not to the service
+  run as pio-sb "$PCP" -q "$W/in.txt" B:shared/b.txt
+  assert_success
+  run stat -c %U "$W/exp/shared/b.txt"
+  assert_output pio-sb
+}
+
+@test "the file service maps another system's users by name, or as its map says; a user with no account there is refused" {
+  mkdir -p "$W/exp"
+  printf 'x\n' >"$W/in.txt"
+  chmod 644 "$W/in.txt"
+  # B's map (the two systems share this host's users, so the map says what
+  # B makes of A's): pio-sc has no account on B, every other user of A is
+  # pio-sb there
+  printf 'A pio-sc = no-such-user-pio\nA * = pio-sb  # the rest\n' >"$W/users.map"
+  printf 'export-map = %s\n' "$W/users.map" >"$W/piod-b.conf"
+  PIO_PIOD_FLAGS_B="--export $W/exp --config $W/piod-b.conf" pair_up
+  chown pio-sb: "$W/exp"
+  chmod 700 "$W/exp"
+  run as pio-sa "$PCP" -q "$W/in.txt" B:mapped.txt
+  assert_success
+  run stat -c %U "$W/exp/mapped.txt"
+  assert_output pio-sb
+  run as pio-sc "$PCP" -q "$W/in.txt" B:sc.txt
+  assert_failure
+  assert_output --regexp "user pio-sc \(uid [0-9]+\) of system A \(mapped to no-such-user-pio\) has no account here: refused"
+  run ! test -e "$W/exp/sc.txt"
 }

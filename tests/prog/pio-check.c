@@ -153,8 +153,8 @@ static void t_sizes(int send)
     if (send)
         printf("OK sizes: %d messages (%s)\n", n, sizes_arg ? sizes_arg : "default");
     else /* who the piods say sent them */
-        printf("OK sizes: %d messages (%s) from uid %u gid %u system %s\n", n,
-               sizes_arg ? sizes_arg : "default", last.uid, last.gid, last.system);
+        printf("OK sizes: %d messages (%s) from uid %u gid %u system %s user %s\n", n,
+               sizes_arg ? sizes_arg : "default", last.uid, last.gid, last.system, last.user);
 }
 
 /* Typed values: element i of datatype t, written in host order. */

@@ -21,7 +21,9 @@
  *                 get ends with PIO_OK (it finished first) or PIO_EWINFREED,
  *                 and its next get with PIO_EWINFREED; prints what it got.
  *   serve BYTES   (application "winsrv", one process) exposes BYTES with a
- *                 pattern, waits for a client's "done" message, frees.
+ *                 pattern to anyone ($PIO_WIN_ACCESS: app, partners, uid
+ *                 or anyone; the other modes' windows default to app),
+ *                 waits for a client's "done" message, frees.
  *   client SERVER MAXBYTES  (one process) reads and writes the server's
  *                 window (sizes 1 B .. MAXBYTES), fetch-and-add on its word
  *                 0, then tells it "done".
@@ -73,6 +75,21 @@ static int env_int(const char *a, const char *b, int dflt)
     return v ? atoi(v) : dflt;
 }
 
+/* the access of our windows: $PIO_WIN_ACCESS (app, partners, uid or
+ * anyone), else dflt */
+static int win_access(int dflt)
+{
+    const char *v = getenv("PIO_WIN_ACCESS");
+    if (!v || !*v)
+        return dflt;
+    static const char *const names[] = {"app", "partners", "uid", "anyone"};
+    static const int codes[] = {PIO_WIN_APP, PIO_WIN_PARTNERS, PIO_WIN_UID, PIO_WIN_ANYONE};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(v, names[i]) == 0)
+            return codes[i];
+    return -1; /* PIO_Win_create says PIO_EINVAL */
+}
+
 static uint8_t pat(int who, uint64_t off)
 {
     return (uint8_t)(who * 31 + off * 7 + (off >> 11));
@@ -119,7 +136,7 @@ static void mode_rw(size_t max)
     for (size_t i = 0; i < wsize; i++)
         mem[i] = pat(rank, i);
     PIO_Win win;
-    CALL(PIO_Win_create(mem, wsize, &win));
+    CALL(PIO_Win_create(mem, wsize, win_access(PIO_WIN_APP), &win));
     barrier();
     int peer = (rank + 1) % size;
     int n = 0;
@@ -166,7 +183,7 @@ static void mode_atomics(int n, int m)
     /* word 0: fetch-and-add; word 1: the lock; word 2: the counter it guards */
     uint64_t *mem = calloc(3, sizeof(uint64_t));
     PIO_Win win;
-    CALL(PIO_Win_create(mem, 3 * sizeof(uint64_t), &win));
+    CALL(PIO_Win_create(mem, 3 * sizeof(uint64_t), win_access(PIO_WIN_APP), &win));
     barrier();
     uint64_t old, seen_max = 0;
     for (int i = 0; i < n; i++) {
@@ -214,7 +231,7 @@ static void mode_freed(size_t bytes)
     if (rank == 0)
         memset(mem, 0x5a, bytes);
     PIO_Win win;
-    CALL(PIO_Win_create(mem, rank == 0 ? bytes : 0, &win));
+    CALL(PIO_Win_create(mem, rank == 0 ? bytes : 0, win_access(PIO_WIN_APP), &win));
     if (rank == 1) { /* learn the window first, then start the long get */
         uint8_t one;
         CALL(PIO_Get(win, PIO_SELF, 0, 0, &one, 1));
@@ -256,7 +273,7 @@ static void mode_serve(size_t bytes)
     for (size_t i = 0; i < bytes; i++)
         mem[i] = pat(7, i);
     PIO_Win win;
-    CALL(PIO_Win_create(mem, bytes, &win));
+    CALL(PIO_Win_create(mem, bytes, win_access(PIO_WIN_ANYONE), &win)); /* for any client */
     printf("serving %zu bytes\n", bytes);
     fflush(stdout);
     char done[8];
@@ -275,7 +292,7 @@ static void mode_client(const char *server, size_t max)
     int srv;
     CALL(PIO_Addpartner(server, &srv));
     PIO_Win win;
-    CALL(PIO_Win_create(NULL, 0, &win)); /* window 0 names the server's window 0 */
+    CALL(PIO_Win_create(NULL, 0, PIO_WIN_APP, &win)); /* window 0 names the server's window 0 */
     uint8_t *buf = malloc(max);
     int n = 0;
     struct timespec t0, t1;
@@ -325,7 +342,7 @@ static void mode_lat(const char *server, size_t max)
     int srv;
     CALL(PIO_Addpartner(server, &srv));
     PIO_Win win;
-    CALL(PIO_Win_create(NULL, 0, &win));
+    CALL(PIO_Win_create(NULL, 0, PIO_WIN_APP, &win));
     uint8_t *buf = malloc(max);
     CALL(PIO_Get(win, srv, 0, 0, buf, 8)); /* learn the window, connect */
     for (size_t s = 8; s <= max; s *= 4) {

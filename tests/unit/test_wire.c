@@ -141,6 +141,7 @@ static void fill(struct pio_frame *f, int type, int v)
         b->tag = ri32(), b->datatype = r32(), b->src_uid = r32(), b->src_gid = r32();
         fill_str(b->src_app, sizeof b->src_app, v);
         fill_str(b->src_system, sizeof b->src_system, v);
+        fill_str(b->src_user, sizeof b->src_user, v);
         fill_eager(v, &b->size, &b->flags, &b->payload);
         break;
     }
@@ -214,6 +215,7 @@ static void fill(struct pio_frame *f, int type, int v)
         b->src_uid = r32(), b->src_gid = r32();
         fill_str(b->src_app, sizeof b->src_app, v);
         fill_str(b->dst_app, sizeof b->dst_app, v);
+        fill_str(b->src_user, sizeof b->src_user, v);
         fill_eager(v, &b->size, &b->flags, &b->payload);
         break;
     }
@@ -372,6 +374,7 @@ static void cmp_p_msg_new(const struct pio_p_msg_new *a, const struct pio_p_msg_
     assert_int_equal(a->src_gid, b->src_gid);
     assert_string_equal(a->src_app, b->src_app);
     assert_string_equal(a->src_system, b->src_system);
+    assert_string_equal(a->src_user, b->src_user);
     cmp_payload(a->flags, a->size, a->payload, b->payload);
 }
 
@@ -494,6 +497,7 @@ static void cmp_h_request(const struct pio_h_request *a, const struct pio_h_requ
     assert_int_equal(a->src_gid, b->src_gid);
     assert_string_equal(a->src_app, b->src_app);
     assert_string_equal(a->dst_app, b->dst_app);
+    assert_string_equal(a->src_user, b->src_user);
     cmp_payload(a->flags, a->size, a->payload, b->payload);
 }
 

@@ -20,6 +20,17 @@
  * naming the holder, and never writes into it; so the checksum of the
  * buffers a session pwrites is the checksum of the bytes at their offsets.
  * Locks: merged_mtx (merged output), then part_mtx (the holders' names).
+ *
+ * Identity: each session acts as the user who asked. Its thread takes that
+ * user's filesystem uid, gid and groups (setfsuid, setfsgid and the raw
+ * setgroups syscall: all per thread), so the kernel checks every open,
+ * create, rename and unlink against the export's own permissions, and new
+ * files belong to the caller. Who asked is what the piods stamped on the
+ * request (PIO_Status: uid, gid, system, user name), never what it says: a
+ * caller of our own system is its uid; a caller of an admitted peer system
+ * is the local user of the same name, or the one --map names. No local
+ * user: refused (EACCES). Without root (CAP_SETUID) the service acts only
+ * for its own uid and refuses the others.
  */
 #include "files_h5.h"
 #include "orphan.h"
@@ -33,7 +44,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <linux/openat2.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -57,6 +70,22 @@
 static const char *root_path;
 static int root_fd = -1;
 static const char *app;
+static char my_system[PIO_NAME_MAX]; /* requests of our own system carry local uids */
+
+/* --map FILE: "SYSTEM USER = LOCALUSER" lines (SYSTEM or USER may be '*') */
+#define MAP_MAX 256
+static struct map_line {
+    char system[PIO_NAME_MAX], user[PIO_NAME_MAX], local[PIO_NAME_MAX];
+} map[MAP_MAX];
+static int nmap;
+
+#define CRED_GROUPS 64
+struct cred { /* whom a session acts as */
+    uid_t uid;
+    gid_t gid;
+    int ngroups;
+    gid_t groups[CRED_GROUPS];
+};
 
 /* Seconds on CLOCK_MONOTONIC: every timeout and grace here runs on it, so
  * a wall clock stepped by hand or by NTP moves none of them. */
@@ -69,6 +98,7 @@ static double now_s(void)
 
 struct session {
     int partner, proc; /* the client: application handle and process */
+    struct cred cred;  /* the user it acts as (caller_cred) */
     struct pcp_msg req;
 };
 
@@ -341,6 +371,14 @@ static void do_put(struct session *s)
     if ((dfd = open_parent(rel, base, sizeof(base))) < 0) {
         int e = errno;
         send_err(s, sid, e, "%s: %s", q->path, why(e));
+        goto out;
+    }
+    /* the caller must be allowed to overwrite what is there (this thread
+     * acts as the caller: AT_EACCESS checks its filesystem ids), before a
+     * part file is made beside it */
+    if (faccessat(dfd, base, W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0 && errno != ENOENT) {
+        int e = errno;
+        send_err(s, sid, e, "%s: %s; nothing was written", q->path, why(e));
         goto out;
     }
     snprintf(tmp, sizeof(tmp), ".%s.pcp-part", base);
@@ -1294,9 +1332,123 @@ out:
         free(rp.buf[i]);
 }
 
+/* Read --map FILE. Returns 0, or -1 with a message on stderr. */
+static int map_load(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "pio-files: --map %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[512];
+    int n = 0, bad = 0;
+    while (fgets(line, sizeof(line), f)) {
+        n++;
+        char *h = strchr(line, '#');
+        if (h)
+            *h = '\0';
+        char sys[PIO_NAME_MAX], user[PIO_NAME_MAX], local[PIO_NAME_MAX], eq[4], extra[2];
+        int k = sscanf(line, "%63s %63s %3s %63s %1s", sys, user, eq, local, extra);
+        if (k <= 0)
+            continue;
+        if (k != 4 || strcmp(eq, "=") != 0 || nmap == MAP_MAX) {
+            fprintf(stderr,
+                    "pio-files: --map %s line %d: expected 'SYSTEM USER = LOCALUSER' (at most "
+                    "%d lines)\n",
+                    path, n, MAP_MAX);
+            bad = 1;
+            continue;
+        }
+        snprintf(map[nmap].system, sizeof(map[nmap].system), "%s", sys);
+        snprintf(map[nmap].user, sizeof(map[nmap].user), "%s", user);
+        snprintf(map[nmap].local, sizeof(map[nmap].local), "%s", local);
+        nmap++;
+    }
+    fclose(f);
+    return bad ? -1 : 0;
+}
+
+/* The local user a user of another system acts as: the first --map line
+ * that matches, else the same name. */
+static const char *map_user(const char *system, const char *user)
+{
+    for (int i = 0; i < nmap; i++)
+        if ((strcmp(map[i].system, "*") == 0 || strcmp(map[i].system, system) == 0) &&
+            (strcmp(map[i].user, "*") == 0 || strcmp(map[i].user, user) == 0))
+            return map[i].local;
+    return user;
+}
+
+/* Whom a request with status st acts as, into *c. Returns 0, or an errno
+ * (EACCES) with the reason in why. */
+static int caller_cred(const PIO_Status *st, struct cred *c, char *why, size_t cap)
+{
+    struct passwd pw, *res = NULL;
+    char tmp[4096];
+    memset(c, 0, sizeof(*c));
+    if (strcmp(st->system, my_system) == 0) { /* one of our own users */
+        c->uid = st->uid;
+        c->gid = st->gid;
+        getpwuid_r(c->uid, &pw, tmp, sizeof(tmp), &res);
+    } else {
+        const char *local = st->user[0] ? map_user(st->system, st->user) : "";
+        if (!local[0] || getpwnam_r(local, &pw, tmp, sizeof(tmp), &res) != 0 || !res) {
+            char as[PIO_NAME_MAX + 16] = "";
+            if (local[0] && strcmp(local, st->user) != 0)
+                snprintf(as, sizeof(as), " (mapped to %s)", local);
+            snprintf(why, cap, "user %s (uid %u) of system %s%s has no account here: refused",
+                     st->user[0] ? st->user : "?", st->uid, st->system, as);
+            return EACCES;
+        }
+        c->uid = pw.pw_uid;
+        c->gid = pw.pw_gid;
+    }
+    c->ngroups = CRED_GROUPS;
+    if (!res || getgrouplist(pw.pw_name, c->gid, c->groups, &c->ngroups) < 0) {
+        c->ngroups = 1; /* no name (or too many groups): its primary group alone */
+        c->groups[0] = c->gid;
+    }
+    return 0;
+}
+
+/* Make this thread act as c on the filesystem (per thread: the raw
+ * syscalls, not glibc's setgroups, which changes every thread). Returns 0
+ * or EACCES. Leaving root's fsuid drops the filesystem capabilities. */
+static int become(const struct cred *c, char *why, size_t cap)
+{
+    if (geteuid() != 0) { /* no CAP_SETUID: only our own user */
+        if (c->uid == geteuid())
+            return 0;
+        snprintf(why, cap,
+                 "the file service runs as uid %u, not root: it cannot act as uid %u: refused",
+                 (unsigned)geteuid(), (unsigned)c->uid);
+        return EACCES;
+    }
+    if (syscall(SYS_setgroups, (size_t)c->ngroups, c->groups) != 0) {
+        snprintf(why, cap, "cannot take the groups of uid %u: %s", (unsigned)c->uid,
+                 strerror(errno));
+        return EACCES;
+    }
+    syscall(SYS_setfsgid, c->gid);
+    syscall(SYS_setfsuid, c->uid);
+    /* both return the old value: ask again to know they took */
+    if ((uid_t)syscall(SYS_setfsuid, -1) != c->uid || (gid_t)syscall(SYS_setfsgid, -1) != c->gid) {
+        snprintf(why, cap, "cannot act as uid %u gid %u", (unsigned)c->uid, (unsigned)c->gid);
+        return EACCES;
+    }
+    return 0;
+}
+
 static void *session_thread(void *arg)
 {
     struct session *s = arg;
+    char why[PCP_TEXT_MAX];
+    int e = become(&s->cred, why, sizeof(why));
+    if (e) {
+        send_err(s, s->req.session, e, "%s", why);
+        free(s);
+        return NULL;
+    }
     switch (s->req.op) {
     case PCP_PUT: do_put(s); break;
     case PCP_GET: do_get(s); break;
@@ -1321,16 +1473,23 @@ int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"root", required_argument, 0, 'r'},
                                          {"name", required_argument, 0, 'n'},
+                                         {"map", required_argument, 0, 'm'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "r:n:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:n:m:h", opts, NULL)) != -1) {
         switch (c) {
         case 'r': root_path = optarg; break;
         case 'n': app = optarg; break;
+        case 'm':
+            if (map_load(optarg) != 0)
+                return 2;
+            break;
         case 'h':
-            printf("usage: pio-files --root DIR --name pio.files.HOST\n"
-                   "The file service piod starts for `export = DIR` (see pcp(1)).\n");
+            printf("usage: pio-files --root DIR --name pio.files.HOST [--map FILE]\n"
+                   "The file service piod starts for `export = DIR` (see pcp(1)). Each request\n"
+                   "acts as its caller; --map FILE: 'SYSTEM USER = LOCALUSER' lines name the\n"
+                   "local user of another system's user (default: the same name).\n");
             return 0;
         default: return 2;
         }
@@ -1360,8 +1519,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "pio-files: PIO_Init(%s): %s\n", app, PIO_Strerror(rc));
         return 1;
     }
+    PIO_Hostinfo hi;
+    if ((rc = PIO_Gethostinfo(&hi)) != PIO_OK) {
+        fprintf(stderr, "pio-files: PIO_Gethostinfo: %s\n", PIO_Strerror(rc));
+        return 1;
+    }
+    snprintf(my_system, sizeof(my_system), "%s", hi.system);
     files_h5_init();
-    logf_("serving %s as %s", root_path, app);
+    logf_("serving %s as %s%s", root_path, app,
+          geteuid() == 0 ? ", each request as its caller"
+                         : "; not root: only requests of our own uid are served");
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -1396,13 +1563,21 @@ int main(int argc, char **argv)
             free(s);
             continue;
         }
-        if ((rc = PIO_Addpartner(s->req.client, &s->partner)) != PIO_OK) {
-            logf_("a request from %s (process %d), unknown to us: %s", s->req.client, st.source,
+        /* the client is who the piods say sent it, not what it says */
+        if ((rc = PIO_Addpartner(st.app, &s->partner)) != PIO_OK) {
+            logf_("a request from %s (process %d), unknown to us: %s", st.app, st.source,
                   PIO_Strerror(rc));
             free(s);
             continue;
         }
         s->proc = st.source;
+        char why[PCP_TEXT_MAX];
+        int e = caller_cred(&st, &s->cred, why, sizeof(why));
+        if (e) {
+            send_err(s, s->req.session, e, "%s", why);
+            free(s);
+            continue;
+        }
         pthread_t t;
         if (pthread_create(&t, &at, session_thread, s) != 0)
             free(s);
