@@ -38,8 +38,10 @@
 # 1-pair run says what part of the machine those copies take: the pairs'
 # processes' user time U and the machine's busy time B (/proc, 2 s in the
 # middle of the run, in cores). If at N pairs only those copies got slower
-# (by r) and nothing else did, N pairs would carry at most
-# cores / (B + (r - 1) U) of the 1-pair rate: printed as the bound.
+# (by r) and every other cost per byte stayed as it was, N pairs would carry
+# at most cores / (B + (r - 1) U) of the 1-pair rate: printed as the bound
+# (only the 1-pair sample counts: at 64 pairs the 2 s can fall in the
+# start-up of 128 processes).
 # Loopback baseline, in the same rounds: bench/copy-pipe (PIO's four copies
 # per message between plain process pairs, no daemon) with 4 MiB rings and
 # with SCALE_COPY_RING rings; its own 64-pair/1-pair ratio says what the
@@ -168,7 +170,7 @@ rotate_run() {
   out=$("$CR" -w $((2 * n + 2)) -t 3 -s "$(bench_bytes "$SIZE")" 2>&1 | grep '^COPYROT') ||
     { echo "   copy-rotate N=$n failed" >&2; fail=1; return; }
   gbps=${out#*GBps=}
-  echo "copyrot,$n,$k,$n,0,,$(awk -v g="$gbps" 'BEGIN { printf "%.1f", g * 1000 }'),,,,,,,,,,," >>"$CSV"
+  echo "copyrot,$n,$k,$n,0,,$(awk -v g="$gbps" 'BEGIN { printf "%.1f", g * 1000 }'),,,,,,,,,,,," >>"$CSV"
   echo "   copy-rotate N=$n ($((2 * n + 2)) processes) round $k: $gbps GB/s"
 }
 
@@ -256,10 +258,11 @@ if ("copyrot", hi) in table and ("copyrot", lo) in table and ("loopback", lo) in
     a = table[("loopback", lo)]
     cores = int(sys.argv[3])
     bound = cores / (a["busy"] + (rot - 1) * a["pu"])
-    print("bound: the processes' own 1 MiB copies run %.2f x slower with %d processes than with "
-          "%d (copy-rotate); at %d pair(s) PIO's processes spend %.2f of %d cores in user time and "
-          "the machine is busy %.2f cores: at %d pairs any design that copies each buffer once "
-          "carries at most %d / (%.2f + %.2f x %.2f) = %.3f of the 1-pair rate"
+    print("bound: a 1 MiB copy between a process's own buffers runs %.2f x slower with %d "
+          "processes taking turns than with %d (copy-rotate); at %d pair(s) PIO's processes spend "
+          "%.2f of %d cores in user time (their copies) and the machine is busy %.2f cores; if at "
+          "%d pairs only those copies got slower and every other cost per byte stayed, PIO would "
+          "carry at most %d / (%.2f + %.2f x %.2f) = %.3f of its 1-pair rate"
           % (rot, 2 * hi + 2, 2 * lo + 2, lo, a["pu"], cores, a["busy"], hi, cores, a["busy"],
              rot - 1, a["pu"], bound))
 if ("loopback", hi) in table:

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (pio_winctl_decode(data, size, &a) != 0)
         return 0;
     if (a.addr < data || a.rkey + a.rkey_len > data + size || a.kind < PIO_WC_ASK ||
-        a.kind > PIO_WC_FREED_ACK)
+        a.kind > PIO_WC_DENIED)
         __builtin_trap();
     size_t n = pio_winctl_encode(&a, buf);
     if (size > PIO_WINCTL_MAX) {

@@ -578,8 +578,10 @@ static int cmd_stat(int argc, char **argv)
         }
         char tb[32];
         fmt_time(st.mtime_ns, tb, sizeof(tb));
-        printf("path: %s\ntype: %s\nfid: %" PRIu64 "\nmode: %04o\nsize: %" PRIu64 "\nmtime: %s\n",
-               argv[i], st.is_dir ? "directory" : "file", st.fid, st.mode & 07777, st.size, tb);
+        printf("path: %s\ntype: %s\nfid: %" PRIu64 "\nmode: %04o\nowner: %u %u\nsize: %" PRIu64
+               "\nmtime: %s\n",
+               argv[i], st.is_dir ? "directory" : "file", st.fid, st.mode & 07777, st.uid, st.gid,
+               st.size, tb);
         print_stripe(&st.stripe, st.is_dir);
     }
     return argc < 2 ? 2 : bad;
@@ -728,6 +730,23 @@ static int cmd_rm(int argc, char **argv)
     return optind >= argc ? 2 : bad;
 }
 
+static int cmd_chmod(int argc, char **argv)
+{
+    char *end = NULL;
+    unsigned long mode = argc >= 3 ? strtoul(argv[1], &end, 8) : 0;
+    if (argc < 3 || !end || *end || mode > 07777) {
+        say("usage: chmod MODE PATH... (MODE in octal, e.g. 640)");
+        return 2;
+    }
+    int bad = 0;
+    for (int i = 2; i < argc; i++) {
+        int rc = pfs_chmod(fs, argv[i], (uint32_t)mode);
+        if (rc != PIO_OK)
+            bad |= err(argv[i], rc);
+    }
+    return bad;
+}
+
 static int cmd_mv(int argc, char **argv)
 {
     if (argc != 3) {
@@ -835,6 +854,7 @@ static void usage(FILE *o)
                "  put [-c N] [-S SIZE] LOCAL PATH   copy a local file in (stripe policy)\n"
                "  get PATH LOCAL               copy a file out\n"
                "  mv FROM TO                   rename (a directory moves its tree)\n"
+               "  chmod MODE PATH...           permission bits (octal; the owner's call)\n"
                "  rm [-r] PATH...              remove files (and trees)\n"
                "  mkdir [-p] PATH...           make directories\n"
                "  df                           space per I/O server\n"
@@ -869,9 +889,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[optind];
-    static const char *const known[] = {"ls",       "stat",      "put", "get",       "mv",
-                                        "rm",       "mkdir",     "df",  "setstripe", "getstripe",
-                                        "stage-in", "stage-out", "qos"};
+    static const char *const known[] = {"ls",        "stat",     "put",       "get", "mv",
+                                        "chmod",     "rm",       "mkdir",     "df",  "setstripe",
+                                        "getstripe", "stage-in", "stage-out", "qos"};
     int ok = 0;
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         ok |= strcmp(cmd, known[i]) == 0;
@@ -911,6 +931,8 @@ int main(int argc, char **argv)
         r = cmd_put_get(0, sub_argc, sub);
     else if (!strcmp(cmd, "mv"))
         r = cmd_mv(sub_argc, sub);
+    else if (!strcmp(cmd, "chmod"))
+        r = cmd_chmod(sub_argc, sub);
     else if (!strcmp(cmd, "rm"))
         r = cmd_rm(sub_argc, sub);
     else if (!strcmp(cmd, "mkdir"))

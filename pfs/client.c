@@ -405,12 +405,15 @@ static void to_stat(const struct pfs_msg *rep, pfs_stat *st)
     st->is_dir = rep->attr.type == PFS_T_DIR;
     st->mode = rep->attr.mode;
     st->uid = rep->attr.uid;
+    st->gid = rep->attr.gid;
     st->size = rep->attr.size;
     st->mtime_ns = rep->attr.mtime_ns;
     to_stripe(&rep->layout, &st->stripe);
 }
 
-static int lookup(pfs_fs *fs, const char *path, struct pfs_msg *rep)
+/* LOOKUP of path; intent: PFS_F_RD / PFS_F_WR of an open (the server
+ * checks the permission), 0 for a stat. */
+static int lookup_for(pfs_fs *fs, const char *path, uint32_t intent, struct pfs_msg *rep)
 {
     int rc = path_check(path);
     if (rc != PIO_OK)
@@ -418,7 +421,28 @@ static int lookup(pfs_fs *fs, const char *path, struct pfs_msg *rep)
     struct pfs_msg m;
     req_init(fs, &m, PFS_OP_LOOKUP);
     snprintf(m.path, sizeof(m.path), "%s", path);
+    m.flags = intent;
     return mds_rpc(fs, &m, rep);
+}
+
+static int lookup(pfs_fs *fs, const char *path, struct pfs_msg *rep)
+{
+    return lookup_for(fs, path, 0, rep);
+}
+
+/* The process' umask (read, not changed: umask(2) would race other
+ * threads), 022 when /proc does not say. */
+static uint32_t proc_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    unsigned v = 022;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Umask: %o", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v & 0777;
 }
 
 int pfs_stat_path(pfs_fs *fs, const char *path, pfs_stat *st)
@@ -452,7 +476,7 @@ static int meta(pfs_fs *fs, uint32_t op, const char *path, const char *path2, ui
 int pfs_mkdir(pfs_fs *fs, const char *path, uint32_t mode)
 {
     struct pfs_msg rep;
-    return meta(fs, PFS_OP_MKDIR, path, NULL, 0, mode & 07777, &rep);
+    return meta(fs, PFS_OP_MKDIR, path, NULL, 0, mode & 07777 & ~proc_umask(), &rep);
 }
 
 /* each_object - op (PFS_OP_DESTROY, PFS_OP_TRUNC or PFS_OP_SYNC) on the
@@ -523,6 +547,19 @@ int pfs_set_mtime(pfs_fs *fs, const char *path, int64_t mtime_ns)
     snprintf(m.path, sizeof(m.path), "%s", path);
     m.flags = PFS_F_MTIME;
     m.attr.mtime_ns = mtime_ns;
+    return mds_rpc(fs, &m, &rep);
+}
+
+int pfs_chmod(pfs_fs *fs, const char *path, uint32_t mode)
+{
+    int rc = path_check(path);
+    if (rc != PIO_OK)
+        return rc;
+    struct pfs_msg m, rep;
+    req_init(fs, &m, PFS_OP_SETATTR);
+    snprintf(m.path, sizeof(m.path), "%s", path);
+    m.flags = PFS_F_MODE;
+    m.attr.mode = mode & 07777;
     return mds_rpc(fs, &m, &rep);
 }
 
@@ -641,7 +678,7 @@ static int create_req(pfs_fs *fs, const char *path, uint32_t flags, uint32_t mod
     req_init(fs, &m, PFS_OP_CREATE);
     snprintf(m.path, sizeof(m.path), "%s", path);
     m.flags = flags;
-    m.attr.mode = mode & 07777;
+    m.attr.mode = mode & 07777 & ~proc_umask();
     m.off = size_hint;
     if (stripe) { /* a wish: the metadata server caps it at the servers there are */
         m.layout.count = stripe->count > PFS_STRIPES_MAX ? PFS_STRIPES_MAX : stripe->count;
@@ -660,12 +697,14 @@ int pfs_open(pfs_fs *fs, const char *path, int flags, uint32_t mode, pfs_file **
     if (acc == 3)
         return fail(PIO_EINVAL, "%s: bad open flags", path);
     struct pfs_msg rep;
+    /* what the open will do: the metadata server checks it */
+    uint32_t intent = (acc != PFS_WRONLY ? PFS_F_RD : 0) | (acc != PFS_RDONLY ? PFS_F_WR : 0);
     if (flags & PFS_CREAT) {
         uint32_t fl = ((flags & PFS_EXCL) ? PFS_F_EXCL : 0) |
                       ((flags & PFS_TRUNC) && acc != PFS_RDONLY ? PFS_F_TRUNC : 0);
-        rc = create_req(fs, path, fl, mode, NULL, 0, &rep);
+        rc = create_req(fs, path, fl | intent, mode, NULL, 0, &rep);
     } else {
-        rc = lookup(fs, path, &rep);
+        rc = lookup_for(fs, path, intent, &rep);
         if (rc == PIO_OK && rep.attr.type == PFS_T_FILE && (flags & PFS_TRUNC) &&
             acc != PFS_RDONLY) {
             struct pfs_msg m, r2;
@@ -695,7 +734,7 @@ int pfs_create(pfs_fs *fs, const char *path, uint32_t mode, const pfs_stripe *st
     if (rc != PIO_OK && rc != PIO_ENOENT)
         return rc;
     struct pfs_msg rep;
-    rc = create_req(fs, path, PFS_F_EXCL, mode, stripe, size_hint, &rep);
+    rc = create_req(fs, path, PFS_F_EXCL | PFS_F_WR, mode, stripe, size_hint, &rep);
     if (rc != PIO_OK)
         return rc;
     return file_new(fs, path, PFS_WRONLY | PFS_CREAT, &rep, f);

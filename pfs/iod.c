@@ -36,6 +36,12 @@
  * of --qos. Clients learn the order from QSTAT: its lines come in class index
  * order (line i = class i).
  *
+ * Permissions: before a data request first runs, its caller (as the piods
+ * stamped it) must be let do it: the metadata server (--mds) answers
+ * ACCESS for (file, caller, read or write), and the verdict is kept for
+ * PFS_ACCESS_TTL_MS (access_cache). A DESTROY of a file that no longer
+ * exists passes (its entry was removed: the objects go with it).
+ *
  * Buffers: a request record (its qos item, the decoded message, and a
  * PFS_MSG_MAX buffer the message points into) is taken from a per-tag free
  * list and goes back to it after the reply; at most --queue + --threads + 1
@@ -75,6 +81,7 @@ struct req {
     int tag;                /* the receiver it came from */
     int popped;             /* taken from the queue once (counted out of pending) */
     uint64_t done;          /* WRITE / READ: bytes done before a yield */
+    int allowed;            /* its caller may do it (checked once: access_check) */
     struct pfs_msg m;
     struct req *next_free;
     uint8_t buf[]; /* PFS_MSG_MAX: m.data points in here */
@@ -86,6 +93,85 @@ static struct pfs_store *store;
 static struct pfs_iostat iostat; /* requests, bytes, seeks (QSTAT's "io" line) */
 static int queue_max = 64;
 static atomic_int stopping;
+static const char *mds_name = "pfs.mds"; /* --mds: who judges permissions */
+static char my_app[PFS_NAME_MAX];
+
+/* ---- permissions: ACCESS verdicts of the metadata server, kept a while ---- */
+
+#define ACCESS_SLOTS 1024
+static struct access_entry {
+    uint64_t fid;
+    uint32_t uid, gid, want;
+    int verdict; /* PIO_OK, PIO_EPERM, PIO_ENOENT */
+    int64_t at_ns;
+} access_cache[ACCESS_SLOTS];
+static pthread_mutex_t access_mtx = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint_fast64_t access_rid;
+
+/* Ask the metadata server whether m's caller may do want to m->fid. */
+static int access_ask(const struct pfs_msg *m, uint32_t want)
+{
+    int mds;
+    int rc = pfs_srv_partner(mds_name, &mds);
+    if (rc != PIO_OK)
+        return rc;
+    struct pfs_msg q, rep;
+    memset(&q, 0, sizeof(q));
+    q.op = PFS_OP_ACCESS;
+    q.rid = atomic_fetch_add(&access_rid, 1) + 1;
+    q.fid = m->fid;
+    q.flags = want;
+    q.attr.uid = m->from_uid;
+    q.attr.gid = m->from_gid;
+    snprintf(q.text, sizeof(q.text), "%s", m->from_user);
+    snprintf(q.client, sizeof(q.client), "%s", my_app);
+    uint8_t *sbuf = malloc(PFS_HDR_MAX), *rbuf = malloc(PFS_HDR_MAX);
+    size_t n = sbuf ? pfs_msg_encode(&q, sbuf, PFS_HDR_MAX) : 0;
+    int tag = PFS_TAG_REP + (int)(q.rid % PFS_RID_SPAN);
+    rc = !sbuf || !rbuf ? PIO_ENOMEM : !n ? PIO_EINTERNAL : PIO_OK;
+    if (rc == PIO_OK) /* an answer that comes first waits in libpio for the receive */
+        rc = PIO_Send(mds, 0, PFS_TAG_REQ, PIO_DYNAMIC, sbuf, PIO_BYTE, n, PIO_BLOCKING);
+    PIO_Status st;
+    if (rc == PIO_OK)
+        rc = PIO_Recv(mds, 0, tag, rbuf, PIO_BYTE, PFS_HDR_MAX, 10000, PIO_BLOCKING, &st);
+    if (rc == PIO_OK)
+        rc = pfs_msg_decode(rbuf, st.bytes, &rep) != 0 ? PIO_EPROTO : rep.err;
+    free(sbuf);
+    free(rbuf);
+    if (rc != PIO_OK && rc != PIO_EPERM && rc != PIO_ENOENT)
+        pfs_log("ACCESS of file 0x%016" PRIx64 " for uid %u at %s: %s", m->fid, m->from_uid,
+                mds_name, PIO_Strerror(rc));
+    return rc;
+}
+
+/* May m's caller run m? PIO_OK, or why not (a verdict of the last
+ * PFS_ACCESS_TTL_MS is reused). */
+static int access_check(const struct pfs_msg *m)
+{
+    uint32_t want = m->op == PFS_OP_READ || m->op == PFS_OP_OSTAT ? PFS_F_RD : PFS_F_WR;
+    size_t k = (size_t)((m->fid * 0x9E3779B97F4A7C15ull) ^ m->from_uid ^ ((uint64_t)want << 40)) %
+               ACCESS_SLOTS;
+    int64_t now = pfs_now_ns();
+    pthread_mutex_lock(&access_mtx);
+    struct access_entry e = access_cache[k];
+    pthread_mutex_unlock(&access_mtx);
+    int verdict;
+    if (e.at_ns && e.fid == m->fid && e.uid == m->from_uid && e.gid == m->from_gid &&
+        e.want == want && now - e.at_ns < (int64_t)PFS_ACCESS_TTL_MS * 1000000) {
+        verdict = e.verdict;
+    } else {
+        verdict = access_ask(m, want);
+        if (verdict == PIO_OK || verdict == PIO_EPERM || verdict == PIO_ENOENT) {
+            pthread_mutex_lock(&access_mtx);
+            access_cache[k] =
+                (struct access_entry){m->fid, m->from_uid, m->from_gid, want, verdict, now};
+            pthread_mutex_unlock(&access_mtx);
+        }
+    }
+    if (verdict == PIO_ENOENT && m->op == PFS_OP_DESTROY)
+        return PIO_OK; /* the entry is gone: its objects go too */
+    return verdict;
+}
 
 /* per tag: requests received and not yet popped, free records */
 static pthread_mutex_t tag_mtx = PTHREAD_MUTEX_INITIALIZER;
@@ -321,6 +407,14 @@ static int run(struct req *r, int t)
     struct pfs_msg rep;
     memset(&rep, 0, sizeof(rep));
     int rc;
+    if (!r->allowed && m->op >= PFS_OP_WRITE && m->op <= PFS_OP_OSTAT) {
+        if ((rc = access_check(m)) != PIO_OK) {
+            fail(m, rc, rc == PIO_ENOENT ? "no such file" : "permission denied",
+                 rc == PIO_EPERM ? "the metadata server says this user may not" : PIO_Strerror(rc));
+            return 0;
+        }
+        r->allowed = 1;
+    }
     switch (m->op) {
     case PFS_OP_WRITE: return do_write(r, t);
     case PFS_OP_READ: return do_read(r, t);
@@ -411,6 +505,7 @@ static void *receiver(void *arg)
         r->it.cls = cls;
         r->popped = 0;
         r->done = 0;
+        r->allowed = 0;
         snprintf(r->it.user, sizeof(r->it.user), "%s", r->m.user);
         pthread_mutex_lock(&tag_mtx);
         pending[tag]++;
@@ -454,13 +549,14 @@ static void *service(void *arg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: pfs-iod --dir DIR [--name APP] [--threads N] [--qos SPEC|off]\n"
+    fprintf(f, "usage: pfs-iod --dir DIR [--name APP] [--mds APP] [--threads N] [--qos SPEC|off]\n"
                "               [--borrow N] [--user-cap N] [--queue N] [--store NAME]\n"
                "               [--disk-rate BYTES[K|M|G] [--disk-lanes N]]\n"
                "The I/O server of pfs: keeps file objects under DIR and serves them by\n"
                "service class (see pfs-iod(8)).\n"
                "  --dir DIR        object store directory (created if missing)\n"
                "  --name APP       PIO application name (default pfs.iod.HOST)\n"
+               "  --mds APP        the metadata server that judges permissions (default pfs.mds)\n"
                "  --threads N      service threads (default 10)\n"
                "  --qos SPEC       classes NAME:SHARE,... (default interactive:20,staging:80);\n"
                "                   off: one FIFO class\n"
@@ -484,6 +580,7 @@ int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
                                          {"name", required_argument, 0, 'n'},
+                                         {"mds", required_argument, 0, 'm'},
                                          {"threads", required_argument, 0, 't'},
                                          {"qos", required_argument, 0, 'q'},
                                          {"borrow", required_argument, 0, 'b'},
@@ -504,6 +601,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'd': dir = optarg; break;
         case 'n': name = optarg; break;
+        case 'm': mds_name = optarg; break;
         case 't':
             if (pio_parse_int(optarg, 1, 4096, &nthreads) != 0)
                 return bad("--threads %s: give a whole number 1..4096", optarg);
@@ -603,6 +701,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, &old);
 
+    snprintf(my_app, sizeof(my_app), "%s", app);
     rc = PIO_Init(app, 0, 1);
     if (rc != PIO_OK) {
         fprintf(stderr, "pfs-iod: PIO_Init(%s): %s\n", app, PIO_Strerror(rc));

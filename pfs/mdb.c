@@ -1,11 +1,12 @@
 /* mdb.c - the pfs metadata database over SQLite (mdb.h).
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * Schema (version 1):
- *   meta(key, value)     "schema" = 1; "next_server" = the placement counter
+ * Schema (version 2; a version 1 database gets the gid column, 0, when it
+ * is opened):
+ *   meta(key, value)     "schema" = 2; "next_server" = the placement counter
  *   servers(idx, name)   the ordered I/O servers; rows are only ever appended
  *   nodes(id, parent, name, type, mode, uid, size, mtime, ctime,
- *         stripe_size, count, servers)
+ *         stripe_size, count, servers, gid)
  * The tree is stored as entries keyed by (parent id, name), unique: a path
  * is resolved one component at a time from the root (id 1, parent 0, name
  * ""), a directory is listed by a range scan of that key in name order, and
@@ -34,12 +35,13 @@
 #include <string.h>
 #include <time.h>
 
-#define MDB_SCHEMA  1
+#define MDB_SCHEMA  2
 #define MDB_ROOT    1     /* id of "/" */
 #define MDB_BUSY_MS 10000 /* wait this long for another connection's lock */
 #define MDB_SS_MAX  (4ull << 30)
 
-#define NODE_COLS "id, parent, type, mode, uid, size, mtime, ctime, stripe_size, count, servers"
+#define NODE_COLS                                                                                  \
+    "id, parent, type, mode, uid, size, mtime, ctime, stripe_size, count, servers, gid"
 
 enum mdb_sid {
     S_GET,
@@ -63,8 +65,9 @@ static const char *const mdb_sql[S_COUNT] = {
     [S_CHILD] = "SELECT " NODE_COLS " FROM nodes WHERE parent = ?1 AND name = ?2",
     [S_INSERT] =
         "INSERT INTO nodes (parent, name, type, mode, uid, size, mtime, ctime, "
-        "stripe_size, count, servers) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    [S_PUT] = "UPDATE nodes SET mode = ?2, uid = ?3, size = ?4, mtime = ?5, ctime = ?6, "
+        "stripe_size, count, servers, gid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+        "?12)",
+    [S_PUT] = "UPDATE nodes SET mode = ?2, uid = ?3, size = ?4, mtime = ?5, ctime = ?6, gid = ?10, "
               "stripe_size = ?7, count = ?8, servers = ?9 WHERE id = ?1",
     [S_MOVE] = "UPDATE nodes SET parent = ?2, name = ?3, ctime = ?4 WHERE id = ?1",
     [S_DELETE] = "DELETE FROM nodes WHERE id = ?1",
@@ -94,12 +97,13 @@ static const char mdb_schema[] =
     " stripe_size INTEGER NOT NULL DEFAULT 0,"
     " count INTEGER NOT NULL DEFAULT 0,"
     " servers TEXT NOT NULL DEFAULT '',"
+    " gid INTEGER NOT NULL DEFAULT 0,"
     " UNIQUE (parent, name));";
 
 /* One row of nodes. */
 struct mdb_node {
     int64_t id, parent;
-    uint32_t type, mode, uid;
+    uint32_t type, mode, uid, gid;
     uint64_t size;
     int64_t mtime, ctime;
     uint64_t stripe_size;
@@ -224,6 +228,7 @@ static void node_read(sqlite3_stmt *st, struct mdb_node *n)
     n->count = (uint32_t)sqlite3_column_int64(st, 9);
     if (n->count > PFS_STRIPES_MAX)
         n->count = PFS_STRIPES_MAX;
+    n->gid = (uint32_t)sqlite3_column_int64(st, 11);
     const char *s = (const char *)sqlite3_column_text(st, 10);
     for (uint32_t i = 0; s && *s && i < PFS_STRIPES_MAX; i++) {
         char *e;
@@ -323,6 +328,7 @@ static int node_insert(struct pfs_mdb *db, struct mdb_node *n, const char *name)
     sqlite3_bind_int64(st, 9, (int64_t)n->stripe_size);
     sqlite3_bind_int64(st, 10, n->count);
     sqlite3_bind_text(st, 11, servers, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 12, n->gid);
     int rc = mdb_run(db, st);
     if (rc == PIO_OK)
         n->id = sqlite3_last_insert_rowid(db->sql);
@@ -344,6 +350,7 @@ static int node_put(struct pfs_mdb *db, const struct mdb_node *n)
     sqlite3_bind_int64(st, 7, (int64_t)n->stripe_size);
     sqlite3_bind_int64(st, 8, n->count);
     sqlite3_bind_text(st, 9, servers, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 10, n->gid);
     return mdb_run(db, st);
 }
 
@@ -380,6 +387,7 @@ static void node_out(const struct mdb_node *n, struct pfs_attr *a, struct pfs_la
         a->type = n->type;
         a->mode = n->mode;
         a->uid = n->uid;
+        a->gid = n->gid;
         a->size = n->type == PFS_T_FILE ? n->size : 0;
         a->mtime_ns = n->mtime;
         a->ctime_ns = n->ctime;
@@ -500,7 +508,11 @@ static int mdb_init_schema(struct pfs_mdb *db)
     int src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
         int64_t v = sqlite3_column_int64(st, 0);
-        if (v != MDB_SCHEMA)
+        sqlite3_reset(st);
+        if (v == 1) /* before groups: every entry's group becomes 0 */
+            rc = mdb_exec(db, "ALTER TABLE nodes ADD COLUMN gid INTEGER NOT NULL DEFAULT 0;"
+                              "UPDATE meta SET value = 2 WHERE key = 'schema';");
+        else if (v != MDB_SCHEMA)
             rc = mdb_fail(db, PIO_ECONFIG, "database schema version %lld, this pfs-mds knows %d",
                           (long long)v, MDB_SCHEMA);
     } else if (src == SQLITE_DONE) {
@@ -680,7 +692,23 @@ out:
     return rc;
 }
 
-int pfs_mdb_create(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t uid,
+int pfs_mdb_stat(struct pfs_mdb *db, uint64_t fid, struct pfs_attr *attr)
+{
+    if (!db || fid > INT64_MAX)
+        return PIO_EINVAL;
+    mdb_enter(db, NULL);
+    struct mdb_node n;
+    int rc;
+    PIO_TRY(tx_begin(db, 0), rc, out);
+    rc = node_get(db, (int64_t)fid, &n);
+    rc = tx_end(db, rc);
+    if (rc == PIO_OK)
+        node_out(&n, attr, NULL);
+out:
+    return rc;
+}
+
+int pfs_mdb_create(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
                    uint32_t flags, uint64_t size_hint, uint32_t wish_count,
                    uint64_t wish_stripe_size, struct pfs_attr *attr, struct pfs_layout *layout)
 {
@@ -719,6 +747,7 @@ int pfs_mdb_create(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t
     n.type = PFS_T_FILE;
     n.mode = mode & 07777;
     n.uid = uid;
+    n.gid = gid;
     n.mtime = n.ctime = now;
     n.count = pfs_policy_count(size_hint, wish_count, parent.count, (uint32_t)db->nservers);
     n.stripe_size = wish_stripe_size     ? wish_stripe_size
@@ -735,7 +764,7 @@ out:
     return rc;
 }
 
-int pfs_mdb_mkdir(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t uid,
+int pfs_mdb_mkdir(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
                   struct pfs_attr *attr)
 {
     if (!db || !path)
@@ -760,6 +789,7 @@ int pfs_mdb_mkdir(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t 
     n.type = PFS_T_DIR;
     n.mode = mode & 07777;
     n.uid = uid;
+    n.gid = gid;
     n.mtime = n.ctime = now;
     n.count = parent.count; /* the default stripe is inherited */
     n.stripe_size = parent.stripe_size;

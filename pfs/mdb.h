@@ -73,7 +73,7 @@ const char *pfs_mdb_server(const struct pfs_mdb *db, int i);
 
 /* ---- Name space -------------------------------------------------------------
  * attr [out]: fid (files and directories alike: the entry's id, unique and
- * never reused), type, mode, uid, size (0 for directories), mtime_ns,
+ * never reused), type, mode, uid, gid, size (0 for directories), mtime_ns,
  * ctime_ns (CLOCK_REALTIME). layout [out]: a file's layout; for a directory
  * its default stripe in count / stripe_size (0 = none) and servers all 0.
  * attr and layout may be NULL where not wanted. */
@@ -84,7 +84,7 @@ int pfs_mdb_lookup(struct pfs_mdb *db, const char *path, struct pfs_attr *attr,
                    struct pfs_layout *layout);
 
 /* pfs_mdb_create - create the file path, or open an existing one.
- * mode [in]: permission bits (& 07777). uid [in]: owner.
+ * mode [in]: permission bits (& 07777). uid, gid [in]: owner and group.
  * flags [in]: PFS_F_EXCL (an existing file is an error), PFS_F_TRUNC (an
  *   existing file's size becomes 0; the caller truncates its objects).
  * size_hint [in]: expected size, 0 = unknown.
@@ -98,15 +98,19 @@ int pfs_mdb_lookup(struct pfs_mdb *db, const char *path, struct pfs_attr *attr,
  * "/" included); PIO_ENOENT, PIO_ENOTDIR (the parent); PIO_EINVAL (wish
  * stripe size not a multiple of 4 KiB or over 4 GiB); PIO_ECONFIG (no
  * servers). */
-int pfs_mdb_create(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t uid,
+int pfs_mdb_create(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
                    uint32_t flags, uint64_t size_hint, uint32_t wish_count,
                    uint64_t wish_stripe_size, struct pfs_attr *attr, struct pfs_layout *layout);
 
 /* pfs_mdb_mkdir - create the directory path; it inherits its parent's
  * default stripe. Errors: PIO_EEXIST (anything there), PIO_ENOENT,
  * PIO_ENOTDIR (the parent). */
-int pfs_mdb_mkdir(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t uid,
+int pfs_mdb_mkdir(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,
                   struct pfs_attr *attr);
+
+/* pfs_mdb_stat - attributes of entry fid. Errors: PIO_ENOENT (no such id:
+ * never made, or removed). */
+int pfs_mdb_stat(struct pfs_mdb *db, uint64_t fid, struct pfs_attr *attr);
 
 /* pfs_mdb_readdir - entries of directory path, sorted by name (bytewise),
  * from index start on, encoded with pfs_dirent_put into buf.

@@ -23,9 +23,18 @@
  * list, so a restart needs no --iods, and a longer list with the same start
  * adds servers. Any other change is refused (exit 2): layouts refer to
  * servers by their position in the list.
+ *
+ * Permissions: every request is judged (mds_check, before it runs) on the
+ * identity the piods stamped on it, as POSIX does: search on each directory
+ * of the path, write and search on the directory an entry is made in or
+ * removed from (and the sticky bit), read or write on a file as the open
+ * asks, owner for a mode change; new entries belong to the caller's uid and
+ * gid. With --root-squash, root of any system is nobody. The I/O servers
+ * ask ACCESS for the data requests they get (only listed servers may).
  */
 #include "pfs/layout.h"
 #include "pfs/mdb.h"
+#include "pfs/perm.h"
 #include "pfs/proto.h"
 #include "pfs/srv.h"
 #include "pio.h"
@@ -40,15 +49,17 @@
 #define MDS_RECV_MS 200 /* the stop flag is looked at this often */
 
 static volatile sig_atomic_t mds_stop;
+static int root_squash; /* --root-squash: uid 0 is nobody */
 
 static void mds_usage(FILE *out)
 {
-    fprintf(out, "usage: pfs-mds --db FILE [--iods NAME,NAME,...] [--name APP]\n"
+    fprintf(out, "usage: pfs-mds --db FILE [--iods NAME,NAME,...] [--name APP] [--root-squash]\n"
                  "  --db FILE     the metadata database (SQLite; created if missing)\n"
                  "  --iods LIST   the I/O servers' PIO application names, in order; needed on\n"
                  "                the first start, optional later (the database keeps them);\n"
                  "                a longer list with the same start adds servers\n"
                  "  --name APP    this server's PIO application name (default pfs.mds)\n"
+                 "  --root-squash root (uid 0) of any system is nobody (65534) here\n"
                  "  -h, --help    this text\n"
                  "The piod is found through $PIO_SOCKET.\n");
 }
@@ -62,6 +73,7 @@ static const char *mds_words(int st)
     case PIO_ENOTDIR: return "not a directory";
     case PIO_EISDIR: return "is a directory";
     case PIO_ENOTEMPTY: return "directory not empty";
+    case PIO_EPERM: return "permission denied";
     default: return PIO_Strerror(st);
     }
 }
@@ -92,6 +104,129 @@ static size_t mds_server_names(struct pfs_mdb *db, uint8_t *buf, size_t cap)
     return used;
 }
 
+/* Search (x) on every directory from "/" down to path's parent, as c; its
+ * parent's attributes in *dir. PIO_OK, PIO_EPERM, or the lookup's error
+ * (the op then says it again, in its words). */
+static int mds_walk(struct pfs_mdb *db, const struct pfs_cred *c, const char *path,
+                    struct pfs_attr *dir)
+{
+    char pre[PFS_PATH_MAX];
+    int rc = pfs_mdb_lookup(db, "/", dir, NULL);
+    for (const char *p = path + 1; rc == PIO_OK;) {
+        if (dir->type != PFS_T_DIR)
+            return PIO_ENOTDIR;
+        if (!pfs_may(c, dir, PFS_MAY_X))
+            return PIO_EPERM;
+        const char *slash = strchr(p, '/');
+        if (!slash)
+            return PIO_OK;
+        size_t n = (size_t)(slash - path);
+        memcpy(pre, path, n);
+        pre[n] = '\0';
+        rc = pfs_mdb_lookup(db, pre, dir, NULL);
+        p = slash + 1;
+    }
+    return rc;
+}
+
+/* The open's intent of a LOOKUP or CREATE (flags PFS_F_RD, _WR, _TRUNC). */
+static int mds_intent(uint32_t flags)
+{
+    return ((flags & PFS_F_RD) ? PFS_MAY_R : 0) |
+           ((flags & (PFS_F_WR | PFS_F_TRUNC)) ? PFS_MAY_W : 0);
+}
+
+/* May c run q? PIO_OK, or PIO_EPERM; a request about a path that is not
+ * there (or not well formed) passes, for the op to answer in its words. */
+static int mds_check(struct pfs_mdb *db, const struct pfs_msg *q, const struct pfs_cred *c)
+{
+    struct pfs_attr dir, e, dir2, e2;
+    int rc;
+    memset(&e, 0, sizeof(e));
+    memset(&dir, 0, sizeof(dir));
+    if (q->op <= PFS_OP_SETSTRIPE && q->op != PFS_OP_SETSIZE) { /* about a path */
+        if (!pfs_path_ok(q->path))
+            return PIO_OK;
+        if (strcmp(q->path, "/") == 0) { /* its own parent */
+            if (pfs_mdb_lookup(db, "/", &e, NULL) != PIO_OK)
+                return PIO_OK;
+            dir = e;
+        } else {
+            if ((rc = mds_walk(db, c, q->path, &dir)) != PIO_OK)
+                return rc == PIO_EPERM ? rc : PIO_OK;
+            if (pfs_mdb_lookup(db, q->path, &e, NULL) != PIO_OK)
+                e.type = 0; /* not there */
+        }
+    }
+    switch (q->op) {
+    case PFS_OP_LOOKUP: return !e.type || pfs_may(c, &e, mds_intent(q->flags)) ? PIO_OK : PIO_EPERM;
+    case PFS_OP_CREATE:
+        if (e.type == PFS_T_FILE && !(q->flags & PFS_F_EXCL))
+            return pfs_may(c, &e, mds_intent(q->flags)) ? PIO_OK : PIO_EPERM;
+        return e.type || pfs_may(c, &dir, PFS_MAY_W | PFS_MAY_X) ? PIO_OK : PIO_EPERM;
+    case PFS_OP_MKDIR:
+        return e.type || pfs_may(c, &dir, PFS_MAY_W | PFS_MAY_X) ? PIO_OK : PIO_EPERM;
+    case PFS_OP_READDIR: return !e.type || pfs_may(c, &e, PFS_MAY_R) ? PIO_OK : PIO_EPERM;
+    case PFS_OP_UNLINK:
+        return !e.type || (pfs_may(c, &dir, PFS_MAY_W | PFS_MAY_X) && pfs_may_remove(c, &dir, &e))
+                   ? PIO_OK
+                   : PIO_EPERM;
+    case PFS_OP_RENAME:
+        if (!e.type || !pfs_path_ok(q->path2))
+            return PIO_OK;
+        if ((rc = mds_walk(db, c, q->path2, &dir2)) != PIO_OK)
+            return rc == PIO_EPERM ? rc : PIO_OK;
+        if (!pfs_may(c, &dir, PFS_MAY_W | PFS_MAY_X) || !pfs_may_remove(c, &dir, &e) ||
+            !pfs_may(c, &dir2, PFS_MAY_W | PFS_MAY_X))
+            return PIO_EPERM;
+        return pfs_mdb_lookup(db, q->path2, &e2, NULL) != PIO_OK || pfs_may_remove(c, &dir2, &e2)
+                   ? PIO_OK
+                   : PIO_EPERM;
+    case PFS_OP_SETSIZE:
+        return pfs_mdb_stat(db, q->fid, &e) != PIO_OK || pfs_may(c, &e, PFS_MAY_W) ? PIO_OK
+                                                                                   : PIO_EPERM;
+    case PFS_OP_SETATTR:
+        if (!e.type)
+            return PIO_OK;
+        if ((q->flags & PFS_F_MODE) && c->uid != 0 && c->uid != e.uid)
+            return PIO_EPERM; /* only the owner changes the mode */
+        return !(q->flags & PFS_F_MTIME) || c->uid == 0 || c->uid == e.uid ||
+                       pfs_may(c, &e, PFS_MAY_W)
+                   ? PIO_OK
+                   : PIO_EPERM;
+    case PFS_OP_SETSTRIPE:
+        if (!e.type)
+            return PIO_OK;
+        return c->uid == 0 || c->uid == e.uid || (e.type == PFS_T_FILE && pfs_may(c, &e, PFS_MAY_W))
+                   ? PIO_OK
+                   : PIO_EPERM;
+    default: return PIO_OK;
+    }
+}
+
+/* ACCESS from I/O server q->client: may the caller it names (attr.uid,
+ * attr.gid, user name in text) do q->flags to file q->fid? */
+static int mds_access(struct pfs_mdb *db, const struct pfs_msg *q)
+{
+    int listed = 0;
+    for (int i = 0; i < pfs_mdb_nservers(db) && !listed; i++)
+        listed = strcmp(pfs_mdb_server(db, i), q->client) == 0;
+    if (!listed) {
+        static int warned;
+        if (!warned++)
+            pfs_log("ACCESS from %s, which is no I/O server of ours: refused (said once)",
+                    q->client);
+        return PIO_EPERM;
+    }
+    struct pfs_cred who;
+    struct pfs_attr e;
+    pfs_cred_make(q->attr.uid, q->attr.gid, q->text, root_squash, &who);
+    int rc = pfs_mdb_stat(db, q->fid, &e);
+    if (rc != PIO_OK)
+        return rc;
+    return e.type == PFS_T_FILE && pfs_may(&who, &e, mds_intent(q->flags)) ? PIO_OK : PIO_EPERM;
+}
+
 /* Run request q against db and answer it. data: PFS_IO_MAX bytes for the
  * reply's data. */
 static void mds_handle(struct pfs_mdb *db, const struct pfs_msg *q, uint8_t *data)
@@ -101,15 +236,20 @@ static void mds_handle(struct pfs_mdb *db, const struct pfs_msg *q, uint8_t *dat
     int rc, rep = 0, more = 0;
     size_t used = 0;
     uint64_t files = 0, bytes = 0;
+    struct pfs_cred c; /* the caller, as the piods stamped it */
+    pfs_cred_make(q->from_uid, q->from_gid, q->from_user, root_squash, &c);
 
+    if (q->op != PFS_OP_ACCESS && (rc = mds_check(db, q, &c)) != PIO_OK)
+        goto answer;
     switch (q->op) {
     case PFS_OP_LOOKUP: rc = pfs_mdb_lookup(db, q->path, &r.attr, &r.layout); break;
     case PFS_OP_CREATE:
-        rc = pfs_mdb_create(db, q->path, q->attr.mode, q->attr.uid,
+        rc = pfs_mdb_create(db, q->path, q->attr.mode, c.uid, c.gid,
                             q->flags & (PFS_F_EXCL | PFS_F_TRUNC), q->off, q->layout.count,
                             q->layout.stripe_size, &r.attr, &r.layout);
         break;
-    case PFS_OP_MKDIR: rc = pfs_mdb_mkdir(db, q->path, q->attr.mode, q->attr.uid, &r.attr); break;
+    case PFS_OP_MKDIR: rc = pfs_mdb_mkdir(db, q->path, q->attr.mode, c.uid, c.gid, &r.attr); break;
+    case PFS_OP_ACCESS: rc = mds_access(db, q); break;
     case PFS_OP_READDIR:
         rc = pfs_mdb_readdir(db, q->path, q->off, data, PFS_IO_MAX, &used, &more);
         r.data = data;
@@ -147,6 +287,7 @@ static void mds_handle(struct pfs_mdb *db, const struct pfs_msg *q, uint8_t *dat
     default: rc = PIO_ENOSYS; break;
     }
 
+answer:;
     int sent;
     if (rc == PIO_OK) {
         sent = pfs_srv_reply(q, &r);
@@ -191,11 +332,9 @@ static int mds_split(char *list, const char **names, int max)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'},
-        {"iods", required_argument, NULL, 'i'},
-        {"name", required_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"db", required_argument, NULL, 'd'},   {"iods", required_argument, NULL, 'i'},
+        {"name", required_argument, NULL, 'n'}, {"root-squash", no_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     const char *dbfile = NULL, *app = "pfs.mds";
     char *iods = NULL;
@@ -206,6 +345,7 @@ int main(int argc, char **argv)
         case 'd': dbfile = optarg; break;
         case 'i': iods = optarg; break;
         case 'n': app = optarg; break;
+        case 'r': root_squash = 1; break;
         case 'h': mds_usage(stdout); return 0;
         default: mds_usage(stderr); return 2;
         }

@@ -1,7 +1,7 @@
 # pfs/module.mk - the parallel file system: libpfs (client), pfs-mds (metadata
 # server, SQLite), pfs-iod (I/O server), the pfs command, and its unit tests.
 # Every piece is a PIO application: all of them link libpio.
-PFS_CORE_OBJS := $(B)/pfs/proto.o $(B)/pfs/layout.o
+PFS_CORE_OBJS := $(B)/pfs/proto.o $(B)/pfs/layout.o $(B)/pfs/perm.o
 LIBPFS_OBJS   := $(PFS_CORE_OBJS) $(B)/pfs/client.o
 LIBPFS_A      := $(B)/lib/libpfs.a
 PFS_MDS_OBJS  := $(B)/pfs/mds.o $(B)/pfs/mdb.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)

@@ -50,7 +50,7 @@ typedef struct pfs_stat {
     uint64_t fid;
     int is_dir;
     uint32_t mode;
-    uint32_t uid;
+    uint32_t uid, gid; /* owner and group (the creator's, as the piods stamped it) */
     uint64_t size;
     int64_t mtime_ns;
     pfs_stripe stripe; /* files: the layout; directories: the default (count 0: none) */
@@ -131,6 +131,9 @@ int pfs_rmdir(pfs_fs *fs, const char *path);
 int pfs_unlink(pfs_fs *fs, const char *path);
 int pfs_rename(pfs_fs *fs, const char *from, const char *to);
 int pfs_set_mtime(pfs_fs *fs, const char *path, int64_t mtime_ns);
+/* pfs_chmod - set path's permission bits (mode & 07777); only its owner (or
+ * root) may. Returns PIO_OK, PIO_EPERM, PIO_ENOENT, ... */
+int pfs_chmod(pfs_fs *fs, const char *path, uint32_t mode);
 
 /* pfs_readdir - the entries of directory path: *ents [out] a malloc'd array
  * of *n entries, sorted by name; the caller frees it with free(). */

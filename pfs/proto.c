@@ -94,6 +94,7 @@ size_t pfs_msg_encode_head(const struct pfs_msg *m, uint8_t *buf, size_t cap)
     put(&c, m->attr.type, 4);
     put(&c, m->attr.mode, 4);
     put(&c, m->attr.uid, 4);
+    put(&c, m->attr.gid, 4);
     put(&c, m->attr.size, 8);
     put(&c, (uint64_t)m->attr.mtime_ns, 8);
     put(&c, (uint64_t)m->attr.ctime_ns, 8);
@@ -123,7 +124,7 @@ size_t pfs_msg_encode(const struct pfs_msg *m, uint8_t *buf, size_t cap)
 
 static int op_known(uint32_t op)
 {
-    return (op >= PFS_OP_LOOKUP && op <= PFS_OP_STATFS) ||
+    return (op >= PFS_OP_LOOKUP && op <= PFS_OP_ACCESS) ||
            (op >= PFS_OP_WRITE && op <= PFS_OP_DF) || op == PFS_OP_REPLY;
 }
 
@@ -151,6 +152,7 @@ int pfs_msg_decode(const uint8_t *buf, size_t len, struct pfs_msg *m)
     m->attr.type = (uint32_t)get(&c, 4);
     m->attr.mode = (uint32_t)get(&c, 4);
     m->attr.uid = (uint32_t)get(&c, 4);
+    m->attr.gid = (uint32_t)get(&c, 4);
     m->attr.size = get(&c, 8);
     m->attr.mtime_ns = (int64_t)get(&c, 8);
     m->attr.ctime_ns = (int64_t)get(&c, 8);

@@ -43,6 +43,16 @@
  *            an empty file's layout (EBUSY once it has data)
  *   STATFS   -> len = number of I/O servers, data = their names, NUL-separated,
  *            in server order; off = files, attr.size = bytes (sum of sizes)
+ *   ACCESS   (from an I/O server only) fid, flags PFS_F_RD / PFS_F_WR, for the
+ *            caller attr.uid / attr.gid / user (as the piods stamped the
+ *            caller's request to that server) -> OK, or PIO_EPERM, or
+ *            PIO_ENOENT (no such file: it was removed)
+ * Permissions (POSIX: owner, group, other bits of mode) are judged by the
+ * metadata server on the identity the piods stamped on each request
+ * (PIO_Status: uid, gid, user name), never on what a message says; LOOKUP
+ * and CREATE carry the open's intent in flags PFS_F_RD / PFS_F_WR. The I/O
+ * servers ask ACCESS for each (file, caller, intent) they have not seen in
+ * the last PFS_ACCESS_TTL_MS.
  * I/O server ops (fid = the file's id; off / len in the object of that file
  * on this server, which holds the file's stripes in layout order):
  *   WRITE    fid, off, data -> len = bytes written, off = XXH3-64 of the data
@@ -83,7 +93,7 @@
 
 /* the largest header; a message is at most PFS_HDR_MAX + PFS_IO_MAX bytes */
 #define PFS_HDR_MAX                                                                                \
-    (160 + 4 * PFS_STRIPES_MAX + 2 * PFS_NAME_MAX + PFS_USER_MAX + PFS_TEXT_MAX + 2 * PFS_PATH_MAX)
+    (168 + 4 * PFS_STRIPES_MAX + 2 * PFS_NAME_MAX + PFS_USER_MAX + PFS_TEXT_MAX + 2 * PFS_PATH_MAX)
 #define PFS_MSG_MAX (PFS_HDR_MAX + PFS_IO_MAX)
 
 enum pfs_op {
@@ -97,6 +107,7 @@ enum pfs_op {
     PFS_OP_SETATTR,
     PFS_OP_SETSTRIPE,
     PFS_OP_STATFS,
+    PFS_OP_ACCESS,
     PFS_OP_WRITE = 32,
     PFS_OP_READ,
     PFS_OP_TRUNC,
@@ -117,6 +128,10 @@ enum pfs_op {
 #define PFS_F_MTIME    0x40u
 #define PFS_F_REPLACED 0x80u
 #define PFS_F_RESET    0x100u
+#define PFS_F_RD       0x200u /* LOOKUP, CREATE, ACCESS: to read */
+#define PFS_F_WR       0x400u /* LOOKUP, CREATE, ACCESS: to write */
+
+#define PFS_ACCESS_TTL_MS 2000 /* an I/O server's verdicts are this fresh */
 
 enum pfs_type { PFS_T_FILE = 1, PFS_T_DIR = 2 };
 
@@ -131,6 +146,7 @@ struct pfs_attr {
     uint32_t type; /* enum pfs_type */
     uint32_t mode; /* permission bits */
     uint32_t uid;
+    uint32_t gid;
     uint64_t size;
     int64_t mtime_ns;
     int64_t ctime_ns;
@@ -157,6 +173,10 @@ struct pfs_msg {
     char path2[PFS_PATH_MAX];
     const uint8_t *data; /* the data bytes: encode copies them; decode points into its buffer */
     size_t dlen;
+    /* Not on the wire: who sent a request, as the piods stamped it
+     * (PIO_Status), set by pfs_srv_recv. */
+    uint32_t from_uid, from_gid;
+    char from_user[PFS_NAME_MAX];
 };
 
 /* pfs_msg_encode - header and data of m into buf (cap bytes). Returns the

@@ -80,6 +80,15 @@ int pfs_srv_recv(int cls, uint8_t *buf, size_t cap, int timeout, struct pfs_msg 
                     st.source);
             continue;
         }
+        /* who sent it is the piods' word, whatever the message says */
+        m->from_uid = st.uid;
+        m->from_gid = st.gid;
+        snprintf(m->from_user, sizeof(m->from_user), "%s", st.user);
+        snprintf(m->client, sizeof(m->client), "%s", st.app); /* the answer goes there */
+        if (strlen(st.user) < sizeof(m->user) && st.user[0])  /* the per-user caps count by it */
+            snprintf(m->user, sizeof(m->user), "%s", st.user);
+        else
+            snprintf(m->user, sizeof(m->user), "#%u", st.uid);
         return PIO_OK;
     }
 }

@@ -364,6 +364,7 @@ static int pgas_errno(int status)
     case PIO_ENOSPC: return ENOSPC;
     case PIO_EINVAL: return EINVAL;
     case PIO_ENOMEM: return ENOMEM;
+    case PIO_EPERM: return EACCES;
     default: return EIO;
     }
 }

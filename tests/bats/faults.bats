@@ -344,9 +344,9 @@ merged() {
 @test "pfs: every link cut for 2 s under a striped write; the file reads back byte for byte" {
   mkdir -p "$W/iod1" "$W/iod2"
   pio_spawn "$W/iod1.log" env PIO_SOCKET="$SOCK_B" "$PIO_BUILD/sbin/pfs-iod" --dir "$W/iod1" \
-    --name flt.iod.1 --threads 2 >/dev/null
+    --name flt.iod.1 --mds flt.mds --threads 2 >/dev/null
   pio_spawn "$W/iod2.log" env PIO_SOCKET="$SOCK_B" "$PIO_BUILD/sbin/pfs-iod" --dir "$W/iod2" \
-    --name flt.iod.2 --threads 2 >/dev/null
+    --name flt.iod.2 --mds flt.mds --threads 2 >/dev/null
   pio_spawn "$W/mds.log" env PIO_SOCKET="$SOCK_B" "$PIO_BUILD/sbin/pfs-mds" --db "$W/mds.db" \
     --name flt.mds --iods flt.iod.1,flt.iod.2 >/dev/null
   pio_wait_until 30 env PIO_PARTNER_TIMEOUT=2 "$PIO_BUILD/bin/pfs" --mds flt.mds df
@@ -374,9 +374,9 @@ merged() {
   mkdir -p "$W/iod1" "$W/iod2"
   local nodev=(UCX_TLS=tcp UCX_NET_DEVICES=nosuch0)
   pio_spawn "$W/iod1.log" env PIO_SOCKET="$SOCK_B" "${nodev[@]}" "$PIO_BUILD/sbin/pfs-iod" \
-    --dir "$W/iod1" --name nod.iod.1 --threads 2 >/dev/null
+    --dir "$W/iod1" --name nod.iod.1 --mds nod.mds --threads 2 >/dev/null
   pio_spawn "$W/iod2.log" env PIO_SOCKET="$SOCK_B" "${nodev[@]}" "$PIO_BUILD/sbin/pfs-iod" \
-    --dir "$W/iod2" --name nod.iod.2 --threads 2 >/dev/null
+    --dir "$W/iod2" --name nod.iod.2 --mds nod.mds --threads 2 >/dev/null
   pio_spawn "$W/mds.log" env PIO_SOCKET="$SOCK_B" "$PIO_BUILD/sbin/pfs-mds" --db "$W/mds.db" \
     --name nod.mds --iods nod.iod.1,nod.iod.2 >/dev/null
   pio_wait_until 30 env PIO_PARTNER_TIMEOUT=2 "$PIO_BUILD/bin/pfs" --mds nod.mds df

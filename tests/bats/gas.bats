@@ -36,7 +36,7 @@ setup_file() {
   DIR=$BATS_FILE_TMPDIR/gas
   pfs_cluster_up "$DIR" "$BED" 1gbit
   local h
-  for h in 1 2 3 4; do pfs_iod_start "$DIR" "$h" "pfs.g.$h" --threads 4 --qos off; done
+  for h in 1 2 3 4; do pfs_iod_start "$DIR" "$h" "pfs.g.$h" --threads 4 --qos off --mds pfs.gmds; done
   pfs_mds_start "$DIR" pfs.gmds "$DIR/g.db" pfs.g.1,pfs.g.2,pfs.g.3,pfs.g.4
   pfs_ready 6 pfs.gmds 90
   # files under /t are striped over the 4 servers in 64 KiB units

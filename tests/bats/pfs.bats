@@ -33,7 +33,7 @@ setup_file() {
   local h k
   for h in 1 2 3 4; do
     for k in 1 2 3 4 5 6 7 8; do pfs_iod_start "$DIR" "$h" "pfs.iod.$h.$k" --threads 4; done
-    pfs_iod_start "$DIR" "$h" "pfs.e.$h" --threads 2
+    pfs_iod_start "$DIR" "$h" "pfs.e.$h" --threads 2 --mds pfs.even
   done
   pfs_mds_start "$DIR" pfs.mds "$DIR/main.db" "$(iods_main)"
   pfs_mds_start "$DIR" pfs.even "$DIR/even.db" pfs.e.1,pfs.e.2,pfs.e.3,pfs.e.4
@@ -173,7 +173,7 @@ qos_field() {
   # one I/O server, 10 threads (2 interactive, 8 staging), an emulated disk of
   # 10 lanes at 4 MB/s each: a 1 MiB request takes about 0.26 s
   pfs_iod_start "$DIR" 1 pfs.q --threads 10 --qos interactive:20,staging:80 \
-    --disk-rate 40M --disk-lanes 10
+    --disk-rate 40M --disk-lanes 10 --mds pfs.qmds
   pfs_mds_start "$DIR" pfs.qmds "$DIR/q.db" pfs.q
   pfs_ready 6 pfs.qmds 30
   # staging alone: 16 requests in flight keep all 10 threads busy, 2 borrowed

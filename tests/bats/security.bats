@@ -7,12 +7,16 @@
 # user may reach. Each case shows that the other user is refused and that
 # the owner's own action works.
 
+bats_require_minimum_version 1.5.0
 load "$BATS_TEST_DIRNAME/../lib/helpers"
 source "$BATS_TEST_DIRNAME/../lib/piod.bash"
 
 CHECK=$PIO_BUILD/tests/prog/pio-check
 WIN=$PIO_BUILD/tests/prog/pio-win
 PCP=$PIO_BUILD/bin/pcp
+PFS=$PIO_BUILD/bin/pfs
+PFSCHECK=$PIO_BUILD/tests/prog/pfs-check
+PGAS=$PIO_BUILD/lib/libpgas.so
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || return 0
@@ -290,4 +294,114 @@ win_client() {
   assert_failure
   assert_output --regexp "user pio-sc \(uid [0-9]+\) of system A \(mapped to no-such-user-pio\) has no account here: refused"
   run ! test -e "$W/exp/sc.txt"
+}
+
+# pfs_up [MDS FLAGS...]: a pfs (pfs-mds and one pfs-iod, as root) on piod B;
+# every user reaches it from A as PFS_MDS=pfs.sec.mds; root makes /shared,
+# 1777 (everyone makes files there; only their owners remove them)
+pfs_up() {
+  mkdir -p "$W/objs"
+  bg_start "$W/mds.log" env PIO_SOCKET="$PIO_SOCK_B" "$PIO_BUILD/sbin/pfs-mds" \
+    --db "$W/mds.db" --iods pfs.sec.iod --name pfs.sec.mds "$@"
+  MDS_PID=$BG_PID
+  bg_start "$W/iod.log" env PIO_SOCKET="$PIO_SOCK_B" "$PIO_BUILD/sbin/pfs-iod" \
+    --dir "$W/objs" --name pfs.sec.iod --mds pfs.sec.mds --threads 2
+  pio_wait_until 30 env PIO_SOCKET="$PIO_SOCK_A" PFS_MDS=pfs.sec.mds "$PFS" df
+  run env PIO_SOCKET="$PIO_SOCK_A" PFS_MDS=pfs.sec.mds "$PFS" mkdir /shared
+  assert_success
+  run env PIO_SOCKET="$PIO_SOCK_A" PFS_MDS=pfs.sec.mds "$PFS" chmod 1777 /shared
+  assert_success
+}
+
+# pfs_as USER CMD...: CMD as USER on A, with the pfs of pfs_up
+pfs_as() {
+  local u=$1
+  shift
+  as "$u" env PFS_MDS=pfs.sec.mds "$@"
+}
+
+@test "pfs enforces POSIX permissions on the piods' stamp: B can neither read nor write A's 0600 file through pfs, libpfs or straight to its I/O server; A can" {
+  pair_up
+  pfs_up
+  head -c 300000 /dev/urandom >"$W/a.bin"
+  chmod 600 "$W/a.bin"
+  chown pio-sa: "$W/a.bin"
+  mkdir "$W/sa" "$W/sb"
+  chown pio-sa: "$W/sa"
+  chown pio-sb: "$W/sb"
+  # pio-sa's file: 0600, owned by pio-sa and its group (the stamp, not a claim)
+  run pfs_as pio-sa "$PFS" put "$W/a.bin" /shared/a
+  assert_success
+  run pfs_as pio-sb "$PFS" stat /shared/a
+  assert_success
+  assert_output --partial "mode: 0600"
+  assert_output --partial "owner: $(id -u pio-sa) $(id -g pio-sa)"
+  # pio-sb: no read through pfs or libpfs...
+  run pfs_as pio-sb "$PFS" get /shared/a "$W/sb/a"
+  assert_failure
+  assert_output --partial "permission denied"
+  run pfs_as pio-sb "$PFSCHECK" --mds pfs.sec.mds verify /shared/a 1
+  assert_failure 3
+  assert_output --partial "permission denied"
+  # ...no write: not over it, not around the metadata server to the I/O
+  # server by file id, not by removing it from the sticky folder
+  head -c 1000 /dev/zero >"$W/z"
+  chmod 644 "$W/z"
+  run pfs_as pio-sb "$PFS" put "$W/z" /shared/a
+  assert_failure
+  assert_output --partial "permission denied"
+  run pfs_as pio-sb "$PFSCHECK" --mds pfs.sec.mds overwrite-fid /shared/a
+  assert_failure 3
+  assert_output --partial "permission denied"
+  run pfs_as pio-sb "$PFS" rm /shared/a
+  assert_failure
+  assert_output --partial "permission denied"
+  run pfs_as pio-sb "$PFS" chmod 666 /shared/a
+  assert_failure
+  assert_output --partial "permission denied"
+  # the file is whole, and pio-sa reads it
+  run pfs_as pio-sa "$PFS" get /shared/a "$W/sa/a"
+  assert_success
+  cmp "$W/a.bin" "$W/sa/a"
+  # once pio-sa lets its group and others read, pio-sb reads (and still
+  # cannot write)
+  run pfs_as pio-sa "$PFS" chmod 644 /shared/a
+  assert_success
+  run pfs_as pio-sb "$PFS" get /shared/a "$W/sb/a"
+  assert_success
+  cmp "$W/a.bin" "$W/sb/a"
+  run pfs_as pio-sb "$PFSCHECK" --mds pfs.sec.mds overwrite-fid /shared/a
+  assert_failure 3
+  assert_output --partial "permission denied"
+}
+
+@test "pfs: new files get the umask, and root of another system is nobody with --root-squash" {
+  pair_up
+  pfs_up
+  # the metadata server again, squashing root (/shared was made by root)
+  pio_stop "$MDS_PID" # (not in run: the test's shell is its parent)
+  bg_start "$W/mds2.log" env PIO_SOCKET="$PIO_SOCK_B" "$PIO_BUILD/sbin/pfs-mds" \
+    --db "$W/mds.db" --name pfs.sec.mds --root-squash
+  pio_wait_until 30 env PIO_SOCKET="$PIO_SOCK_A" PFS_MDS=pfs.sec.mds "$PFS" df
+  printf 'x' >"$W/x"
+  chmod 666 "$W/x"
+  run pfs_as pio-sa sh -c "umask 027 && exec '$PFS' put '$W/x' /shared/x"
+  assert_success
+  run pfs_as pio-sa "$PFS" stat /shared/x
+  assert_output --partial "mode: 0640"
+  run pfs_as pio-sa "$PFS" chmod 600 /shared/x
+  assert_success
+  # root, squashed to nobody: cannot read pio-sa's 0600 file, cannot make
+  # files in / (root's own folder, 0755)
+  run env PIO_SOCKET="$PIO_SOCK_A" PFS_MDS=pfs.sec.mds "$PFS" get /shared/x "$W/r"
+  assert_failure
+  assert_output --partial "permission denied"
+  run env PIO_SOCKET="$PIO_SOCK_A" PFS_MDS=pfs.sec.mds "$PFS" mkdir /rootdir
+  assert_failure
+  assert_output --partial "permission denied"
+  # it makes files where everyone may, owned by nobody
+  run env PIO_SOCKET="$PIO_SOCK_A" PFS_MDS=pfs.sec.mds "$PFS" put "$W/x" /shared/r
+  assert_success
+  run env PIO_SOCKET="$PIO_SOCK_A" PFS_MDS=pfs.sec.mds "$PFS" stat /shared/r
+  assert_output --partial "owner: 65534 65534"
 }

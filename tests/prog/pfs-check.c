@@ -22,6 +22,11 @@
  *                                 SECONDS; print
  *                                 "T SERVER LATENCY_US" per write (T = s since
  *                                 start, SERVER = the file's server index)
+ *   overwrite-fid PATH            write 4 KiB of zeros at offset 0 of PATH's
+ *                                 first object straight to its I/O server
+ *                                 (pfs_batch_write by fid: no open, so no
+ *                                 check at the metadata server), print
+ *                                 "overwrote" or the error
  * Exit: 0 success, 1 mismatch, 2 usage, 3 pfs error.
  */
 #include "pfs/pfs.h"
@@ -345,6 +350,25 @@ static int probe_all(const char *dir, double secs, int ms)
     return bad;
 }
 
+static int overwrite_fid(const char *path)
+{
+    pfs_stat st;
+    pfs_batch *b = NULL;
+    static const uint8_t zeros[4096];
+    int rc = pfs_stat_path(fs, path, &st);
+    if (rc == PIO_OK)
+        rc = pfs_batch_new(fs, &b);
+    if (rc == PIO_OK) {
+        pfs_extent e = {.fid = st.fid, .off = 0, .len = sizeof(zeros), .data = zeros};
+        rc = pfs_batch_write(b, (int)st.stripe.servers[0], &e, 1);
+        pfs_batch_free(b);
+    }
+    if (rc != PIO_OK)
+        return perr(path, rc);
+    printf("overwrote\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mds = NULL, *cls = NULL;
@@ -390,6 +414,8 @@ int main(int argc, char **argv)
         r = probe_setup(a[0]);
     else if (!strcmp(cmd, "probe-all") && na == 3)
         r = probe_all(a[0], atof(a[1]), atoi(a[2]));
+    else if (!strcmp(cmd, "overwrite-fid") && na == 1)
+        r = overwrite_fid(a[0]);
     else if (!strcmp(cmd, "probe") && na == 3)
         r = probe(a[0], atoi(a[1]), atoi(a[2]));
     else

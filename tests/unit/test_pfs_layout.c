@@ -188,8 +188,8 @@ static void codec(void **state)
     m.cls = 0;
     n = pfs_msg_encode(&m, buf, sizeof(buf));
     assert_int_equal(pfs_msg_decode(buf, n, &d), 0);
-    /* layout count field at a known place: after 4 + 6*4 + 5*8 + 8 + 3*4 + 3*8 + 8 */
-    size_t at = 4 + 24 + 40 + 8 + 12 + 24 + 8;
+    /* layout count field at a known place: after 4 + 6*4 + 5*8 + attr (8 + 4*4 + 3*8) + 8 */
+    size_t at = 4 + 24 + 40 + 8 + 16 + 24 + 8;
     buf[at] = PFS_STRIPES_MAX + 1;
     assert_int_equal(pfs_msg_decode(buf, n, &d), -1);
 }

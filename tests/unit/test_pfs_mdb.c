@@ -12,6 +12,7 @@
 #include "tests/lib/unit.h"
 
 #include <dirent.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,7 +82,7 @@ static struct pfs_mdb *open_other(struct fx *f, const char *name, int n)
 static void create_ok(struct pfs_mdb *db, const char *path, uint64_t hint, uint32_t wish,
                       uint64_t wish_ss, struct pfs_attr *a, struct pfs_layout *l)
 {
-    int rc = pfs_mdb_create(db, path, 0644, 0, PFS_F_EXCL, hint, wish, wish_ss, a, l);
+    int rc = pfs_mdb_create(db, path, 0644, 0, 0, PFS_F_EXCL, hint, wish, wish_ss, a, l);
     if (rc != PIO_OK)
         fail_msg("create %s: %s (%s)", path, PIO_Errname(rc), pfs_mdb_errmsg(db));
     assert_int_equal(a->type, PFS_T_FILE);
@@ -109,7 +110,7 @@ static void test_policy(void **state)
     create_ok(f->db, "/small", 20u << 20, 0, 65536, &a, &l);
     assert_int_equal(l.count, 2);
     assert_int_equal(l.stripe_size, 65536);
-    assert_int_equal(pfs_mdb_create(f->db, "/bad", 0644, 0, 0, 0, 0, 1000, &a, &l), PIO_EINVAL);
+    assert_int_equal(pfs_mdb_create(f->db, "/bad", 0644, 0, 0, 0, 0, 0, 1000, &a, &l), PIO_EINVAL);
     assert_int_equal(pfs_mdb_lookup(f->db, "/bad", &a, &l), PIO_ENOENT);
 
     struct pfs_mdb *db = open_other(f, "forty.db", 40);
@@ -136,8 +137,9 @@ static void test_bad_paths(void **state)
     const char *bad[] = {"", "a", "/a/", "/a//b", "/a/./b", "/a/../b", "//"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(pfs_mdb_lookup(f->db, bad[i], &a, NULL), PIO_EINVAL);
-        assert_int_equal(pfs_mdb_create(f->db, bad[i], 0644, 0, 0, 0, 0, 0, &a, NULL), PIO_EINVAL);
-        assert_int_equal(pfs_mdb_mkdir(f->db, bad[i], 0755, 0, &a), PIO_EINVAL);
+        assert_int_equal(pfs_mdb_create(f->db, bad[i], 0644, 0, 0, 0, 0, 0, 0, &a, NULL),
+                         PIO_EINVAL);
+        assert_int_equal(pfs_mdb_mkdir(f->db, bad[i], 0755, 0, 0, &a), PIO_EINVAL);
     }
     assert_int_equal(pfs_mdb_lookup(f->db, "/", &a, NULL), PIO_OK);
     assert_int_equal(a.type, PFS_T_DIR);
@@ -150,7 +152,7 @@ static void test_dir_default(void **state)
     struct pfs_attr a;
     struct pfs_layout l;
     assert_int_equal(set_servers(f->db, 4), PIO_OK);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, &a), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, 0, &a), PIO_OK);
     assert_int_equal(a.type, PFS_T_DIR);
     assert_int_equal(pfs_mdb_setstripe(f->db, "/d", 2, 256 << 10, &a, &l), PIO_OK);
     assert_int_equal(pfs_mdb_lookup(f->db, "/d", &a, &l), PIO_OK);
@@ -167,7 +169,7 @@ static void test_dir_default(void **state)
     assert_int_equal(l.stripe_size, 256 << 10);
 
     /* a subdirectory inherits the default when made, and keeps it */
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d/sub", 0755, 0, &a), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d/sub", 0755, 0, 0, &a), PIO_OK);
     assert_int_equal(pfs_mdb_setstripe(f->db, "/d", 0, 0, &a, &l), PIO_OK);
     assert_int_equal(pfs_mdb_lookup(f->db, "/d", &a, &l), PIO_OK);
     assert_int_equal(l.count, 0);
@@ -275,14 +277,14 @@ static void test_readdir(void **state)
     struct pfs_attr a;
     struct pfs_layout l;
     assert_int_equal(set_servers(f->db, 2), PIO_OK);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, &a), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, 0, &a), PIO_OK);
     /* 30 files made in a scrambled order, a directory and an upper-case name */
     for (int i = 0; i < 30; i++) {
         char p[32];
         snprintf(p, sizeof(p), "/d/f%02d", (i * 7) % 30);
         create_ok(f->db, p, 0, 0, 0, &a, &l);
     }
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d/m", 0700, 0, &a), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d/m", 0700, 0, 0, &a), PIO_OK);
     create_ok(f->db, "/d/Z", 0, 0, 0, &a, &l);
     assert_int_equal(pfs_mdb_setsize(f->db, a.fid, 1234, 0, &a), PIO_OK);
 
@@ -350,33 +352,34 @@ static void test_create_rules(void **state)
     struct pfs_layout l, l2;
     assert_int_equal(set_servers(f->db, 3), PIO_OK);
     create_ok(f->db, "/f", 0, 0, 0, &a, &l);
-    assert_int_equal(pfs_mdb_create(f->db, "/f", 0644, 0, PFS_F_EXCL, 0, 0, 0, &b, &l2),
+    assert_int_equal(pfs_mdb_create(f->db, "/f", 0644, 0, 0, PFS_F_EXCL, 0, 0, 0, &b, &l2),
                      PIO_EEXIST);
     /* without EXCL: the existing file, layout and all */
-    assert_int_equal(pfs_mdb_create(f->db, "/f", 0600, 0, 0, 0, 5, 0, &b, &l2), PIO_OK);
+    assert_int_equal(pfs_mdb_create(f->db, "/f", 0600, 0, 0, 0, 0, 5, 0, &b, &l2), PIO_OK);
     assert_int_equal(b.fid, a.fid);
     assert_int_equal(b.mode, 0644);
     assert_memory_equal(&l, &l2, sizeof(l));
     assert_int_equal(pfs_mdb_setsize(f->db, a.fid, 5000, 0, &b), PIO_OK);
-    assert_int_equal(pfs_mdb_create(f->db, "/f", 0644, 0, 0, 0, 0, 0, &b, &l2), PIO_OK);
+    assert_int_equal(pfs_mdb_create(f->db, "/f", 0644, 0, 0, 0, 0, 0, 0, &b, &l2), PIO_OK);
     assert_int_equal(b.size, 5000);
-    assert_int_equal(pfs_mdb_create(f->db, "/f", 0644, 0, PFS_F_TRUNC, 0, 0, 0, &b, &l2), PIO_OK);
+    assert_int_equal(pfs_mdb_create(f->db, "/f", 0644, 0, 0, PFS_F_TRUNC, 0, 0, 0, &b, &l2),
+                     PIO_OK);
     assert_int_equal(b.size, 0);
     assert_int_equal(pfs_mdb_lookup(f->db, "/f", &b, NULL), PIO_OK);
     assert_int_equal(b.size, 0);
 
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, &b), PIO_OK);
-    assert_int_equal(pfs_mdb_create(f->db, "/d", 0644, 0, 0, 0, 0, 0, &b, &l2), PIO_EISDIR);
-    assert_int_equal(pfs_mdb_create(f->db, "/", 0644, 0, 0, 0, 0, 0, &b, &l2), PIO_EISDIR);
-    assert_int_equal(pfs_mdb_create(f->db, "/no/x", 0644, 0, 0, 0, 0, 0, &b, &l2), PIO_ENOENT);
-    assert_int_equal(pfs_mdb_create(f->db, "/f/x", 0644, 0, 0, 0, 0, 0, &b, &l2), PIO_ENOTDIR);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, 0, &b), PIO_OK);
+    assert_int_equal(pfs_mdb_create(f->db, "/d", 0644, 0, 0, 0, 0, 0, 0, &b, &l2), PIO_EISDIR);
+    assert_int_equal(pfs_mdb_create(f->db, "/", 0644, 0, 0, 0, 0, 0, 0, &b, &l2), PIO_EISDIR);
+    assert_int_equal(pfs_mdb_create(f->db, "/no/x", 0644, 0, 0, 0, 0, 0, 0, &b, &l2), PIO_ENOENT);
+    assert_int_equal(pfs_mdb_create(f->db, "/f/x", 0644, 0, 0, 0, 0, 0, 0, &b, &l2), PIO_ENOTDIR);
     assert_int_equal(pfs_mdb_lookup(f->db, "/f/x", &b, NULL), PIO_ENOTDIR);
     assert_int_equal(pfs_mdb_lookup(f->db, "/no/x", &b, NULL), PIO_ENOENT);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, &b), PIO_EEXIST);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/f", 0755, 0, &b), PIO_EEXIST);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/", 0755, 0, &b), PIO_EEXIST);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/f/d", 0755, 0, &b), PIO_ENOTDIR);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/no/d", 0755, 0, &b), PIO_ENOENT);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, 0, &b), PIO_EEXIST);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/f", 0755, 0, 0, &b), PIO_EEXIST);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/", 0755, 0, 0, &b), PIO_EEXIST);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/f/d", 0755, 0, 0, &b), PIO_ENOTDIR);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/no/d", 0755, 0, 0, &b), PIO_ENOENT);
 
     /* fids are never reused, not even the newest one after it is removed */
     create_ok(f->db, "/g", 0, 0, 0, &a, &l);
@@ -393,8 +396,8 @@ static void test_unlink_rules(void **state)
     assert_int_equal(set_servers(f->db, 4), PIO_OK);
     create_ok(f->db, "/f", 0, 3, 0, &a, &l);
     assert_int_equal(pfs_mdb_setsize(f->db, a.fid, 77, 1, NULL), PIO_OK);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, &b), PIO_OK);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d/e", 0755, 0, &b), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, 0, &b), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d/e", 0755, 0, 0, &b), PIO_OK);
 
     assert_int_equal(pfs_mdb_unlink(f->db, "/f", 1, &b, &l2), PIO_ENOTDIR);
     assert_int_equal(pfs_mdb_unlink(f->db, "/d/e", 0, &b, &l2), PIO_EISDIR);
@@ -452,10 +455,10 @@ static void test_rename_rules(void **state)
     assert_int_equal(pfs_mdb_lookup(f->db, "/b", &c, NULL), PIO_ENOENT);
 
     /* a directory moves with its subtree */
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, &c), PIO_OK);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d/e", 0755, 0, &c), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0755, 0, 0, &c), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d/e", 0755, 0, 0, &c), PIO_OK);
     create_ok(f->db, "/d/e/f", 0, 0, 0, &b, &lb);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/x", 0755, 0, &c), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/x", 0755, 0, 0, &c), PIO_OK);
     assert_int_equal(pfs_mdb_rename(f->db, "/d", "/x/d2", &rep, &c, &lc), PIO_OK);
     assert_int_equal(rep, 0);
     assert_int_equal(pfs_mdb_lookup(f->db, "/x/d2/e/f", &c, NULL), PIO_OK);
@@ -469,10 +472,10 @@ static void test_rename_rules(void **state)
     /* a directory onto a file, a file onto a directory, onto a non-empty one */
     assert_int_equal(pfs_mdb_rename(f->db, "/x", "/c", &rep, &c, &lc), PIO_ENOTDIR);
     assert_int_equal(pfs_mdb_rename(f->db, "/c", "/x", &rep, &c, &lc), PIO_EISDIR);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/y", 0755, 0, &c), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/y", 0755, 0, 0, &c), PIO_OK);
     assert_int_equal(pfs_mdb_rename(f->db, "/y", "/x", &rep, &c, &lc), PIO_ENOTEMPTY);
     /* onto an empty directory: replaced, nothing to destroy */
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/z", 0755, 0, &c), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/z", 0755, 0, 0, &c), PIO_OK);
     assert_int_equal(pfs_mdb_rename(f->db, "/x", "/z", &rep, &c, &lc), PIO_OK);
     assert_int_equal(rep, 0);
     assert_int_equal(pfs_mdb_lookup(f->db, "/z/d2/e/f", &c, NULL), PIO_OK);
@@ -539,7 +542,7 @@ static void test_servers_list(void **state)
     struct pfs_layout l;
     assert_int_equal(pfs_mdb_nservers(f->db), 0);
     assert_int_equal(pfs_mdb_servers(f->db, NULL, 0), PIO_ECONFIG);
-    assert_int_equal(pfs_mdb_create(f->db, "/f", 0644, 0, 0, 0, 0, 0, &a, &l), PIO_ECONFIG);
+    assert_int_equal(pfs_mdb_create(f->db, "/f", 0644, 0, 0, 0, 0, 0, 0, &a, &l), PIO_ECONFIG);
     assert_int_equal(pfs_mdb_servers(f->db, aa, 2), PIO_ECONFIG);
     assert_int_equal(pfs_mdb_servers(f->db, empty, 1), PIO_EINVAL);
     assert_int_equal(pfs_mdb_nservers(f->db), 0);
@@ -577,7 +580,7 @@ static void test_persistence(void **state)
     struct pfs_attr a, b, c;
     struct pfs_layout l, l2;
     assert_int_equal(set_servers(f->db, 4), PIO_OK);
-    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0750, 0, &a), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0750, 0, 0, &a), PIO_OK);
     assert_int_equal(pfs_mdb_setstripe(f->db, "/d", 2, 128 << 10, NULL, NULL), PIO_OK);
     create_ok(f->db, "/d/f", 0, 0, 0, &a, &l); /* servers 0, 1 */
     assert_int_equal(l.servers[0], 0);
@@ -602,6 +605,48 @@ static void test_persistence(void **state)
     create_ok(f->db, "/next", 0, 1, 0, &c, &l2);
     assert_int_equal(l2.servers[0], 3);
     assert_true(c.fid > b.fid);
+}
+
+/* Owner and group are kept and found by fid too; a version 1 database
+ * (before groups) opens with every group 0. */
+static void test_owner_group(void **state)
+{
+    struct fx *f = *state;
+    struct pfs_attr a, b;
+    struct pfs_layout l;
+    assert_int_equal(set_servers(f->db, 2), PIO_OK);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/d", 0750, 7, 9, &a), PIO_OK);
+    assert_int_equal(a.uid, 7);
+    assert_int_equal(a.gid, 9);
+    assert_int_equal(pfs_mdb_create(f->db, "/d/f", 0640, 1000, 100, PFS_F_EXCL, 0, 0, 0, &a, &l),
+                     PIO_OK);
+    assert_int_equal(pfs_mdb_stat(f->db, a.fid, &b), PIO_OK);
+    assert_int_equal(b.uid, 1000);
+    assert_int_equal(b.gid, 100);
+    assert_int_equal(b.mode, 0640);
+    assert_int_equal(b.type, PFS_T_FILE);
+    assert_int_equal(pfs_mdb_setsize(f->db, a.fid, 10, 1, NULL), PIO_OK); /* put keeps them */
+    assert_int_equal(pfs_mdb_lookup(f->db, "/d/f", &b, NULL), PIO_OK);
+    assert_int_equal(b.gid, 100);
+    assert_int_equal(pfs_mdb_unlink(f->db, "/d/f", 0, NULL, NULL), PIO_OK);
+    assert_int_equal(pfs_mdb_stat(f->db, a.fid, &b), PIO_ENOENT);
+    pfs_mdb_close(f->db);
+    f->db = NULL;
+    /* make it a version 1 database, as an older pfs-mds left it */
+    sqlite3 *sql = NULL;
+    assert_int_equal(sqlite3_open(f->file, &sql), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(sql,
+                                  "ALTER TABLE nodes DROP COLUMN gid;"
+                                  "UPDATE meta SET value = 1 WHERE key = 'schema';",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(sql);
+    assert_int_equal(pfs_mdb_open(f->file, &f->db), PIO_OK);
+    assert_int_equal(pfs_mdb_lookup(f->db, "/d", &b, NULL), PIO_OK);
+    assert_int_equal(b.uid, 7);
+    assert_int_equal(b.gid, 0);
+    assert_int_equal(pfs_mdb_mkdir(f->db, "/e", 0755, 1, 2, &b), PIO_OK);
+    assert_int_equal(b.gid, 2);
 }
 
 /* A child creates files and acknowledges each on a pipe once the call
@@ -632,7 +677,7 @@ static void test_crash(void **state)
             struct pfs_attr a;
             struct pfs_layout l;
             snprintf(p, sizeof(p), "/f%06d", i);
-            if (pfs_mdb_create(db, p, 0644, 0, PFS_F_EXCL, 0, 0, 0, &a, &l) != PIO_OK)
+            if (pfs_mdb_create(db, p, 0644, 0, 0, PFS_F_EXCL, 0, 0, 0, &a, &l) != PIO_OK)
                 _exit(4);
             if (write(fds[1], &i, sizeof(i)) != (ssize_t)sizeof(i))
                 _exit(5);
@@ -702,6 +747,6 @@ static const struct CMUnitTest tests[] = {
     T(test_policy),          T(test_bad_paths),    T(test_dir_default),  T(test_evenness),
     T(test_readdir),         T(test_create_rules), T(test_unlink_rules), T(test_rename_rules),
     T(test_setsize_setattr), T(test_servers_list), T(test_persistence),  T(test_crash),
-    T(test_open_errors),
+    T(test_open_errors),     T(test_owner_group),
 };
 PIO_UNIT_MAIN(tests)
