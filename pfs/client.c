@@ -537,7 +537,8 @@ int pfs_rename(pfs_fs *fs, const char *from, const char *to)
     return rc;
 }
 
-int pfs_set_mtime(pfs_fs *fs, const char *path, int64_t mtime_ns)
+/* SETATTR of path: flags PFS_F_MTIME and/or PFS_F_MODE with their values */
+static int setattr(pfs_fs *fs, const char *path, uint32_t flags, uint32_t mode, int64_t mtime_ns)
 {
     int rc = path_check(path);
     if (rc != PIO_OK)
@@ -545,22 +546,20 @@ int pfs_set_mtime(pfs_fs *fs, const char *path, int64_t mtime_ns)
     struct pfs_msg m, rep;
     req_init(fs, &m, PFS_OP_SETATTR);
     snprintf(m.path, sizeof(m.path), "%s", path);
-    m.flags = PFS_F_MTIME;
+    m.flags = flags;
+    m.attr.mode = mode & 07777;
     m.attr.mtime_ns = mtime_ns;
     return mds_rpc(fs, &m, &rep);
 }
 
+int pfs_set_mtime(pfs_fs *fs, const char *path, int64_t mtime_ns)
+{
+    return setattr(fs, path, PFS_F_MTIME, 0, mtime_ns);
+}
+
 int pfs_chmod(pfs_fs *fs, const char *path, uint32_t mode)
 {
-    int rc = path_check(path);
-    if (rc != PIO_OK)
-        return rc;
-    struct pfs_msg m, rep;
-    req_init(fs, &m, PFS_OP_SETATTR);
-    snprintf(m.path, sizeof(m.path), "%s", path);
-    m.flags = PFS_F_MODE;
-    m.attr.mode = mode & 07777;
-    return mds_rpc(fs, &m, &rep);
+    return setattr(fs, path, PFS_F_MODE, mode, 0);
 }
 
 static int entcmp(const void *a, const void *b)

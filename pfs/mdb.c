@@ -674,17 +674,14 @@ const char *pfs_mdb_server(const struct pfs_mdb *db, int i)
 
 /* ---- name space ---------------------------------------------------------------- */
 
-int pfs_mdb_lookup(struct pfs_mdb *db, const char *path, struct pfs_attr *attr,
-                   struct pfs_layout *layout)
+/* One entry, by path (path != NULL) or by id, in a read transaction. */
+static int node_read_tx(struct pfs_mdb *db, const char *path, int64_t id, struct pfs_attr *attr,
+                        struct pfs_layout *layout)
 {
-    if (!db || !path)
-        return PIO_EINVAL;
-    if (mdb_enter(db, path) != PIO_OK)
-        return PIO_EINVAL;
     struct mdb_node n;
     int rc;
     PIO_TRY(tx_begin(db, 0), rc, out);
-    rc = node_resolve(db, path, &n, NULL);
+    rc = path ? node_resolve(db, path, &n, NULL) : node_get(db, id, &n);
     rc = tx_end(db, rc);
     if (rc == PIO_OK)
         node_out(&n, attr, layout);
@@ -692,20 +689,22 @@ out:
     return rc;
 }
 
+int pfs_mdb_lookup(struct pfs_mdb *db, const char *path, struct pfs_attr *attr,
+                   struct pfs_layout *layout)
+{
+    if (!db || !path)
+        return PIO_EINVAL;
+    if (mdb_enter(db, path) != PIO_OK)
+        return PIO_EINVAL;
+    return node_read_tx(db, path, 0, attr, layout);
+}
+
 int pfs_mdb_stat(struct pfs_mdb *db, uint64_t fid, struct pfs_attr *attr)
 {
     if (!db || fid > INT64_MAX)
         return PIO_EINVAL;
     mdb_enter(db, NULL);
-    struct mdb_node n;
-    int rc;
-    PIO_TRY(tx_begin(db, 0), rc, out);
-    rc = node_get(db, (int64_t)fid, &n);
-    rc = tx_end(db, rc);
-    if (rc == PIO_OK)
-        node_out(&n, attr, NULL);
-out:
-    return rc;
+    return node_read_tx(db, NULL, (int64_t)fid, attr, NULL);
 }
 
 int pfs_mdb_create(struct pfs_mdb *db, const char *path, uint32_t mode, uint32_t uid, uint32_t gid,

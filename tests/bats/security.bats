@@ -2,29 +2,35 @@
 # security.bats - one host, many users: real local users against each other (issue 28).
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Two users made here with useradd (pio-sa, pio-sb; removed at the end) run
-# tests/prog/pio-check through one piod pair on loopback whose sockets every
-# user may reach. Each case shows that the other user is refused and that
-# the owner's own action works.
+# Users made here with useradd (pio-sa, pio-sb, pio-sc; removed at the end)
+# run tests/prog/pio-check, pio-win, pcp, pfs and pfs-check through one piod
+# pair on loopback whose sockets every user may reach. Each case shows that
+# the other user is refused and that the owner's own action works. The
+# programs the users run are copied to a folder they may enter (a checkout,
+# as CI's, may sit in a folder only root enters).
 
 bats_require_minimum_version 1.5.0
 load "$BATS_TEST_DIRNAME/../lib/helpers"
 source "$BATS_TEST_DIRNAME/../lib/piod.bash"
 
-CHECK=$PIO_BUILD/tests/prog/pio-check
-WIN=$PIO_BUILD/tests/prog/pio-win
-PCP=$PIO_BUILD/bin/pcp
-PFS=$PIO_BUILD/bin/pfs
-PFSCHECK=$PIO_BUILD/tests/prog/pfs-check
-PGAS=$PIO_BUILD/lib/libpgas.so
+USER_PROGS="tests/prog/pio-check tests/prog/pio-win bin/pcp bin/pfs tests/prog/pfs-check"
+CHECK=${SEC_BIN:-}/pio-check
+WIN=${SEC_BIN:-}/pio-win
+PCP=${SEC_BIN:-}/pcp
+PFS=${SEC_BIN:-}/pfs
+PFSCHECK=${SEC_BIN:-}/pfs-check
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || return 0
-  local u
+  local u p
   for u in pio-sa pio-sb pio-sc; do
     id -u "$u" >/dev/null 2>&1 || useradd --system --no-create-home --user-group \
       --shell /usr/sbin/nologin "$u"
   done
+  SEC_BIN=$(mktemp -d /tmp/pio-security-bin.XXXXXX)
+  chmod 755 "$SEC_BIN"
+  for p in $USER_PROGS; do install -m 755 "$PIO_BUILD/$p" "$SEC_BIN/"; done
+  export SEC_BIN
 }
 
 teardown_file() {
@@ -32,6 +38,7 @@ teardown_file() {
   userdel pio-sa >/dev/null 2>&1 || true
   userdel pio-sb >/dev/null 2>&1 || true
   userdel pio-sc >/dev/null 2>&1 || true
+  if [ -n "${SEC_BIN:-}" ]; then rm -rf "$SEC_BIN"; fi
 }
 
 setup() {
