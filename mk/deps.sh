@@ -13,7 +13,7 @@ PKGS=(
   # toolchain
   gcc g++ gfortran make pkg-config clang libclang-rt-14-dev clang-format
   # runtime libraries (see DESIGN.md "Dependencies")
-  libzmq3-dev libsodium-dev libxxhash-dev
+  libzmq3-dev libsodium-dev libssl-dev libxxhash-dev
   libucx-dev ucx-utils libibverbs-dev
   openmpi-bin libopenmpi-dev
   libhdf5-openmpi-dev hdf5-tools python3-h5py

@@ -197,7 +197,8 @@ static int chan_send_sealed(struct piod *d, struct pio_tp_conn *c, struct pio_fr
     int rc = pio_wire_encode(f, buf, sizeof(buf), &len);
     if (rc != PIO_OK)
         return rc;
-    piod_seal_data(s, buf, len, NULL, NULL, 0, tag);
+    if (piod_seal_data(s, buf, len, NULL, NULL, 0, tag) != 0)
+        return PIO_ENOMEM;
     struct iovec iov[2] = {{buf, len}, {tag, sizeof(tag)}};
     return d->tp->sendv(c, iov, 2);
 }
@@ -456,7 +457,9 @@ static int tx_connect(struct piod_txchan *ch)
         snprintf(who, sizeof(who), "%d to %s", ch->index, p->cfg->name);
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_HELLO;
-    f.flags = d->cfg.encrypt ? PIO_WH_SEAL : 0;
+    int encrypt = piod_config_peer_encrypt(&d->cfg, p->cfg);
+    int offer_aes = piod_seal_wants_aes(d->cfg.cipher);
+    f.flags = encrypt ? PIO_WH_SEAL | (offer_aes ? PIO_WH_AES : 0) : 0;
     f.u.c_hello.proto = PIO_WIRE_VERSION;
     f.u.c_hello.index = index;
     snprintf(f.u.c_hello.system, sizeof(f.u.c_hello.system), "%s", d->cfg.ident);
@@ -476,13 +479,13 @@ static int tx_connect(struct piod_txchan *ch)
     PIO_TRY(chan_send_frame(d, c, &f), rc, fail);
     PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f, who), rc, fail);
     PIO_CHECK(f.type != PIO_F_C_ACCEPT, rc, PIO_EPROTO, fail);
-    if (f.u.c_accept.status == PIO_EREFUSED && (f.flags & PIO_WH_SEAL) && !d->cfg.encrypt &&
+    if (f.u.c_accept.status == PIO_EREFUSED && (f.flags & PIO_WH_SEAL) && !encrypt &&
         ch->last_err != PIO_EREFUSED)
-        PIOD_ERR("data channel %s: %s takes encrypted channels only (set encrypt = yes, or "
-                 "--encrypt, on both sides)",
+        PIOD_ERR("data channel %s: %s takes encrypted channels only (this piod has encrypt = no "
+                 "for it; remove that, or say encrypt = no on both sides)",
                  who, p->cfg->name);
     PIO_CHECK(f.u.c_accept.status != PIO_OK, rc, f.u.c_accept.status, fail);
-    if (d->cfg.encrypt && !(f.flags & PIO_WH_SEAL)) {
+    if (encrypt && !(f.flags & PIO_WH_SEAL)) {
         if (ch->last_err != PIO_EAUTH)
             PIOD_ERR("data channel %s: %s accepted it without sealing it (a piod that cannot "
                      "encrypt?): closed, nothing sent in the clear",
@@ -490,10 +493,20 @@ static int tx_connect(struct piod_txchan *ch)
         rc = PIO_EAUTH;
         goto fail;
     }
-    ch->sealed = d->cfg.encrypt;
+    if (encrypt && (f.flags & PIO_WH_AES) && !offer_aes) {
+        PIOD_ERR("data channel %s: %s chose AES-256-GCM, which we did not offer: closed", who,
+                 p->cfg->name);
+        rc = PIO_EPROTO;
+        goto fail;
+    }
+    ch->sealed = encrypt;
+    piod_seal_fini(&ch->seal_data);
+    piod_seal_fini(&ch->seal_ack);
     if (ch->sealed) {
-        piod_seal_init(&ch->seal_data, key, challenge, index, d->cfg.ident, 0);
-        piod_seal_init(&ch->seal_ack, key, challenge, index, d->cfg.ident, 1);
+        int cipher = (f.flags & PIO_WH_AES) ? PIOD_CIPHER_AES : PIOD_CIPHER_CHACHA;
+        piod_seal_init(&ch->seal_data, cipher, key, challenge, index, d->cfg.ident, 0);
+        piod_seal_init(&ch->seal_ack, cipher, key, challenge, index, d->cfg.ident, 1);
+        ch->cipher = cipher;
     }
     sodium_memzero(key, sizeof(key));
     pthread_mutex_lock(&ch->mtx);
@@ -597,8 +610,9 @@ static void *tx_thread(void *arg)
         }
         backoff = 50;
         ch->last_err = PIO_OK;
-        PIOD_INFO("channel %d to %s up: %s -> %s", ch->index, d->peers[ch->peer].cfg->name,
-                  ch->local, ch->remote);
+        PIOD_INFO("channel %d to %s up: %s -> %s (%s%s)", ch->index, d->peers[ch->peer].cfg->name,
+                  ch->local, ch->remote, ch->sealed ? "sealed, " : "not sealed",
+                  ch->sealed ? piod_seal_cipher_name(ch->cipher) : "");
         pthread_t acker;
         if (pthread_create(&acker, NULL, tx_ack_reader, ch) != 0) {
             d->tp->close(ch->conn);
@@ -647,7 +661,8 @@ static void *tx_thread(void *arg)
                 }
                 uint8_t ad[20];
                 piod_seal_chunk_ad(ad, c->msgid, c->off, len);
-                piod_seal_data(&ch->seal_data, ad, sizeof(ad), c->data, sealbuf, len, tag);
+                if (piod_seal_data(&ch->seal_data, ad, sizeof(ad), c->data, sealbuf, len, tag) != 0)
+                    break;
                 iov[1].iov_base = sealbuf;
             }
             if (d->tp->sendv(ch->conn, iov, ch->sealed ? 3 : 2) != PIO_OK)
@@ -673,6 +688,8 @@ static void *tx_thread(void *arg)
     }
     tx_set_state(ch, 0);
     free(sealbuf);
+    piod_seal_fini(&ch->seal_data);
+    piod_seal_fini(&ch->seal_ack);
     return NULL;
 }
 
@@ -710,13 +727,17 @@ static void *express_thread(void *arg)
             ch->conn = NULL;
             continue;
         }
-        PIOD_INFO("express lane to %s up: %s -> %s", d->peers[ch->peer].cfg->name, ch->local,
-                  ch->remote);
+        PIOD_INFO("express lane to %s up: %s -> %s (%s%s)", d->peers[ch->peer].cfg->name, ch->local,
+                  ch->remote, ch->sealed ? "sealed, " : "not sealed",
+                  ch->sealed ? piod_seal_cipher_name(ch->cipher) : "");
         tx_set_state(ch, 2);
         ev->kind = PIOD_EV_EXPRESS;
         ev->peer = ch->peer;
         ev->state = 1;
         ev->conn = ch->conn;
+        ev->sealed = ch->sealed;
+        ev->seal = ch->seal_data; /* the main loop seals the lane's frames from now on */
+        memset(&ch->seal_data, 0, sizeof(ch->seal_data));
         piod_post(d, ev);
         pthread_mutex_lock(&ch->mtx);
         while (!ch->stop && !ch->conn_dead)
@@ -852,6 +873,7 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
             peer = i;
     uint32_t index = f.u.c_hello.index;
     int sealed = (f.flags & PIO_WH_SEAL) != 0;
+    int aes = sealed && (f.flags & PIO_WH_AES) && piod_seal_wants_aes(d->cfg.cipher);
     char system[PIO_WIRE_NAME];
     snprintf(system, sizeof(system), "%s", f.u.c_hello.system);
     uint8_t challenge[PIO_WIRE_KEY], expect[PIO_WIRE_KEY], key[PIO_WIRE_KEY];
@@ -885,16 +907,18 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
         if (sodium_memcmp(expect, f.u.c_key.b, PIO_WIRE_KEY) == 0)
             rc = !hello ? PIO_EAGAIN : ok ? PIO_OK : PIO_EAUTH;
     }
-    if (rc == PIO_OK && d->cfg.encrypt && !sealed) {
+    if (rc == PIO_OK && !sealed && piod_config_peer_encrypt(&d->cfg, d->peers[peer].cfg)) {
         PIOD_WARN("data channel from %s (system '%s', channel %u) is not sealed and this piod "
-                  "takes encrypted channels only (encrypt = yes): refused",
+                  "takes encrypted channels only from it (encrypt = yes, the default): refused",
                   rx->remote, system, index);
         rc = PIO_EREFUSED;
     }
     if (rc == PIO_OK && sealed) {
+        int cipher = aes ? PIOD_CIPHER_AES : PIOD_CIPHER_CHACHA;
         rx->sealed = 1;
-        piod_seal_init(&rx->seal_data, key, challenge, index, system, 0);
-        piod_seal_init(&rx->seal_ack, key, challenge, index, system, 1);
+        rx->cipher = cipher;
+        piod_seal_init(&rx->seal_data, cipher, key, challenge, index, system, 0);
+        piod_seal_init(&rx->seal_ack, cipher, key, challenge, index, system, 1);
     }
     sodium_memzero(key, sizeof(key));
     if (!rx_hs_end(rx)) { /* too late, even with the right proof */
@@ -904,6 +928,8 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_ACCEPT;
     f.flags = (rc == PIO_OK && sealed) || rc == PIO_EREFUSED ? PIO_WH_SEAL : 0;
+    if (rc == PIO_OK && sealed && aes)
+        f.flags |= PIO_WH_AES;
     f.u.c_accept.status = rc;
     if (chan_send_frame(d, rx->conn, &f) != PIO_OK && rc == PIO_OK)
         rc = PIO_ECLOSED;
@@ -973,12 +999,16 @@ static void *rx_thread(void *arg)
         struct piod_ev *xe = calloc(1, sizeof(*xe));
         if (!xe)
             goto out;
-        PIOD_INFO("express lane from %s accepted: %s <- %s", d->peers[rx->peer].cfg->name,
-                  rx->local, rx->remote);
+        PIOD_INFO("express lane from %s accepted: %s <- %s (%s%s)", d->peers[rx->peer].cfg->name,
+                  rx->local, rx->remote, rx->sealed ? "sealed, " : "not sealed",
+                  rx->sealed ? piod_seal_cipher_name(rx->cipher) : "");
         xe->kind = PIOD_EV_EXPRESS;
         xe->peer = rx->peer;
         xe->state = 2;
         xe->conn = rx->conn;
+        xe->sealed = rx->sealed;
+        xe->seal = rx->seal_data; /* the main loop opens the lane's frames from now on */
+        memset(&rx->seal_data, 0, sizeof(rx->seal_data));
         rx->conn = NULL;
         piod_post(d, xe);
         goto out;
@@ -1002,8 +1032,10 @@ static void *rx_thread(void *arg)
         ev->gen = rx->gen;
         piod_post(d, ev);
     }
-    PIOD_INFO("channel %d from %s accepted: %s <- %s", rx->index, d->peers[rx->peer].cfg->name,
-              rx->local, rx->remote);
+    PIOD_INFO("channel %d from %s accepted: %s <- %s (%s%s)", rx->index,
+              d->peers[rx->peer].cfg->name, rx->local, rx->remote,
+              rx->sealed ? "sealed, " : "not sealed",
+              rx->sealed ? piod_seal_cipher_name(rx->cipher) : "");
     char who[PIO_WIRE_NAME + 32];
     snprintf(who, sizeof(who), "%d from %s", rx->index, d->peers[rx->peer].cfg->name);
     for (;;) {
@@ -1104,6 +1136,8 @@ static void *rx_thread(void *arg)
 out:
     free(buf);
     free(scratch);
+    piod_seal_fini(&rx->seal_data);
+    piod_seal_fini(&rx->seal_ack);
     if (rx->conn)
         d->tp->shutdown(rx->conn);
     atomic_store(&rx->dead, 1);

@@ -12,6 +12,7 @@
  * locks; nothing here exits.
  */
 #include "piod/config.h"
+#include "piod/seal.h"
 #include "transport/transport.h"
 #include "capture.h"
 
@@ -205,6 +206,7 @@ void piod_config_defaults(struct piod_config *c)
     c->log_level = PIOD_LOG_INFO;
     c->curve = 1;
     c->express = 1;
+    c->encrypt = 1;
     c->spin_us = 50;
     c->stall_ms = 400;
     c->link_timeout = 30;
@@ -226,6 +228,8 @@ enum cfg_type {
     CFG_SIZE64,  /* size, uint64_t */
     CFG_SIZE32,  /* size, uint32_t */
     CFG_BOOL,    /* yes | no (int) */
+    CFG_TRI,     /* yes | no (int: 2 | 1; 0 while unset) */
+    CFG_CIPHER,  /* auto | aes-256-gcm | chacha20-poly1305 (enum piod_cipher) */
     CFG_TPNAME,  /* a registered stream transport's name (pio_transport_find) */
 };
 
@@ -258,6 +262,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"chunk", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk)},
     {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
     {"encrypt", CFG_BOOL, CFG_FIELD(struct piod_config, encrypt)},
+    {"cipher", CFG_CIPHER, CFG_FIELD(struct piod_config, cipher)},
     {"spin-us", CFG_SIZE32, CFG_FIELD(struct piod_config, spin_us)},
     {"stall-ms", CFG_SIZE32, CFG_FIELD(struct piod_config, stall_ms)},
     {"link-timeout", CFG_SIZE32, CFG_FIELD(struct piod_config, link_timeout)},
@@ -272,6 +277,7 @@ static const struct cfg_key cfg_peer_keys[] = {
     {"control", CFG_ADDR, CFG_FIELD(struct piod_peer, control)},
     {"system", CFG_NAME, CFG_FIELD(struct piod_peer, system)},
     {"internal", CFG_ADDR, CFG_FIELD(struct piod_peer, internal)},
+    {"encrypt", CFG_TRI, CFG_FIELD(struct piod_peer, encrypt)},
 };
 #define CFG_NTOP  (sizeof(cfg_top_keys) / sizeof(cfg_top_keys[0]))
 #define CFG_NPEER (sizeof(cfg_peer_keys) / sizeof(cfg_peer_keys[0]))
@@ -390,6 +396,22 @@ static void cfg_set(struct cfg_parse *p, void *base, const struct cfg_key *k, co
             *(int *)(void *)field = strcmp(val, "yes") == 0;
         else
             cfg_problem(p, "bad %s '%s': expected yes or no", k->key, val);
+        break;
+    case CFG_TRI:
+        if (strcmp(val, "yes") == 0 || strcmp(val, "no") == 0)
+            *(int *)(void *)field = strcmp(val, "yes") == 0 ? 2 : 1;
+        else
+            cfg_problem(p, "bad %s '%s': expected yes or no", k->key, val);
+        break;
+    case CFG_CIPHER:
+        if (strcmp(val, "auto") == 0)
+            *(int *)(void *)field = PIOD_CIPHER_AUTO;
+        else if (strcmp(val, "aes-256-gcm") == 0)
+            *(int *)(void *)field = PIOD_CIPHER_AES;
+        else if (strcmp(val, "chacha20-poly1305") == 0)
+            *(int *)(void *)field = PIOD_CIPHER_CHACHA;
+        else
+            cfg_problem(p, "bad cipher '%s': expected auto, aes-256-gcm or chacha20-poly1305", val);
         break;
     case CFG_TPNAME:
         if (strlen(val) >= k->size || !pio_transport_find(val)) {
@@ -540,6 +562,11 @@ static void cfg_app_key(struct cfg_parse *p, const char *key, const char *val)
     p->app->owner_uid = uid;
 }
 
+int piod_config_peer_encrypt(const struct piod_config *c, const struct piod_peer *p)
+{
+    return p && p->encrypt ? p->encrypt == 2 : c->encrypt != 0;
+}
+
 long piod_config_app_owner(const struct piod_config *c, const char *app)
 {
     for (int i = 0; i < c->napps && i < PIOD_MAX_APPS; i++)
@@ -650,7 +677,8 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                     p,
                     "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                     "export, export-map, log, log-level, listen, control, control-port, data-port, "
-                    "source-ports, pool, proc-pool, eager-limit, chunk, express, encrypt, spin-us, "
+                    "source-ports, pool, proc-pool, eager-limit, chunk, express, encrypt, cipher, "
+                    "spin-us, "
                     "stall-ms, link-timeout, internal, relay-port, transport)",
                     key);
             return;
@@ -1179,6 +1207,10 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "chunk = %s\n", s);
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
     fprintf(out, "encrypt = %s\n", c->encrypt ? "yes" : "no");
+    fprintf(out, "cipher = %s\n",
+            c->cipher == PIOD_CIPHER_AES      ? "aes-256-gcm"
+            : c->cipher == PIOD_CIPHER_CHACHA ? "chacha20-poly1305"
+                                              : "auto");
     fprintf(out, "spin-us = %u\n", c->spin_us);
     fprintf(out, "stall-ms = %u\n", c->stall_ms);
     fprintf(out, "link-timeout = %u\n", c->link_timeout);
@@ -1193,6 +1225,8 @@ void piod_config_print(const struct piod_config *c, FILE *out)
             fprintf(out, "addr = %s\n", pr->addr[a]);
         if (pr->control_port)
             fprintf(out, "control-port = %d\n", pr->control_port);
+        if (pr->encrypt)
+            fprintf(out, "encrypt = %s\n", pr->encrypt == 2 ? "yes" : "no");
         if (pr->data_port)
             fprintf(out, "data-port = %d\n", pr->data_port);
         if (pr->control[0])

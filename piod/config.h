@@ -32,6 +32,7 @@ struct piod_peer {
     char control[PIOD_ADDR_MAX];  /* peer: its control-plane address ("": addr[0]) */
     char system[PIOD_NAME_MAX];   /* peer: the system it is one host of ("": its own) */
     char internal[PIOD_ADDR_MAX]; /* member: its address on the internal network */
+    int encrypt;                  /* peer: 0 as the top-level encrypt, 1 no, 2 yes */
 };
 
 /* An [application NAME] section: the name belongs to owner_uid for good;
@@ -68,9 +69,10 @@ struct piod_config {
     int foreground;              /* -f */
     int log_syslog;              /* log to syslog instead of stderr/logfile */
     int log_level;               /* enum piod_log_level, default INFO */
-    int curve;        /* 1 (default): CURVE on the control plane; 0 only with --insecure */
-    int express;      /* 1 (default): H_* frames on the express lane once it is up */
-    int encrypt;      /* 1: data channels sealed (seal.h), no express lane; default 0 */
+    int curve;   /* 1 (default): CURVE on the control plane; 0 only with --insecure */
+    int express; /* 1 (default): H_* frames on the express lane once it is up */
+    int encrypt; /* 1 (default): data channels and express lanes sealed (seal.h); [peer] may say */
+    int cipher;  /* enum piod_cipher (piod/seal.h): which AEAD we offer; default auto */
     uint32_t spin_us; /* main loop: look again without sleeping this long (us) */
     uint32_t
         stall_ms; /* ms without an ack (plus the bytes' time) before a channel or lane is down */
@@ -131,6 +133,10 @@ int piod_config_validate(const struct piod_config *c, FILE *errs);
  * holds at least 8 chunks per channel of the widest bundle (a receiver keeps
  * a few chunks in flight on every channel), and the pool 16 such pools. */
 void piod_config_links(struct piod_config *c);
+
+/* piod_config_peer_encrypt - 1 when channels to and from peer p are sealed:
+ * its section's `encrypt`, else the top-level one. p may be NULL. */
+int piod_config_peer_encrypt(const struct piod_config *c, const struct piod_peer *p);
 
 /* piod_config_app_owner - the permanent owner's uid of application app, or
  * -1 when the configuration names none. */

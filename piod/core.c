@@ -104,6 +104,31 @@ static int send_proc(struct piod *d, int pi, const struct pio_frame *f)
 
 static void express_out_down(struct piod *d, int peer, const char *why);
 
+/* One frame onto our express lane: as it is, or, on a sealed lane, inside a
+ * C_SEALED frame (seal.h). Frames are sealed in the order they enter xo,
+ * which is the order the peer reads them: the nonces agree. Returns what
+ * pio_fout_send does, or PIO_ENOMEM / PIO_EINVAL (the lane must go down). */
+static int express_send(struct piod_peer_st *p, const uint8_t *buf, size_t len)
+{
+    if (!p->xo_sealed)
+        return pio_fout_send(&p->xo, p->xout_fd, buf, len);
+    size_t body = len + PIOD_SEAL_TAG, need = PIO_WIRE_HDR + body;
+    if (need > p->xcap) {
+        uint8_t *nb = realloc(p->xbuf, need);
+        if (!nb)
+            return PIO_ENOMEM;
+        p->xbuf = nb;
+        p->xcap = need;
+    }
+    int rc = pio_wire_sealed_wrap(p->xbuf, body);
+    if (rc != PIO_OK)
+        return rc;
+    if (piod_seal_data(&p->xo_seal, p->xbuf, 12, buf, p->xbuf + PIO_WIRE_HDR, len,
+                       p->xbuf + PIO_WIRE_HDR + len) != 0)
+        return PIO_ENOMEM;
+    return pio_fout_send(&p->xo, p->xout_fd, p->xbuf, need);
+}
+
 /* One kept frame out now: on our express lane while it is up (and, for a
  * frame sent again, has nothing waiting), else through our DEALER. A path
  * that fails or is full only delays it: lane.h keeps it until acked. */
@@ -111,7 +136,7 @@ static int lane_xmit(struct piod *d, int peer, struct piod_lseq_ent *e, int agai
 {
     struct piod_peer_st *p = &d->peers[peer];
     if (p->xout && !(again && p->xo.queued)) {
-        int rc = pio_fout_send(&p->xo, p->xout_fd, e->frame, e->len);
+        int rc = express_send(p, e->frame, e->len);
         if (rc == PIO_OK) {
             e->via = PIOD_VIA_LANE;
             e->sent_ms = piod_now_ms();
@@ -145,9 +170,12 @@ static void lane_replay(struct piod *d, int peer)
 static int send_peer_raw(struct piod *d, int peer, const uint8_t *buf, size_t len, int type)
 {
     struct piod_peer_st *p = &d->peers[peer];
-    if (type != PIO_F_H_HELLO && p->xout && !p->xo.queued &&
-        pio_fout_send(&p->xo, p->xout_fd, buf, len) == PIO_OK)
-        return PIO_OK;
+    if (type != PIO_F_H_HELLO && p->xout && !p->xo.queued) {
+        int rc = express_send(p, buf, len);
+        if (rc == PIO_OK)
+            return PIO_OK;
+        express_out_down(d, peer, PIO_Strerror(rc));
+    }
     if (zmq_send(p->dealer, buf, len, ZMQ_DONTWAIT) < 0) {
         PIOD_ERR("control queue to %s is full (%s): frame %s dropped", p->cfg->name,
                  zmq_strerror(errno), pio_wire_type_name(type));
@@ -2620,6 +2648,8 @@ static void express_out_down(struct piod *d, int peer, const char *why)
     pio_fout_clear(&p->xo);
     p->xout = NULL;
     p->xout_fd = -1;
+    p->xo_sealed = 0;
+    piod_seal_fini(&p->xo_seal);
     piod_express_failed(d, peer); /* its thread closes it and reconnects */
     if (p->lq.head) {
         PIOD_WARN("%zu frame(s) (%zu bytes) to %s not yet acknowledged go again on the control "
@@ -2638,6 +2668,8 @@ static void express_in_down(struct piod *d, int peer)
     p->xin = NULL;
     p->xin_fd = -1;
     pio_fin_fini(&p->xi);
+    p->xi_sealed = 0;
+    piod_seal_fini(&p->xi_seal);
 }
 
 static int set_nonblocking(int fd)
@@ -2654,20 +2686,27 @@ static void on_express_event(struct piod *d, struct piod_ev *ev)
         if (p->xout)
             express_out_down(d, ev->peer, "replaced");
         if (set_nonblocking(fd) != 0) {
+            piod_seal_fini(&ev->seal);
             piod_express_failed(d, ev->peer);
             return;
         }
         p->xout = ev->conn;
         p->xout_fd = fd;
-    } else { /* the peer's, from a receiver thread */
+        p->xo_sealed = ev->sealed;
+        p->xo_seal = ev->seal; /* moved: ours now */
+    } else {                   /* the peer's, from a receiver thread */
         express_in_down(d, ev->peer);
         if (set_nonblocking(fd) != 0) {
+            piod_seal_fini(&ev->seal);
             d->tp->close(ev->conn);
             return;
         }
         p->xin = ev->conn;
         p->xin_fd = fd;
-        pio_fin_init(&p->xi, d->scratch_len);
+        p->xi_sealed = ev->sealed;
+        p->xi_seal = ev->seal;
+        /* a sealed frame is the frame, a header and a tag */
+        pio_fin_init(&p->xi, d->scratch_len + PIO_WIRE_HDR + PIOD_SEAL_TAG);
     }
 }
 
@@ -2698,8 +2737,24 @@ static void on_express_ready(struct piod *d, int peer, int out, short revents, s
     }
     const uint8_t *fr;
     size_t len;
-    while (p->xin && (rc = pio_fin_next(&p->xi, &fr, &len, NULL)) == PIO_OK)
+    while (p->xin && (rc = pio_fin_next(&p->xi, &fr, &len, NULL)) == PIO_OK) {
+        if (p->xi_sealed) { /* open it in place: the buffer is ours until the next fill */
+            uint8_t *body = (uint8_t *)(uintptr_t)fr + PIO_WIRE_HDR;
+            size_t n = len - PIO_WIRE_HDR;
+            if (fr[5] != PIO_F_C_SEALED || n < PIO_WIRE_HDR + PIOD_SEAL_TAG ||
+                piod_seal_open(&p->xi_seal, fr, 12, body, n - PIOD_SEAL_TAG,
+                               body + n - PIOD_SEAL_TAG) != 0) {
+                PIOD_WARN("express lane from %s: a frame failed its seal check (%s): closed",
+                          p->cfg->name,
+                          fr[5] != PIO_F_C_SEALED ? "not sealed" : "forged or altered on the way");
+                express_in_down(d, peer);
+                return;
+            }
+            fr = body;
+            len = n - PIOD_SEAL_TAG;
+        }
         on_peer_frame(d, peer, fr, len, f);
+    }
     if (p->xin && rc != PIO_EAGAIN) {
         PIOD_WARN("express lane from %s carries bytes that are not frames (%s): closed",
                   p->cfg->name, PIO_Strerror(rc));
@@ -3105,10 +3160,18 @@ int piod_init(struct piod *d)
                       d->tp->name);
         d->cfg.express = 0;
     }
-    if (d->cfg.encrypt && d->cfg.express) {
-        PIOD_INFO("encrypt = yes: data channels sealed; no express lane (control frames stay "
-                  "on the CURVE control plane)");
-        d->cfg.express = 0;
+    {
+        int plain = 0;
+        for (int i = 0; i < d->cfg.npeers; i++)
+            plain += !piod_config_peer_encrypt(&d->cfg, &d->cfg.peers[i]);
+        if (plain < d->cfg.npeers || d->cfg.npeers == 0)
+            PIOD_INFO("data channels and express lanes sealed%s (offering %s; the peer's CPU "
+                      "has its say)",
+                      plain ? " but to peers with encrypt = no" : "",
+                      piod_seal_wants_aes(d->cfg.cipher) ? "AES-256-GCM" : "ChaCha20-Poly1305");
+        else
+            PIOD_INFO("encrypt = no: data channels and express lanes are not sealed (for links "
+                      "you trust; the control plane stays CURVE)");
     }
     d->tpo.sndbuf = 4 << 20;
     d->tpo.rcvbuf = 4 << 20;
@@ -3482,6 +3545,9 @@ void piod_fini(struct piod *d)
             d->tp->close(d->peers[i].xout);
         d->peers[i].xout = NULL;
         pio_fout_clear(&d->peers[i].xo);
+        piod_seal_fini(&d->peers[i].xo_seal);
+        free(d->peers[i].xbuf);
+        d->peers[i].xbuf = NULL;
         piod_lseq_fini(&d->peers[i].lq);
     }
     for (int i = 0; i < d->nprocs_max && d->procs; i++)

@@ -10,6 +10,7 @@
 #include "piod/daemon.h"
 #include "piod/keys.h"
 #include "piod/log.h"
+#include "piod/seal.h"
 #include "piod/piod.h"
 #include "pio.h"
 
@@ -59,8 +60,10 @@ static void usage(FILE *out)
             "      --proc-pool SIZE   pool per process (default 64M)\n"
             "      --eager-limit SIZE largest message sent with its request (default 64K)\n"
             "      --no-express       keep peer frames on ZeroMQ (no express lane)\n"
-            "      --encrypt          seal data channels (ChaCha20-Poly1305; peer frames\n"
-            "                         stay on the CURVE control plane); peers must agree\n"
+            "      --encrypt          seal data channels and express lanes (the default)\n"
+            "      --no-encrypt       do not seal them (for links you trust); peers must agree\n"
+            "      --cipher NAME      auto (default: AES-256-GCM where the CPU has AES-NI,\n"
+            "                         else ChaCha20-Poly1305), aes-256-gcm, chacha20-poly1305\n"
             "      --link-timeout S   with no channel up to a peer for S s, its sends fail\n"
             "                         with PIO_ELINK (default 30)\n"
             "      --spin-us N        after activity, look again without sleeping for N us\n"
@@ -117,6 +120,8 @@ enum {
     O_EAGER,
     O_NOEXPRESS,
     O_ENCRYPT,
+    O_NO_ENCRYPT,
+    O_CIPHER,
     O_SPIN,
     O_LINKTO,
     O_CHUNK,
@@ -180,6 +185,8 @@ int main(int argc, char **argv)
         {"eager-limit", required_argument, 0, O_EAGER},
         {"no-express", no_argument, 0, O_NOEXPRESS},
         {"encrypt", no_argument, 0, O_ENCRYPT},
+        {"no-encrypt", no_argument, 0, O_NO_ENCRYPT},
+        {"cipher", required_argument, 0, O_CIPHER},
         {"spin-us", required_argument, 0, O_SPIN},
         {"link-timeout", required_argument, 0, O_LINKTO},
         {"chunk", required_argument, 0, O_CHUNK},
@@ -288,6 +295,22 @@ int main(int argc, char **argv)
         }
         case O_NOEXPRESS: c->express = 0; break;
         case O_ENCRYPT: c->encrypt = 1; break;
+        case O_NO_ENCRYPT: c->encrypt = 0; break;
+        case O_CIPHER:
+            if (strcmp(optarg, "auto") == 0)
+                c->cipher = PIOD_CIPHER_AUTO;
+            else if (strcmp(optarg, "aes-256-gcm") == 0)
+                c->cipher = PIOD_CIPHER_AES;
+            else if (strcmp(optarg, "chacha20-poly1305") == 0)
+                c->cipher = PIOD_CIPHER_CHACHA;
+            else {
+                fprintf(stderr,
+                        "piod: bad --cipher '%s': expected auto, aes-256-gcm or "
+                        "chacha20-poly1305\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case O_LINKTO: {
             char *end;
             long v = strtol(optarg, &end, 10);

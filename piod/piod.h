@@ -84,7 +84,7 @@ struct piod_txchan {
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
     /* sealed (encrypt = yes): set by tx_connect before the connection is
      * used; seal_data is the sender thread's, seal_ack the ack reader's */
-    int sealed;
+    int sealed, cipher; /* cipher: PIOD_CIPHER_AES or _CHACHA, when sealed */
     struct piod_seal seal_data, seal_ack;
 };
 
@@ -102,6 +102,7 @@ struct piod_rxchan {
     uint64_t hs_deadline_ms;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
     int sealed; /* the opener asked (C_HELLO flag): seal_data opens, seal_ack seals */
+    int cipher; /* when sealed: PIOD_CIPHER_AES or _CHACHA, as the handshake chose */
     struct piod_seal seal_data, seal_ack;
 };
 
@@ -148,6 +149,13 @@ struct piod_peer_st {
     int xout_fd, xin_fd;
     struct pio_fout xo; /* frames waiting for room on xout */
     struct pio_fin xi;  /* bytes read from xin */
+    /* sealed lanes (encrypt): xout's frames go out inside C_SEALED frames
+     * (xo_seal, sealed in the order they enter xo), xin's come in so
+     * (xi_seal); xbuf holds one being sealed */
+    int xo_sealed, xi_sealed;
+    struct piod_seal xo_seal, xi_seal;
+    uint8_t *xbuf;
+    size_t xcap;
     /* every H_* frame but H_HELLO, numbered and kept until acked (lane.h),
      * whichever path it takes */
     struct piod_lseq lq;
@@ -277,7 +285,9 @@ struct piod_ev {
     int state;                 /* PIOD_EV_CHAN: new state */
     struct piod_chunk *chunks; /* PIOD_EV_REQUEUE */
     struct pio_tp_conn *conn;  /* PIOD_EV_EXPRESS */
-    uint64_t gen;              /* PIOD_EV_CHAN rx up/down: the connection (rx->gen) */
+    int sealed;                /* PIOD_EV_EXPRESS: the lane is sealed with seal (moved in) */
+    struct piod_seal seal;
+    uint64_t gen; /* PIOD_EV_CHAN rx up/down: the connection (rx->gen) */
 };
 
 struct piod_pending_partner {

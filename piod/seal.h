@@ -1,22 +1,36 @@
-/* seal.h - optional encryption of data channels (piod.conf `encrypt = yes`).
+/* seal.h - encryption of data channels and express lanes (piod.conf
+ * `encrypt`, on by default).
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * A sealed channel encrypts each C_DATA payload with
- * ChaCha20-Poly1305 (IETF, libsodium's crypto_aead_chacha20poly1305_ietf)
- * and authenticates each C_ACK. The key is new for every connection:
- *   key = BLAKE2b-256(key = chan_key, "PIO-SEAL-1" | challenge | index (u32 LE) | system)
- * where chan_key, challenge, index and system are those of the channel's
- * proof (docs/protocol.md, "Channel authentication"): only the two piods
- * know chan_key (it travelled over CURVE), and the challenge is fresh, so
- * no two connections share a key. Nonces are a counter per direction
- * (opener -> acceptor: C_DATA, high bit clear; acceptor -> opener: C_ACK,
- * high bit set), 64 bits LE then 4 zero bytes; TCP keeps both in order, so
- * the receiver counts too and never reads a nonce off the wire. The
- * associated data binds the frame to its payload: msgid, off, len of the
- * C_DATA (u64, u64, u32 LE), or the whole encoded C_ACK frame.
+ * A sealed channel encrypts each C_DATA payload with an AEAD and
+ * authenticates each C_ACK; a sealed express lane carries every H_* frame
+ * encrypted inside a C_SEALED frame. Two AEADs, chosen at the channel's
+ * handshake (docs/protocol.md, "Sealing"):
+ *   AES-256-GCM        when both piods take it (by default: a CPU with AES-NI
+ *                      and carry-less multiply);
+ *   ChaCha20-Poly1305  (IETF) otherwise.
+ * OpenSSL's libcrypto does the bulk cipher work (its AES-GCM uses VAES and
+ * AVX-512 where the CPU has them; design-notes.md says why not libsodium's);
+ * libsodium still does the key derivation. The key is new for every
+ * connection:
+ *   key = BLAKE2b-256(key = chan_key, label | challenge | index (u32 LE) | system)
+ * label "PIO-SEAL-1" for ChaCha20-Poly1305, "PIO-SEAL-AES256GCM-1" for
+ * AES-256-GCM; chan_key, challenge, index and system are those of the
+ * channel's proof: only the two piods know chan_key (it travelled over
+ * CURVE), and the challenge is fresh, so no two connections share a key.
+ * Nonces (96 bits) are a counter per direction (opener -> acceptor: C_DATA
+ * and C_SEALED, high bit clear; acceptor -> opener: C_ACK, high bit set),
+ * 64 bits LE then 4 zero bytes; TCP keeps both in order, so the receiver
+ * counts too and never reads a nonce off the wire. The associated data
+ * binds the frame to its payload: msgid, off, len of the C_DATA (u64, u64,
+ * u32 LE), the whole encoded C_ACK frame, or the C_SEALED header's first 12
+ * bytes.
  * Thread-safety: a piod_seal belongs to one direction of one connection;
  * its owner serializes calls (the channel's sender thread, its receiver
- * thread). Nothing here allocates. */
+ * thread, or the main loop for an express lane). A piod_seal may be moved
+ * (copied) to another owner before first use or between uses.
+ * Lifecycle: piod_seal_init, any number of piod_seal_data/open, then
+ * piod_seal_fini (also on a state that was only zeroed: a no-op). */
 #ifndef PIOD_SEAL_H
 #define PIOD_SEAL_H
 
@@ -26,22 +40,51 @@
 #define PIOD_SEAL_TAG 16 /* bytes of the tag after each sealed payload */
 #define PIOD_SEAL_KEY 32
 
+/* piod.conf `cipher`: which AEAD this piod offers (seal.c). */
+enum piod_cipher {
+    PIOD_CIPHER_AUTO = 0,   /* AES-256-GCM where the CPU has AES-NI, else ChaCha20-Poly1305 */
+    PIOD_CIPHER_AES = 1,    /* AES-256-GCM whenever the peer takes it */
+    PIOD_CIPHER_CHACHA = 2, /* ChaCha20-Poly1305 always */
+};
+
 struct piod_seal {
+    void *ctx;  /* libcrypto's EVP_CIPHER_CTX, made at the first use */
+    int cipher; /* PIOD_CIPHER_AES or PIOD_CIPHER_CHACHA */
+    int dir;    /* what ctx is set up for: 0 none yet, 1 seal, 2 open */
     uint8_t key[PIOD_SEAL_KEY];
     uint64_t n;    /* the next nonce's counter */
     uint64_t high; /* 0 (opener -> acceptor) or 1 << 63 (acceptor -> opener) */
 };
 
-/* piod_seal_init - the state of one direction of one channel. chan_key and
- * challenge are PIO_WIRE_KEY (32) bytes; ack_direction 0 for C_DATA (the
- * opener seals, the acceptor opens), 1 for C_ACK. */
-void piod_seal_init(struct piod_seal *s, const uint8_t chan_key[32], const uint8_t challenge[32],
-                    uint32_t index, const char *system, int ack_direction);
+/* piod_seal_has_aesni - 1 when this CPU has AES-NI and carry-less multiply
+ * (AES-256-GCM runs fast), else 0. */
+int piod_seal_has_aesni(void);
+
+/* piod_seal_wants_aes - 1 when a piod configured with cipher (enum
+ * piod_cipher) offers AES-256-GCM at the handshake. The AEAD of a
+ * connection is AES-256-GCM when both ends offer it, else ChaCha20-Poly1305. */
+int piod_seal_wants_aes(int cipher);
+
+/* piod_seal_cipher_name - "aes-256-gcm", "chacha20-poly1305" or "auto". */
+const char *piod_seal_cipher_name(int cipher);
+
+/* piod_seal_init - the state of one direction of one connection. cipher:
+ * PIOD_CIPHER_AES or PIOD_CIPHER_CHACHA (the one agreed at the handshake);
+ * chan_key and challenge are PIO_WIRE_KEY (32) bytes; ack_direction 0 for
+ * C_DATA and C_SEALED (the opener seals, the acceptor opens), 1 for C_ACK.
+ * Allocates nothing (the cipher context comes at the first use). */
+void piod_seal_init(struct piod_seal *s, int cipher, const uint8_t chan_key[32],
+                    const uint8_t challenge[32], uint32_t index, const char *system,
+                    int ack_direction);
+
+/* piod_seal_fini - forget the key and free the cipher context. */
+void piod_seal_fini(struct piod_seal *s);
 
 /* piod_seal_data - encrypt len bytes of in into out (out may equal in) and
- * write the tag; ad, adlen: the associated data. Uses one nonce. */
-void piod_seal_data(struct piod_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in,
-                    uint8_t *out, size_t len, uint8_t tag[PIOD_SEAL_TAG]);
+ * write the tag; ad, adlen: the associated data. Uses one nonce. Returns 0,
+ * or -1 when libcrypto fails (out of memory): the connection must close. */
+int piod_seal_data(struct piod_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in,
+                   uint8_t *out, size_t len, uint8_t tag[PIOD_SEAL_TAG]);
 
 /* piod_seal_open - decrypt buf[0..len) in place if tag is right for it and
  * ad. Returns 0, or -1 (forged, altered, reordered or replayed: buf holds

@@ -776,6 +776,17 @@ static void r_c_ack(struct wire_r *r, struct pio_c_ack *b)
     }
 }
 
+static void r_c_sealed(struct wire_r *r, struct pio_c_sealed *b)
+{
+    size_t n = r->len - r->pos;
+    if (n < PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG) {
+        r->rc = PIO_EPROTO;
+        return;
+    }
+    b->len = (uint32_t)n;
+    b->body = wire_take(r, n);
+}
+
 /* The body of f through w; PIO_EINVAL into w for an unknown type. */
 static void wire_write_body(struct wire_w *w, const struct pio_frame *f)
 {
@@ -852,6 +863,7 @@ static void wire_read_body(struct wire_r *r, struct pio_frame *f)
     case PIO_F_C_ACCEPT: f->u.c_accept.status = get_i32(r); break;
     case PIO_F_C_DATA: r_c_data(r, &f->u.c_data); break;
     case PIO_F_C_ACK: r_c_ack(r, &f->u.c_ack); break;
+    case PIO_F_C_SEALED: r_c_sealed(r, &f->u.c_sealed); break;
     default: r->rc = PIO_EPROTO; break;
     }
 }
@@ -869,6 +881,8 @@ static uint32_t wire_check(const uint8_t *hdr, const uint8_t *body, size_t body_
 {
     if (hdr[5] == PIO_F_H_SEQ && body_len > PIO_WIRE_SEQ_FIXED)
         body_len = PIO_WIRE_SEQ_FIXED;
+    if (hdr[5] == PIO_F_C_SEALED) /* its tag authenticates the body */
+        body_len = 0;
     XXH32_state_t st;
     XXH32_reset(&st, WIRE_SEED);
     XXH32_update(&st, hdr, 12);
@@ -947,6 +961,20 @@ int pio_wire_seq_wrap(uint8_t *buf, size_t cap, const struct pio_h_seq *h, size_
     if (len)
         *len = PIO_WIRE_SEQ_HDR + (size_t)h->len;
     return PIO_OK;
+}
+
+int pio_wire_sealed_wrap(uint8_t *buf, size_t body_len)
+{
+    if (body_len < PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG || body_len > PIO_WIRE_MAX_BODY)
+        return PIO_EINVAL;
+    struct wire_w w = {.buf = buf, .cap = PIO_WIRE_HDR, .pos = 0, .rc = PIO_OK};
+    put_u32(&w, PIO_WIRE_MAGIC);
+    put_u8(&w, PIO_WIRE_VERSION);
+    put_u8(&w, PIO_F_C_SEALED);
+    put_u16(&w, 0);
+    put_u32(&w, (uint32_t)body_len);
+    put_u32(&w, wire_check(buf, NULL, 0));
+    return w.rc;
 }
 
 int pio_wire_peek(const uint8_t *buf, size_t len, uint8_t *type, uint32_t *body_len,

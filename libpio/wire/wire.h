@@ -81,7 +81,8 @@
     X(C_PROOF, 66)       /* opener: MAC(key, challenge | index | system) */                        \
     X(C_ACCEPT, 67)      /* acceptor: status (PIO_OK or why refused) */                            \
     X(C_DATA, 68)        /* a chunk: fixed body, then the payload */                               \
-    X(C_ACK, 69)         /* acceptor -> opener: chunks received */
+    X(C_ACK, 69)         /* acceptor -> opener: chunks received */                                 \
+    X(C_SEALED, 70)      /* sealed express lane: one H_* frame encrypted, then its tag */
 
 #define PIO_FTYPE_ENUM_(name, value) PIO_F_##name = value,
 enum pio_ftype { PIO_FTYPES(PIO_FTYPE_ENUM_) };
@@ -99,6 +100,9 @@ enum pio_ftype { PIO_FTYPES(PIO_FTYPE_ENUM_) };
  * payload and every C_ACK frame is followed by a 16-byte tag
  * (piod/seal.h). */
 #define PIO_WH_SEAL 0x0001
+/* With PIO_WH_SEAL: on C_HELLO, the opener offers AES-256-GCM; on C_ACCEPT,
+ * the acceptor chose it (else the channel uses ChaCha20-Poly1305). */
+#define PIO_WH_AES 0x0002
 
 /* Connection (balancing) codes on the wire. */
 enum pio_wconn { PIO_WCONN_USER = 0, PIO_WCONN_STATIC = 1, PIO_WCONN_DYNAMIC = 2 };
@@ -322,6 +326,16 @@ struct pio_c_ack {
     } a[PIO_WIRE_MAX_RANGES];
 };
 
+/* C_SEALED (a sealed express lane, piod/seal.h): the body is an encoded
+ * frame (at least a header) encrypted, then a 16-byte tag; len counts both.
+ * Its header's check covers the header only: the tag authenticates the
+ * body. Built in place by pio_wire_sealed_wrap, not by pio_wire_encode. */
+#define PIO_WIRE_SEALED_TAG 16
+struct pio_c_sealed {
+    uint32_t len;
+    const uint8_t *body; /* into the decoded buffer */
+};
+
 /* One decoded (or to-be-encoded) frame. */
 struct pio_frame {
     uint8_t type; /* enum pio_ftype */
@@ -351,6 +365,7 @@ struct pio_frame {
         struct pio_c_accept c_accept;
         struct pio_c_data c_data;
         struct pio_c_ack c_ack;
+        struct pio_c_sealed c_sealed;
     } u;
 };
 
@@ -378,6 +393,14 @@ int pio_wire_encode(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t 
  * seq of 0, an inner frame shorter than a header, too little room, a body
  * over PIO_WIRE_MAX_BODY). */
 int pio_wire_seq_wrap(uint8_t *buf, size_t cap, const struct pio_h_seq *h, size_t *len);
+
+/* pio_wire_sealed_wrap - write the header of a C_SEALED in
+ * buf[0..PIO_WIRE_HDR) for a body of body_len bytes (the sealed frame and
+ * its tag) that the caller puts at buf + PIO_WIRE_HDR. The header's first
+ * 12 bytes are the associated data the caller seals the body under, so it
+ * is written first. Returns PIO_OK, or PIO_EINVAL (a body shorter than a
+ * header and a tag, or over PIO_WIRE_MAX_BODY). */
+int pio_wire_sealed_wrap(uint8_t *buf, size_t body_len);
 
 /* pio_wire_peek - check a header (at least PIO_WIRE_HDR bytes at buf).
  * *type, *body_len [out]. Returns PIO_OK; PIO_EPROTO for a bad magic or a

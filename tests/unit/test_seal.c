@@ -4,6 +4,10 @@
  * Both ends derive the same key from the proof's inputs and nothing else
  * gives it; a payload, its header (associated data), its tag, its order and
  * its direction are each protected: change any one and the receiver refuses.
+ * Every case runs once per cipher (AES-256-GCM and ChaCha20-Poly1305), and
+ * what libcrypto seals is checked against libsodium's independent
+ * implementation of the same AEAD (so both ends agree with the standard,
+ * not only with each other).
  */
 #include "piod/seal.h"
 #include "tests/lib/unit.h"
@@ -11,14 +15,29 @@
 #include <sodium.h>
 
 static uint8_t chan_key[32], challenge[32];
+static int cipher; /* set by each case's setup */
+
+static int use_aes(void **state)
+{
+    (void)state;
+    cipher = PIOD_CIPHER_AES;
+    return 0;
+}
+
+static int use_chacha(void **state)
+{
+    (void)state;
+    cipher = PIOD_CIPHER_CHACHA;
+    return 0;
+}
 
 static void pair(struct piod_seal *tx, struct piod_seal *rx, int ack)
 {
     assert_true(sodium_init() >= 0);
     for (int i = 0; i < 32; i++)
         chan_key[i] = (uint8_t)(i * 7 + 1), challenge[i] = (uint8_t)(255 - i);
-    piod_seal_init(tx, chan_key, challenge, 3, "sysA", ack);
-    piod_seal_init(rx, chan_key, challenge, 3, "sysA", ack);
+    piod_seal_init(tx, cipher, chan_key, challenge, 3, "sysA", ack);
+    piod_seal_init(rx, cipher, chan_key, challenge, 3, "sysA", ack);
 }
 
 static void test_roundtrip_in_order(void **state)
@@ -33,7 +52,7 @@ static void test_roundtrip_in_order(void **state)
         uint8_t ad[20], tag[PIOD_SEAL_TAG];
         size_t len = (size_t)(k * 1237) % sizeof(src);
         piod_seal_chunk_ad(ad, 42, (uint64_t)k * 65536, (uint32_t)len);
-        piod_seal_data(&tx, ad, sizeof(ad), src, wire, len, tag);
+        assert_int_equal(piod_seal_data(&tx, ad, sizeof(ad), src, wire, len, tag), 0);
         if (len > 16)
             assert_memory_not_equal(wire, src, len); /* really encrypted */
         assert_int_equal(piod_seal_open(&rx, ad, sizeof(ad), wire, len, tag), 0);
@@ -42,6 +61,51 @@ static void test_roundtrip_in_order(void **state)
     /* the source is never written (it stays in the pool for a resend) */
     for (size_t i = 0; i < sizeof(src); i++)
         assert_int_equal(src[i], (uint8_t)(i * 31 + 5));
+    piod_seal_fini(&tx);
+    piod_seal_fini(&rx);
+}
+
+/* What we seal opens with libsodium's own implementation of the cipher,
+ * under the key and nonce seal.h describes (counter LE, then 4 zero bytes),
+ * and what libsodium seals opens with ours. */
+static void test_matches_libsodium(void **state)
+{
+    (void)state;
+    struct piod_seal tx, rx;
+    pair(&tx, &rx, 0);
+    if (cipher == PIOD_CIPHER_AES && !crypto_aead_aes256gcm_is_available()) {
+        /* libsodium has no software AES-GCM: nothing to compare against here */
+        assert_int_equal(piod_seal_has_aesni(), 0);
+        piod_seal_fini(&tx);
+        piod_seal_fini(&rx);
+        return;
+    }
+    uint8_t src[3000], wire[3000], back[3000], ad[20], tag[PIOD_SEAL_TAG], nonce[12] = {0};
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (uint8_t)(i ^ (i >> 3));
+    for (int k = 0; k < 3; k++) { /* nonces 0, 1, 2 */
+        nonce[0] = (uint8_t)k;
+        piod_seal_chunk_ad(ad, 9, (uint64_t)k, sizeof(src));
+        assert_int_equal(piod_seal_data(&tx, ad, sizeof(ad), src, wire, sizeof(src), tag), 0);
+        int ok = cipher == PIOD_CIPHER_AES
+                     ? crypto_aead_aes256gcm_decrypt_detached(back, NULL, wire, sizeof(src), tag,
+                                                              ad, sizeof(ad), nonce, tx.key)
+                     : crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+                           back, NULL, wire, sizeof(src), tag, ad, sizeof(ad), nonce, tx.key);
+        assert_int_equal(ok, 0);
+        assert_memory_equal(back, src, sizeof(src));
+        /* libsodium seals, we open */
+        if (cipher == PIOD_CIPHER_AES)
+            crypto_aead_aes256gcm_encrypt_detached(wire, tag, NULL, src, sizeof(src), ad,
+                                                   sizeof(ad), NULL, nonce, tx.key);
+        else
+            crypto_aead_chacha20poly1305_ietf_encrypt_detached(wire, tag, NULL, src, sizeof(src),
+                                                               ad, sizeof(ad), NULL, nonce, tx.key);
+        assert_int_equal(piod_seal_open(&rx, ad, sizeof(ad), wire, sizeof(src), tag), 0);
+        assert_memory_equal(wire, src, sizeof(src));
+    }
+    piod_seal_fini(&tx);
+    piod_seal_fini(&rx);
 }
 
 static void test_tampering_refused(void **state)
@@ -53,7 +117,7 @@ static void test_tampering_refused(void **state)
         struct piod_seal tx, rx;
         pair(&tx, &rx, 0);
         piod_seal_chunk_ad(ad, 7, 0, sizeof(src));
-        piod_seal_data(&tx, ad, sizeof(ad), src, wire, sizeof(src), tag);
+        assert_int_equal(piod_seal_data(&tx, ad, sizeof(ad), src, wire, sizeof(src), tag), 0);
         switch (what) {
         case 0: wire[100] ^= 1; break; /* a payload byte */
         case 1: ad[8] ^= 1; break;     /* the chunk's offset in the header */
@@ -62,6 +126,8 @@ static void test_tampering_refused(void **state)
         }
         assert_int_equal(piod_seal_open(&rx, ad, sizeof(ad), wire, sizeof(src), tag),
                          what == 3 ? 0 : -1);
+        piod_seal_fini(&tx);
+        piod_seal_fini(&rx);
     }
 }
 
@@ -74,17 +140,20 @@ static void test_replay_and_reorder_refused(void **state)
     memset(a, 'a', sizeof(a));
     memset(b, 'b', sizeof(b));
     piod_seal_chunk_ad(ad, 1, 0, 64);
-    piod_seal_data(&tx, ad, sizeof(ad), a, wa, 64, ta);
-    piod_seal_data(&tx, ad, sizeof(ad), b, wb, 64, tb);
+    assert_int_equal(piod_seal_data(&tx, ad, sizeof(ad), a, wa, 64, ta), 0);
+    assert_int_equal(piod_seal_data(&tx, ad, sizeof(ad), b, wb, 64, tb), 0);
     /* the second chunk first: its nonce is not the one the receiver expects */
     assert_int_equal(piod_seal_open(&rx, ad, sizeof(ad), wb, 64, tb), -1);
     /* a replay of a chunk already opened */
     struct piod_seal rx2;
-    piod_seal_init(&rx2, chan_key, challenge, 3, "sysA", 0);
+    piod_seal_init(&rx2, cipher, chan_key, challenge, 3, "sysA", 0);
     uint8_t copy[64];
     memcpy(copy, wa, sizeof(copy));
     assert_int_equal(piod_seal_open(&rx2, ad, sizeof(ad), wa, 64, ta), 0);
     assert_int_equal(piod_seal_open(&rx2, ad, sizeof(ad), copy, 64, ta), -1);
+    piod_seal_fini(&tx);
+    piod_seal_fini(&rx);
+    piod_seal_fini(&rx2);
 }
 
 static void test_keys_differ(void **state)
@@ -95,21 +164,29 @@ static void test_keys_differ(void **state)
     uint8_t c2[32];
     memcpy(c2, challenge, sizeof(c2));
     c2[31] ^= 1;
-    piod_seal_init(&other, chan_key, c2, 3, "sysA", 0); /* another connection */
+    piod_seal_init(&other, cipher, chan_key, c2, 3, "sysA", 0); /* another connection */
     assert_memory_not_equal(base.key, other.key, PIOD_SEAL_KEY);
-    piod_seal_init(&other, chan_key, challenge, 4, "sysA", 0); /* another index */
+    piod_seal_init(&other, cipher, chan_key, challenge, 4, "sysA", 0); /* another index */
     assert_memory_not_equal(base.key, other.key, PIOD_SEAL_KEY);
-    piod_seal_init(&other, chan_key, challenge, 3, "sysB", 0); /* another system */
+    piod_seal_init(&other, cipher, chan_key, challenge, 3, "sysB", 0); /* another system */
+    assert_memory_not_equal(base.key, other.key, PIOD_SEAL_KEY);
+    /* the other cipher: another key, so one key never serves two AEADs */
+    piod_seal_init(&other, cipher == PIOD_CIPHER_AES ? PIOD_CIPHER_CHACHA : PIOD_CIPHER_AES,
+                   chan_key, challenge, 3, "sysA", 0);
     assert_memory_not_equal(base.key, other.key, PIOD_SEAL_KEY);
     /* the two directions share the key but never a nonce: a C_DATA sealed
      * one way does not open as the other direction's message */
-    piod_seal_init(&ack, chan_key, challenge, 3, "sysA", 1);
+    piod_seal_init(&ack, cipher, chan_key, challenge, 3, "sysA", 1);
     uint8_t m[32] = {0}, w[32], tag[PIOD_SEAL_TAG], ad[20] = {0};
-    piod_seal_data(&base, ad, sizeof(ad), m, w, sizeof(m), tag);
+    assert_int_equal(piod_seal_data(&base, ad, sizeof(ad), m, w, sizeof(m), tag), 0);
     assert_int_equal(piod_seal_open(&ack, ad, sizeof(ad), w, sizeof(m), tag), -1);
+    piod_seal_fini(&base);
+    piod_seal_fini(&other);
+    piod_seal_fini(&ack);
 }
 
-/* a C_ACK: a tag over the frame alone (no payload; NULL buffers) */
+/* a C_ACK or an express-lane header: a tag over the frame alone (no
+ * payload; NULL buffers) */
 static void test_ack_tag(void **state)
 {
     (void)state;
@@ -118,16 +195,34 @@ static void test_ack_tag(void **state)
     uint8_t frame[48], tag[PIOD_SEAL_TAG];
     for (size_t i = 0; i < sizeof(frame); i++)
         frame[i] = (uint8_t)i;
-    piod_seal_data(&tx, frame, sizeof(frame), NULL, NULL, 0, tag);
+    assert_int_equal(piod_seal_data(&tx, frame, sizeof(frame), NULL, NULL, 0, tag), 0);
     assert_int_equal(piod_seal_open(&rx, frame, sizeof(frame), NULL, 0, tag), 0);
-    piod_seal_data(&tx, frame, sizeof(frame), NULL, NULL, 0, tag);
+    assert_int_equal(piod_seal_data(&tx, frame, sizeof(frame), NULL, NULL, 0, tag), 0);
     frame[20] ^= 0x40; /* an acknowledged offset changed on the way */
     assert_int_equal(piod_seal_open(&rx, frame, sizeof(frame), NULL, 0, tag), -1);
+    piod_seal_fini(&tx);
+    piod_seal_fini(&rx);
 }
 
+/* The handshake's choice: AES only when asked for or when the CPU has it. */
+static void test_cipher_choice(void **state)
+{
+    (void)state;
+    assert_int_equal(piod_seal_wants_aes(PIOD_CIPHER_AES), 1);
+    assert_int_equal(piod_seal_wants_aes(PIOD_CIPHER_CHACHA), 0);
+    assert_int_equal(piod_seal_wants_aes(PIOD_CIPHER_AUTO), piod_seal_has_aesni());
+    assert_string_equal(piod_seal_cipher_name(PIOD_CIPHER_AES), "aes-256-gcm");
+    assert_string_equal(piod_seal_cipher_name(PIOD_CIPHER_CHACHA), "chacha20-poly1305");
+}
+
+#define BOTH(t) cmocka_unit_test_setup(t, use_aes), cmocka_unit_test_setup(t, use_chacha)
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_ack_tag),           cmocka_unit_test(test_roundtrip_in_order),
-    cmocka_unit_test(test_tampering_refused), cmocka_unit_test(test_replay_and_reorder_refused),
-    cmocka_unit_test(test_keys_differ),
+    BOTH(test_ack_tag),
+    BOTH(test_roundtrip_in_order),
+    BOTH(test_matches_libsodium),
+    BOTH(test_tampering_refused),
+    BOTH(test_replay_and_reorder_refused),
+    BOTH(test_keys_differ),
+    cmocka_unit_test(test_cipher_choice),
 };
 PIO_UNIT_MAIN(tests)
