@@ -53,7 +53,7 @@ FC  := gfortran
 OPT ?= -O2
 
 # External libraries, through pkg-config only.
-PKG_DEPS := libzmq libsodium libcrypto libxxhash ucx
+PKG_DEPS := libzmq libsodium libxxhash ucx
 pkg = $(shell pkg-config $(1) $(2) 2>/dev/null)
 
 WARN     := -Wall -Wextra -Werror

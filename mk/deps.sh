@@ -30,6 +30,8 @@ PKGS=(
   go-md2man python3 python3-matplotlib
 )
 
+# AES-GCM's fastest sealing backend (piod/seal_imb.c) exists for x86-64 only
+[ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] && PKGS+=(libipsec-mb-dev)
 [ -n "${PIO_DEPS_EXTRA:-}" ] && PKGS+=($PIO_DEPS_EXTRA)  # for tests of this script
 missing=()
 for p in "${PKGS[@]}"; do

@@ -3165,10 +3165,13 @@ int piod_init(struct piod *d)
         for (int i = 0; i < d->cfg.npeers; i++)
             plain += !piod_config_peer_encrypt(&d->cfg, &d->cfg.peers[i]);
         if (plain < d->cfg.npeers || d->cfg.npeers == 0)
-            PIOD_INFO("data channels and express lanes sealed%s (offering %s; the peer's CPU "
-                      "has its say)",
+            PIOD_INFO("data channels and express lanes sealed%s (offering %s, run by %s; "
+                      "ChaCha20-Poly1305 if the peer does not take it)",
                       plain ? " but to peers with encrypt = no" : "",
-                      piod_seal_wants_aes(d->cfg.cipher) ? "AES-256-GCM" : "ChaCha20-Poly1305");
+                      piod_seal_wants_aes(d->cfg.cipher) ? "AES-256-GCM" : "ChaCha20-Poly1305",
+                      piod_seal_backend_name(piod_seal_wants_aes(d->cfg.cipher)
+                                                 ? PIOD_CIPHER_AES
+                                                 : PIOD_CIPHER_CHACHA));
         else
             PIOD_INFO("encrypt = no: data channels and express lanes are not sealed (for links "
                       "you trust; the control plane stays CURVE)");

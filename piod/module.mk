@@ -11,6 +11,13 @@ $(LIBPIOD_A): $(PIOD_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
 
+# Sealing (seal*.c): libcrypto always; intel-ipsec-mb, AES-GCM's fastest
+# backend on x86-64, where it is installed (mk/deps.sh installs it on amd64).
+PIOD_IMB := $(if $(wildcard /usr/include/intel-ipsec-mb.h),1)
+PIOD_CRYPTO_LIBS := $(call pkg,--libs,libcrypto) $(if $(PIOD_IMB),-lIPSec_MB)
+$(B)/piod/seal_imb.o: CPPFLAGS += $(if $(PIOD_IMB),-DPIOD_HAVE_IMB)
+$(PIOD_BIN): LDLIBS += $(PIOD_CRYPTO_LIBS)
+
 $(PIOD_BIN): $(B)/piod/main.o $(LIBPIOD_A) $(LIBPIO_A)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

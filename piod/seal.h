@@ -9,9 +9,11 @@
  *   AES-256-GCM        when both piods take it (by default: a CPU with AES-NI
  *                      and carry-less multiply);
  *   ChaCha20-Poly1305  (IETF) otherwise.
- * OpenSSL's libcrypto does the bulk cipher work (its AES-GCM uses VAES and
- * AVX-512 where the CPU has them; design-notes.md says why not libsodium's);
- * libsodium still does the key derivation. The key is new for every
+ * A backend runs the AEAD (seal_be.h): intel-ipsec-mb for AES-256-GCM
+ * where it is built and the CPU has AES-NI (VAES and AVX-512 where present),
+ * libcrypto (OpenSSL EVP) otherwise and for ChaCha20-Poly1305; both are
+ * several times faster here than libsodium's (design-notes.md, "Sealed by
+ * default"). libsodium still does the key derivation. The key is new for every
  * connection:
  *   key = BLAKE2b-256(key = chan_key, label | challenge | index (u32 LE) | system)
  * label "PIO-SEAL-1" for ChaCha20-Poly1305, "PIO-SEAL-AES256GCM-1" for
@@ -47,10 +49,12 @@ enum piod_cipher {
     PIOD_CIPHER_CHACHA = 2, /* ChaCha20-Poly1305 always */
 };
 
+struct piod_seal_backend;
 struct piod_seal {
-    void *ctx;  /* libcrypto's EVP_CIPHER_CTX, made at the first use */
-    int cipher; /* PIOD_CIPHER_AES or PIOD_CIPHER_CHACHA */
-    int dir;    /* what ctx is set up for: 0 none yet, 1 seal, 2 open */
+    const struct piod_seal_backend *be; /* who runs the AEAD (seal_be.h) */
+    void *ctx;                          /* the backend's state, made at the first use */
+    int cipher;                         /* PIOD_CIPHER_AES or PIOD_CIPHER_CHACHA */
+    int dir;                            /* what ctx is set up for: 0 none yet, 1 seal, 2 open */
     uint8_t key[PIOD_SEAL_KEY];
     uint64_t n;    /* the next nonce's counter */
     uint64_t high; /* 0 (opener -> acceptor) or 1 << 63 (acceptor -> opener) */
@@ -67,6 +71,11 @@ int piod_seal_wants_aes(int cipher);
 
 /* piod_seal_cipher_name - "aes-256-gcm", "chacha20-poly1305" or "auto". */
 const char *piod_seal_cipher_name(int cipher);
+
+/* piod_seal_backend - the backend that runs cipher here (seal_be.h);
+ * piod_seal_backend_name - its name, "intel-ipsec-mb" or "libcrypto". */
+const struct piod_seal_backend *piod_seal_backend(int cipher);
+const char *piod_seal_backend_name(int cipher);
 
 /* piod_seal_init - the state of one direction of one connection. cipher:
  * PIOD_CIPHER_AES or PIOD_CIPHER_CHACHA (the one agreed at the handshake);

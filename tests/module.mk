@@ -5,7 +5,8 @@ UNIT_TESTS += $(UNIT_SRCS:%.c=$(B)/%)
 OBJS       += $(UNIT_SRCS:%.c=$(B)/%.o)
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(LIBPIOD_A) $(LIBPIO_A)
-	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(LIBPIOD_A) $(LIBPIO_A) $(LDLIBS) $(call pkg,--libs,cmocka)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(LIBPIOD_A) $(LIBPIO_A) $(LDLIBS) $(PIOD_CRYPTO_LIBS) \
+	  $(call pkg,--libs,cmocka)
 
 # Helper programs the Bats tests run: tests/prog/NAME.c -> $(B)/tests/prog/NAME.
 PROG_SRCS := $(wildcard tests/prog/*.c)
