@@ -220,6 +220,14 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
             f->u.c_ack.a[i].off = (uint64_t)i << 20;
         }
         break;
+    case PIO_F_C_SEALED: {
+        static uint8_t sealed[PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG + 40];
+        for (size_t i = 0; i < sizeof(sealed); i++)
+            sealed[i] = (uint8_t)(i * 29 + variant);
+        f->u.c_sealed.len = (uint32_t)(sizeof(sealed) - (variant ? 8 : 0));
+        f->u.c_sealed.body = sealed;
+        break;
+    }
     }
 }
 

@@ -305,6 +305,9 @@ static int fz_frame_eq(const struct pio_frame *fa, const struct pio_frame *fb)
         }
         return 1;
     }
+    case PIO_F_C_SEALED:
+        return fa->u.c_sealed.len == fb->u.c_sealed.len &&
+               memcmp(fa->u.c_sealed.body, fb->u.c_sealed.body, fa->u.c_sealed.len) == 0;
     default: return 0; /* the decoder accepted a type it does not know */
     }
 }

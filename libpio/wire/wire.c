@@ -776,6 +776,15 @@ static void r_c_ack(struct wire_r *r, struct pio_c_ack *b)
     }
 }
 
+static void w_c_sealed(struct wire_w *w, const struct pio_c_sealed *b)
+{
+    if (b->len < PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG || b->body == NULL) {
+        wire_fail(w, PIO_EINVAL);
+        return;
+    }
+    put_bytes(w, b->body, b->len);
+}
+
 static void r_c_sealed(struct wire_r *r, struct pio_c_sealed *b)
 {
     size_t n = r->len - r->pos;
@@ -823,6 +832,7 @@ static void wire_write_body(struct wire_w *w, const struct pio_frame *f)
     case PIO_F_C_ACCEPT: put_i32(w, f->u.c_accept.status); break;
     case PIO_F_C_DATA: w_c_data(w, &f->u.c_data); break;
     case PIO_F_C_ACK: w_c_ack(w, &f->u.c_ack); break;
+    case PIO_F_C_SEALED: w_c_sealed(w, &f->u.c_sealed); break;
     default: wire_fail(w, PIO_EINVAL); break;
     }
 }

@@ -329,7 +329,8 @@ struct pio_c_ack {
 /* C_SEALED (a sealed express lane, piod/seal.h): the body is an encoded
  * frame (at least a header) encrypted, then a 16-byte tag; len counts both.
  * Its header's check covers the header only: the tag authenticates the
- * body. Built in place by pio_wire_sealed_wrap, not by pio_wire_encode. */
+ * body. The sealer builds it in place (pio_wire_sealed_wrap); pio_wire_encode
+ * writes the same bytes from a body it is given. */
 #define PIO_WIRE_SEALED_TAG 16
 struct pio_c_sealed {
     uint32_t len;

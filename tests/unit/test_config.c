@@ -7,6 +7,7 @@
  * loaded from $PIO_SRC (the runner sets it), else from the current folder.
  */
 #include "piod/config.h"
+#include "piod/seal.h"
 #include "tests/lib/unit.h"
 
 #include <stdio.h>
@@ -183,6 +184,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.log_level, PIOD_LOG_INFO);
     assert_int_equal(c.curve, 1);
     assert_int_equal(c.express, 1);
+    assert_int_equal(c.encrypt, 1);
+    assert_int_equal(c.cipher, PIOD_CIPHER_AUTO);
     assert_int_equal(c.spin_us, 50);
     assert_int_equal(c.link_timeout, 30);
     assert_null(c.config_path);
@@ -1055,7 +1058,56 @@ static void test_applications(void **state)
     expect_one("[application a/b]\nowner = root\n", 1, "bad application name 'a/b'");
 }
 
+/* encrypt at the top level and per peer; cipher */
+static void test_encrypt(void **state)
+{
+    (void)state;
+    struct piod_config c;
+    char *msgs = NULL;
+    assert_int_equal(load_text(&c,
+                               "encrypt = no\ncipher = chacha20-poly1305\n"
+                               "[peer sysB]\naddr = 10.0.0.2\nencrypt = yes\n"
+                               "[peer sysC]\naddr = 10.0.0.3\n",
+                               &msgs),
+                     0);
+    free(msgs);
+    assert_int_equal(c.encrypt, 0);
+    assert_int_equal(c.cipher, PIOD_CIPHER_CHACHA);
+    assert_int_equal(piod_config_peer_encrypt(&c, &c.peers[0]), 1); /* its own */
+    assert_int_equal(piod_config_peer_encrypt(&c, &c.peers[1]), 0); /* the top level's */
+    assert_int_equal(piod_config_peer_encrypt(&c, NULL), 0);
+    assert_int_equal(load_text(&c,
+                               "cipher = aes-256-gcm\n[peer sysB]\naddr = 10.0.0.2\n"
+                               "encrypt = no\n[peer sysC]\naddr = 10.0.0.3\n",
+                               &msgs),
+                     0);
+    free(msgs);
+    assert_int_equal(c.encrypt, 1); /* the default */
+    assert_int_equal(c.cipher, PIOD_CIPHER_AES);
+    assert_int_equal(piod_config_peer_encrypt(&c, &c.peers[0]), 0);
+    assert_int_equal(piod_config_peer_encrypt(&c, &c.peers[1]), 1);
+    /* printed, it reads back the same */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    piod_config_print(&c, out);
+    fclose(out);
+    assert_non_null(strstr(text, "\nencrypt = yes\ncipher = aes-256-gcm\n"));
+    struct piod_config back;
+    assert_int_equal(load_text(&back, text, &msgs), 0);
+    free(msgs);
+    free(text);
+    assert_int_equal(back.cipher, PIOD_CIPHER_AES);
+    assert_int_equal(piod_config_peer_encrypt(&back, &back.peers[0]), 0);
+    assert_int_equal(piod_config_peer_encrypt(&back, &back.peers[1]), 1);
+    expect_one("cipher = des\n", 1,
+               "bad cipher 'des': expected auto, aes-256-gcm or chacha20-poly1305");
+    expect_one("[peer sysB]\naddr = 10.0.0.2\nencrypt = maybe\n", 3,
+               "bad encrypt 'maybe': expected yes or no");
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_encrypt),
     cmocka_unit_test(test_defaults),
     cmocka_unit_test(test_example_loads_clean),
     cmocka_unit_test(test_example_documents_defaults),

@@ -270,6 +270,13 @@ static void fill(struct pio_frame *f, int type, int v)
             b->a[i].msgid = rnd(), b->a[i].off = rnd();
         break;
     }
+    case PIO_F_C_SEALED: {
+        struct pio_c_sealed *b = &f->u.c_sealed;
+        b->len = (uint32_t)(PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG +
+                            (size_t)v % (PAYLOAD_LEN - PIO_WIRE_HDR - PIO_WIRE_SEALED_TAG));
+        b->body = payload_buf; /* opened by the lane, not decoded here */
+        break;
+    }
     default: fail_msg("fill: type %d", type);
     }
 }
@@ -584,6 +591,10 @@ static void cmp_frame(const struct pio_frame *a, const struct pio_frame *b)
     case PIO_F_C_ACCEPT: assert_int_equal(a->u.c_accept.status, b->u.c_accept.status); break;
     case PIO_F_C_DATA: cmp_c_data(&a->u.c_data, &b->u.c_data); break;
     case PIO_F_C_ACK: cmp_c_ack(&a->u.c_ack, &b->u.c_ack); break;
+    case PIO_F_C_SEALED:
+        assert_int_equal(a->u.c_sealed.len, b->u.c_sealed.len);
+        assert_memory_equal(a->u.c_sealed.body, b->u.c_sealed.body, a->u.c_sealed.len);
+        break;
     default: fail_msg("cmp: type %d", a->type);
     }
 }
@@ -659,6 +670,8 @@ static void check_flips(uint8_t *buf, size_t size)
     /* an H_SEQ's check covers its fixed fields; the frame it carries has
      * its own check (test_seq_inner_flips) */
     size_t end = size > PIO_WIRE_SEQ_HDR && buf[5] == PIO_F_H_SEQ ? PIO_WIRE_SEQ_HDR : size;
+    if (buf[5] == PIO_F_C_SEALED) /* its tag covers the body (test_sealed_wrap) */
+        end = PIO_WIRE_HDR;
     for (size_t i = 0; i < end; i++) {
         for (size_t m = 0; m < 3; m++) {
             uint8_t mask = masks[i < PIO_WIRE_HDR ? m : (i + m) % 3];
@@ -883,6 +896,52 @@ static void test_seq_inner_flips(void **state)
         free(g);
         a[i] ^= 0x10;
     }
+    free(f);
+}
+
+/* A C_SEALED built in place has the bytes the encoder writes; one with a
+ * body too short for a frame and a tag is refused both ways. */
+static void test_sealed_wrap(void **state)
+{
+    (void)state;
+    struct pio_frame *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    uint8_t body[100], a[256], b[256];
+    for (size_t i = 0; i < sizeof body; i++)
+        body[i] = (uint8_t)(i * 3);
+    f->type = PIO_F_C_SEALED;
+    f->u.c_sealed.len = sizeof body;
+    f->u.c_sealed.body = body;
+    size_t alen;
+    assert_int_equal(pio_wire_encode(f, a, sizeof a, &alen), PIO_OK);
+    assert_int_equal(pio_wire_sealed_wrap(b, sizeof body), PIO_OK);
+    memcpy(b + PIO_WIRE_HDR, body, sizeof body);
+    assert_int_equal(alen, PIO_WIRE_HDR + sizeof body);
+    assert_memory_equal(a, b, alen);
+    assert_int_equal(pio_wire_decode(b, alen, f, NULL), PIO_OK);
+    assert_int_equal(f->type, PIO_F_C_SEALED);
+    assert_int_equal(f->u.c_sealed.len, sizeof body);
+    assert_ptr_equal(f->u.c_sealed.body, b + PIO_WIRE_HDR);
+    assert_int_equal(pio_wire_sealed_wrap(b, PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG - 1), PIO_EINVAL);
+    assert_int_equal(pio_wire_sealed_wrap(b, (size_t)PIO_WIRE_MAX_BODY + 1), PIO_EINVAL);
+    /* a body shorter than a frame and a tag does not decode (the header's
+     * check is right: it covers the header alone) */
+    struct hb *none = hb_new();
+    for (uint32_t n = PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG - 1;
+         n <= PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG; n++) {
+        size_t hl = hb_frame(b, PIO_WIRE_VERSION, PIO_F_C_SEALED, n, none);
+        memcpy(b + hl, body, n);
+        assert_int_equal(pio_wire_decode(b, hl + n, f, NULL),
+                         n < PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG ? PIO_EPROTO : PIO_OK);
+    }
+    free(none);
+    struct pio_frame *g = calloc(1, sizeof *g);
+    assert_non_null(g);
+    g->type = PIO_F_C_SEALED;
+    g->u.c_sealed.len = PIO_WIRE_HDR + PIO_WIRE_SEALED_TAG - 1;
+    g->u.c_sealed.body = body;
+    assert_int_equal(pio_wire_encode(g, a, sizeof a, &alen), PIO_EINVAL);
+    free(g);
     free(f);
 }
 
@@ -1239,6 +1298,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_golden_layout),
     cmocka_unit_test(test_negative_int32_roundtrip),
     cmocka_unit_test(test_seq_inner_flips),
+    cmocka_unit_test(test_sealed_wrap),
     cmocka_unit_test(test_bad_magic),
     cmocka_unit_test(test_wrong_version),
     cmocka_unit_test(test_unknown_type),
