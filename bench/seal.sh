@@ -226,7 +226,7 @@ for j, (key, lab) in enumerate((("baseline_MBps", "baseline (TCP on loopback / b
         a1.annotate("%.0f" % v, (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom",
                     fontsize=7)
 a1.set_xticks(x)
-a1.set_xticklabels([r["run"] for r in out], fontsize=8)
+a1.set_xticklabels([r["run"] for r in out], fontsize=7, rotation=12)
 a1.set_ylabel("MB/s")
 a1.set_title("throughput")
 a1.legend(fontsize=7)
@@ -234,7 +234,7 @@ for j, (key, lab) in enumerate((("cpu_s_per_GB_clear", "clear"), ("cpu_s_per_GB_
     vals = [float(r[key]) for r in out]
     a2.bar([i + (j - 0.5) * wd for i in x], vals, wd, label=lab)
 a2.set_xticks(x)
-a2.set_xticklabels([r["run"] for r in out], fontsize=8)
+a2.set_xticklabels([r["run"] for r in out], fontsize=7, rotation=12)
 a2.set_ylabel("CPU seconds of both piods per GB")
 a2.set_title("CPU cost")
 a2.legend(fontsize=7)
