@@ -13,7 +13,8 @@ bats_require_minimum_version 1.5.0
 load "$BATS_TEST_DIRNAME/../lib/helpers"
 source "$BATS_TEST_DIRNAME/../lib/piod.bash"
 
-USER_PROGS="tests/prog/pio-check tests/prog/pio-win bin/pcp bin/pfs tests/prog/pfs-check"
+USER_PROGS="tests/prog/pio-check tests/prog/pio-win bin/pcp bin/pfs tests/prog/pfs-check
+  sbin/gas-dispatcher lib/libpgas.so"
 CHECK=${SEC_BIN:-}/pio-check
 WIN=${SEC_BIN:-}/pio-win
 PCP=${SEC_BIN:-}/pcp
@@ -380,6 +381,63 @@ pfs_as() {
   run pfs_as pio-sb "$PFSCHECK" --mds pfs.sec.mds overwrite-fid /shared/a
   assert_failure 3
   assert_output --partial "permission denied"
+}
+
+# pgas_as USER CMD...: CMD as USER on A under libpgas.so, through USER's own
+# GAS dispatcher (started by the first call; the default serves its own uid)
+pgas_as() {
+  local u=$1 sock=$W/gas-$1/gas.sock
+  shift
+  if [ ! -S "$sock" ]; then
+    mkdir -p "$W/gas-$u"
+    chown "$u": "$W/gas-$u"
+    bg_start "$W/gas-$u.log" env PIO_SOCKET="$PIO_SOCK_A" setpriv --reuid="$u" --regid="$u" \
+      --clear-groups "$SEC_BIN/gas-dispatcher" --socket "$sock" --mds pfs.sec.mds --name "gas.$u"
+    pio_wait_until 20 test -S "$sock"
+  fi
+  as "$u" env LD_PRELOAD="$SEC_BIN/libpgas.so" GAS_SOCKET="$sock" \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$@"
+}
+
+@test "pgas: B can neither read nor overwrite A's 0600 pfs file through its own GAS dispatcher; A can" {
+  pair_up
+  pfs_up
+  head -c 200000 /dev/urandom >"$W/a.bin"
+  head -c 5000 /dev/zero >"$W/z"
+  chmod 644 "$W/a.bin" "$W/z"
+  mkdir "$W/sa" "$W/sb"
+  chown pio-sa: "$W/sa"
+  chown pio-sb: "$W/sb"
+  # pio-sa writes its file through pgas:, then makes it 0600
+  run pgas_as pio-sa cp "$W/a.bin" pgas:/shared/g
+  assert_success
+  run pfs_as pio-sa "$PFS" chmod 600 /shared/g
+  assert_success
+  run pfs_as pio-sb "$PFS" stat /shared/g
+  assert_success
+  assert_output --partial "owner: $(id -u pio-sa) $(id -g pio-sa)"
+  # pio-sb, through its own dispatcher: no read, no overwrite, no write in place
+  run pgas_as pio-sb cat pgas:/shared/g
+  assert_failure
+  assert_output --partial "Permission denied"
+  refute_output --partial "$(head -c 64 "$W/a.bin" | od -An -tx1 | head -1)"
+  run pgas_as pio-sb cp "$W/z" pgas:/shared/g
+  assert_failure
+  assert_output --partial "Permission denied"
+  run pgas_as pio-sb dd if="$W/z" of=pgas:/shared/g bs=1000 seek=7 conv=notrunc status=none
+  assert_failure
+  assert_output --partial "Permission denied"
+  # the file is whole, and pio-sa reads it back through pgas: as well
+  run pfs_as pio-sa "$PFS" get /shared/g "$W/sa/g"
+  assert_success
+  cmp "$W/a.bin" "$W/sa/g"
+  pgas_as pio-sa cat pgas:/shared/g >"$W/sa/g2"
+  cmp "$W/a.bin" "$W/sa/g2"
+  # the permitted action for pio-sb: its own file in the same folder
+  run pgas_as pio-sb cp "$W/z" pgas:/shared/gb
+  assert_success
+  pgas_as pio-sb cat pgas:/shared/gb >"$W/sb/gb"
+  cmp "$W/z" "$W/sb/gb"
 }
 
 @test "pfs: new files get the umask, and root of another system is nobody with --root-squash" {
