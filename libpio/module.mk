@@ -4,7 +4,7 @@ PIO_SOVERSION := 0
 
 LIBPIO_SRCS := libpio/pio.c libpio/memtrim.c libpio/win.c libpio/winctl.c libpio/capture.c libpio/fstream.c libpio/info.c libpio/file.c tools/pcp/pcp_proto.c \
                viz/feed.c viz/viz_proto.c libpio/error.c libpio/types.c libpio/parse.c libpio/wire/wire.c libpio/pool.c \
-               libpio/transport/registry.c libpio/transport/tcp/tcp.c \
+               libpio/transport/registry.c libpio/transport/addr.c libpio/transport/tcp/tcp.c \
                libpio/transport/rdma/ucx.c libpio/transport/rdma/rma.c \
                libpio/transport/rdma/stream.c
 LIBPIO_OBJS := $(LIBPIO_SRCS:%.c=$(B)/%.o)

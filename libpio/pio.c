@@ -240,12 +240,7 @@ static void out_ranges(int type, uint64_t id, uint64_t msg_off, uint64_t off, ui
     struct pio_frame *f = calloc(1, sizeof(*f));
     if (!f)
         return;
-    f->type = (uint8_t)type;
-    f->u.p_ranges.id = id;
-    f->u.p_ranges.msg_off = msg_off;
-    f->u.p_ranges.n = 1;
-    f->u.p_ranges.r[0].off = off;
-    f->u.p_ranges.r[0].len = len;
+    pio_wire_ranges1(f, type, id, msg_off, off, len);
     out_frame(f);
     free(f);
 }
@@ -607,7 +602,7 @@ static void on_msg_data(struct pio_p_ranges *pr)
 
 static void on_send_done(struct pio_frame *f)
 {
-    if (f->flags & 1) { /* an incoming message was cancelled */
+    if (f->flags & PIO_WSD_CANCELLED) { /* an incoming message was cancelled */
         for (struct inmsg *m = g.msgs; m; m = m->next)
             if (m->key == f->u.p_done.id) {
                 m->canceled = 1;
@@ -628,7 +623,8 @@ static void on_send_done(struct pio_frame *f)
         return;
     }
     for (struct pio_request *r = g.sends; r; r = r->next)
-        if (r->sid == f->u.p_done.id && (f->flags & 2) && f->u.p_done.status == PIO_OK) {
+        if (r->sid == f->u.p_done.id && (f->flags & PIO_WSD_CHANNEL_OK) &&
+            f->u.p_done.status == PIO_OK) {
             r->verdict = 0; /* the piod took the named channel */
             if (r->copied_all && (!r->sync || r->done_recv)) {
                 list_remove_req(&g.sends, r);
@@ -1596,7 +1592,7 @@ int PIO_Getconinfo(int partner, PIO_Coninfo *info, int max, int *n)
         PIO_Coninfo *o = &info[(*n)++];
         memset(o, 0, sizeof(*o));
         o->index = (int)c->index;
-        o->up = c->state == 2;
+        o->up = c->state == PIO_WCHAN_UP;
         snprintf(o->local, sizeof(o->local), "%s", c->local);
         snprintf(o->remote, sizeof(o->remote), "%s", c->remote);
         o->tx_bytes = c->tx_bytes;

@@ -309,7 +309,7 @@ void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now)
 {
     pthread_mutex_lock(&ch->mtx);
     /* the acknowledged rate, from the ticks that saw acks while busy */
-    if (ch->state != 2 || (ch->queued_bytes == 0 && ch->acked_bytes == ch->wd_acked)) {
+    if (ch->state != PIO_WCHAN_UP || (ch->queued_bytes == 0 && ch->acked_bytes == ch->wd_acked)) {
         ch->wd_ms = 0; /* idle or down: the next busy time starts a new window */
         ch->wd_acked = ch->acked_bytes;
     } else if (!ch->wd_ms) {
@@ -325,7 +325,8 @@ void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now)
         ch->wd_acked = ch->acked_bytes;
     }
     uint64_t limit = piod_tx_stall_limit(d, ch);
-    if (ch->state == 2 && ch->conn && ch->queued_bytes > 0 && now > ch->last_progress_ms + limit) {
+    if (ch->state == PIO_WCHAN_UP && ch->conn && ch->queued_bytes > 0 &&
+        now > ch->last_progress_ms + limit) {
         PIOD_WARN("channel %d to %s: no acknowledgement for %llu ms (limit %llu ms) with %llu "
                   "bytes in flight: closing it, resending on the others",
                   ch->index, d->peers[ch->peer].cfg->name,
@@ -344,9 +345,9 @@ static void tx_set_state(struct piod_txchan *ch, int state)
     pthread_mutex_lock(&ch->mtx);
     int old = ch->state;
     ch->state = state;
-    if (old == 2 && state != 2)
+    if (old == PIO_WCHAN_UP && state != PIO_WCHAN_UP)
         ch->downs++;
-    if (state == 2)
+    if (state == PIO_WCHAN_UP)
         ch->last_progress_ms = piod_now_ms();
     pthread_mutex_unlock(&ch->mtx);
     if (old != state) {
@@ -582,10 +583,10 @@ static void *tx_thread(void *arg)
     uint8_t *sealbuf = NULL; /* sealed chunks are encrypted here */
     size_t sealcap = 0;
     while (!ch->stop) {
-        tx_set_state(ch, 1);
+        tx_set_state(ch, PIO_WCHAN_CONNECTING);
         int rc = tx_connect(ch);
         if (rc != PIO_OK) {
-            tx_set_state(ch, 0);
+            tx_set_state(ch, PIO_WCHAN_DOWN);
             if (ch->stop)
                 break;
             if (rc != ch->last_err)
@@ -619,7 +620,7 @@ static void *tx_thread(void *arg)
             ch->conn = NULL;
             continue;
         }
-        tx_set_state(ch, 2);
+        tx_set_state(ch, PIO_WCHAN_UP);
         for (;;) {
             pthread_mutex_lock(&ch->mtx);
             while (!ch->q && !ch->stop && !ch->conn_dead)
@@ -681,12 +682,12 @@ static void *tx_thread(void *arg)
         ch->conn = NULL;
         pthread_mutex_unlock(&ch->mtx);
         d->tp->close(conn);
-        tx_set_state(ch, 0);
+        tx_set_state(ch, PIO_WCHAN_DOWN);
         if (!ch->stop)
             PIOD_WARN("channel %d to %s down", ch->index, d->peers[ch->peer].cfg->name);
         tx_requeue_all(ch);
     }
-    tx_set_state(ch, 0);
+    tx_set_state(ch, PIO_WCHAN_DOWN);
     free(sealbuf);
     piod_seal_fini(&ch->seal_data);
     piod_seal_fini(&ch->seal_ack);
@@ -713,9 +714,9 @@ static void *express_thread(void *arg)
     struct piod *d = ch->d;
     int backoff = 50;
     while (!ch->stop) {
-        tx_set_state(ch, 1);
+        tx_set_state(ch, PIO_WCHAN_CONNECTING);
         if (tx_connect(ch) != PIO_OK) {
-            tx_set_state(ch, 0);
+            tx_set_state(ch, PIO_WCHAN_DOWN);
             tx_backoff(ch, backoff);
             backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
             continue;
@@ -730,10 +731,10 @@ static void *express_thread(void *arg)
         PIOD_INFO("express lane to %s up: %s -> %s (%s%s)", d->peers[ch->peer].cfg->name, ch->local,
                   ch->remote, ch->sealed ? "sealed, " : "not sealed",
                   ch->sealed ? piod_seal_cipher_name(ch->cipher) : "");
-        tx_set_state(ch, 2);
+        tx_set_state(ch, PIO_WCHAN_UP);
         ev->kind = PIOD_EV_EXPRESS;
         ev->peer = ch->peer;
-        ev->state = 1;
+        ev->state = PIOD_EVS_LANE_OURS;
         ev->conn = ch->conn;
         ev->sealed = ch->sealed;
         ev->seal = ch->seal_data; /* the main loop seals the lane's frames from now on */
@@ -746,7 +747,7 @@ static void *express_thread(void *arg)
         ch->conn = NULL;
         int dead = ch->conn_dead;
         pthread_mutex_unlock(&ch->mtx);
-        tx_set_state(ch, 0);
+        tx_set_state(ch, PIO_WCHAN_DOWN);
         if (!dead) /* stopping: the main loop may still hold it; piod_fini closes */
             break;
         d->tp->close(conn);
@@ -1004,7 +1005,7 @@ static void *rx_thread(void *arg)
                   rx->sealed ? piod_seal_cipher_name(rx->cipher) : "");
         xe->kind = PIOD_EV_EXPRESS;
         xe->peer = rx->peer;
-        xe->state = 2;
+        xe->state = PIOD_EVS_LANE_THEIRS;
         xe->conn = rx->conn;
         xe->sealed = rx->sealed;
         xe->seal = rx->seal_data; /* the main loop opens the lane's frames from now on */
@@ -1028,7 +1029,7 @@ static void *rx_thread(void *arg)
         ev->kind = PIOD_EV_CHAN;
         ev->peer = rx->peer;
         ev->index = rx->index;
-        ev->state = 12; /* rx up */
+        ev->state = PIOD_EVS_RX_UP;
         ev->gen = rx->gen;
         piod_post(d, ev);
     }
@@ -1129,7 +1130,7 @@ static void *rx_thread(void *arg)
         ev->kind = PIOD_EV_CHAN;
         ev->peer = rx->peer;
         ev->index = rx->index;
-        ev->state = 10; /* rx down */
+        ev->state = PIOD_EVS_RX_DOWN;
         ev->gen = rx->gen;
         piod_post(d, ev);
     }

@@ -257,13 +257,7 @@ static void send_ranges(struct piod *d, int pi, int type, uint64_t id, uint64_t 
                         uint64_t off, uint64_t len)
 {
     struct pio_frame f; /* hot (per chunk): only the fields encoded are set */
-    f.type = (uint8_t)type;
-    f.flags = 0;
-    f.u.p_ranges.id = id;
-    f.u.p_ranges.msg_off = msg_off;
-    f.u.p_ranges.n = 1;
-    f.u.p_ranges.r[0].off = off;
-    f.u.p_ranges.r[0].len = len;
+    pio_wire_ranges1(&f, type, id, msg_off, off, len);
     send_proc(d, pi, &f);
 }
 
@@ -284,10 +278,10 @@ static void send_done(struct piod *d, int pi, int type, uint64_t id, int status)
     send_done_flags(d, pi, type, 0, id, status);
 }
 
-/* P_SEND_DONE with flags 1: an incoming message (key) was cancelled. */
+/* P_SEND_DONE with PIO_WSD_CANCELLED: an incoming message (key) was cancelled. */
 static void send_cancel(struct piod *d, int pi, uint64_t key, int status)
 {
-    send_done_flags(d, pi, PIO_F_P_SEND_DONE, 1, key, status);
+    send_done_flags(d, pi, PIO_F_P_SEND_DONE, PIO_WSD_CANCELLED, key, status);
 }
 
 static void send_h_done(struct piod *d, int peer, uint64_t msgid, int status)
@@ -477,7 +471,7 @@ static void send_registry(struct piod *d, int peer, int only_proc, uint32_t stat
         snprintf(e->app, sizeof(e->app), "%s", p->app);
         e->nprocs = p->nprocs;
         e->proc = p->proc;
-        e->state = only_proc >= 0 ? state : 1;
+        e->state = only_proc >= 0 ? state : PIO_WREG_JOINED;
         if (f->u.h_registry.n == PIO_WIRE_MAX_REG) {
             send_peer(d, peer, f);
             f->u.h_registry.n = 0;
@@ -877,7 +871,7 @@ static void omsg_finish(struct piod *d, struct piod_omsg *m, int status)
 static void omsg_maybe_free(struct piod *d, struct piod_omsg *m, int have_outcome)
 {
     for (uint32_t i = 0; i < m->nchunks; i++)
-        if (m->state[i] == 1)
+        if (m->state[i] == PIOD_OC_QUEUED)
             return;
     if (m->nacked < m->nchunks && !have_outcome)
         return;
@@ -894,13 +888,13 @@ static int tx_pick(struct piod *d, int peer, int granted)
 {
     struct piod_peer_st *p = &d->peers[peer];
     if (granted >= 0 && granted < p->nchan && p->tx[granted] &&
-        piod_tx_state(p->tx[granted], NULL) == 2)
+        piod_tx_state(p->tx[granted], NULL) == PIO_WCHAN_UP)
         return granted;
     int best = -1;
     uint64_t best_q = 0;
     for (int i = 0; i < p->nchan; i++) {
         uint64_t q;
-        if (!p->tx[i] || piod_tx_state(p->tx[i], &q) != 2)
+        if (!p->tx[i] || piod_tx_state(p->tx[i], &q) != PIO_WCHAN_UP)
             continue;
         if (best < 0 || q < best_q) {
             best = i;
@@ -930,7 +924,7 @@ static int chunk_queue(struct piod *d, struct piod_omsg *m, uint32_t i, int rese
     c->data = src->base + m->data_off[i];
     c->proc = src;
     piod_proc_ref(src);
-    m->state[i] = 1;
+    m->state[i] = PIOD_OC_QUEUED;
     PIOD_DEBUG("chunk %llu+%llu queued on channel %d", (unsigned long long)c->msgid,
                (unsigned long long)c->off, ch);
     piod_tx_enqueue(d->peers[m->peer].tx[ch], c);
@@ -957,9 +951,9 @@ static void local_copy(struct piod *d, struct piod_imsg *im, uint32_t i)
     uint32_t len = chunk_len(im->size, im->chunk, i);
     struct piod_proc *dst = &d->procs[im->dst], *src = &d->procs[om->src];
     memcpy(dst->base + im->pool_off[i], src->base + om->data_off[i], len);
-    im->state[i] = 2;
+    im->state[i] = PIOD_IC_ARRIVED;
     im->narrived++;
-    om->state[i] = 2;
+    om->state[i] = PIOD_OC_ACKED;
     om->nacked++;
     if (!src->gone)
         send_ranges(d, om->src, PIO_F_P_RELEASE, 0, 0, om->data_off[i], len);
@@ -1305,7 +1299,7 @@ static int grant_chunk(struct piod *d, struct piod_imsg *m)
         return G_LINK; /* tried again at the next event */
     }
     m->pool_off[i] = off;
-    m->state[i] = 1;
+    m->state[i] = PIOD_IC_GRANTED;
     m->chan[i] = (uint8_t)ch;
     m->ngranted++;
     if (!m->claimed)
@@ -1414,7 +1408,7 @@ static void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
     if (m->dst >= 0) {
         struct piod_proc *dst = &d->procs[m->dst];
         for (uint32_t i = 0; i < m->nchunks; i++) {
-            if (m->state[i] == 1 && m->peer >= 0) {
+            if (m->state[i] == PIOD_IC_GRANTED && m->peer >= 0) {
                 struct piod_grant *g =
                     piod_grant_take(d, m->peer, m->msgid, (uint64_t)i * m->chunk);
                 if (g) {
@@ -1423,7 +1417,7 @@ static void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
                 }
                 d->peers[m->peer].bal[m->chan[i]].outstanding -= chunk_len(m->size, m->chunk, i);
             }
-            if ((m->state[i] == 1 || m->state[i] == 2) && !dst->gone) {
+            if ((m->state[i] == PIOD_IC_GRANTED || m->state[i] == PIOD_IC_ARRIVED) && !dst->gone) {
                 pio_ralloc_put(&dst->recv, m->pool_off[i], chunk_len(m->size, m->chunk, i));
                 if (!m->claimed)
                     dst->unclaimed_bytes -= chunk_len(m->size, m->chunk, i);
@@ -1500,7 +1494,7 @@ static void omsg_pump(struct piod *d, struct piod_omsg *m)
     if (m->peer < 0)
         return;
     for (uint32_t i = 0; i < m->nchunks; i++)
-        if (m->state[i] == 0 && m->grant[i] >= 0 && m->data_off[i] != UINT64_MAX)
+        if (m->state[i] == PIOD_OC_WAITING && m->grant[i] >= 0 && m->data_off[i] != UINT64_MAX)
             if (chunk_queue(d, m, i, 0) != PIO_OK)
                 return;
 }
@@ -1563,8 +1557,8 @@ static void omsg_abandon(struct piod *d, struct piod_omsg *m, int status)
         imsg_fail(d, m->local, status);
     omsg_finish(d, m, status);
     for (uint32_t i = 0; i < m->nchunks; i++)
-        if (m->state[i] != 1)
-            m->state[i] = 2;
+        if (m->state[i] != PIOD_OC_QUEUED)
+            m->state[i] = PIOD_OC_ACKED;
     omsg_maybe_free(d, m, 1);
 }
 
@@ -1592,7 +1586,7 @@ static void links_watch(struct piod *d, uint64_t now)
         struct piod_peer_st *p = &d->peers[k];
         int up = 0;
         for (int i = 0; i < p->nchan && !up; i++)
-            up = p->tx[i] && piod_tx_state(p->tx[i], NULL) == 2;
+            up = p->tx[i] && piod_tx_state(p->tx[i], NULL) == PIO_WCHAN_UP;
         if (up && p->unreachable) {
             PIOD_INFO("a channel to %s is up again: its applications are reachable", p->cfg->name);
             p->unreachable = 0;
@@ -1676,7 +1670,7 @@ static void proc_leave(struct piod *d, int pi, const char *why)
     }
     for (int k = 0; k < d->npeers; k++)
         if (d->peers[k].hello_seen)
-            send_registry(d, k, pi, 2);
+            send_registry(d, k, pi, PIO_WREG_LEFT);
     broadcast_event(d, p->app, p->proc, p->nprocs, 2);
     /* its streams, both ways (before a process of the same name can join) */
     streams_forget(d, &d->tx_streams, -2, STREAM_SRC, p->app, p->proc);
@@ -1809,7 +1803,7 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
         return;
     for (int k = 0; k < d->npeers; k++)
         if (d->peers[k].hello_seen)
-            send_registry(d, k, slot, 1);
+            send_registry(d, k, slot, PIO_WREG_JOINED);
     broadcast_event(d, h->app, h->proc, h->nprocs, 1);
     announce_all(d);
     grant_all(d);
@@ -1821,7 +1815,7 @@ static int user_channel_up(struct piod *d, int peer, uint32_t i)
 {
     struct piod_peer_st *p = &d->peers[peer];
     uint64_t q;
-    return i < (uint32_t)p->nchan && p->tx[i] && piod_tx_state(p->tx[i], &q) == 2;
+    return i < (uint32_t)p->nchan && p->tx[i] && piod_tx_state(p->tx[i], &q) == PIO_WCHAN_UP;
 }
 
 static void on_send(struct piod *d, int pi, struct pio_p_send *s)
@@ -1844,7 +1838,7 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
         return;
     }
     if (s->conn == PIO_WCONN_USER && !(s->flags & PIO_WF_EAGER)) /* libpio waits for this */
-        send_done_flags(d, pi, PIO_F_P_SEND_DONE, 2, s->sid, PIO_OK);
+        send_done_flags(d, pi, PIO_F_P_SEND_DONE, PIO_WSD_CHANNEL_OK, s->sid, PIO_OK);
     struct pio_h_request rq;
     memset(&rq, 0, sizeof(rq));
     rq.msgid = ++d->next_msgid;
@@ -1973,9 +1967,9 @@ static void on_send_data(struct piod *d, int pi, struct pio_p_ranges *r)
         uint32_t i = (uint32_t)(msg_off / m->chunk);
         m->data_off[i] = off;
         if (m->peer < 0) {
-            if (m->local && m->local->state[i] == 1)
+            if (m->local && m->local->state[i] == PIOD_IC_GRANTED)
                 local_copy(d, m->local, i);
-        } else if (m->grant[i] >= 0 && m->state[i] == 0) {
+        } else if (m->grant[i] >= 0 && m->state[i] == PIOD_OC_WAITING) {
             chunk_queue(d, m, i, 0);
         }
         msg_off += len;
@@ -1993,13 +1987,13 @@ static void on_free(struct piod *d, int pi, struct pio_p_ranges *r)
         if (msg_off % m->chunk != 0 || msg_off / m->chunk >= m->nchunks)
             continue;
         uint32_t i = (uint32_t)(msg_off / m->chunk);
-        if (m->state[i] != 2 || m->pool_off[i] != r->r[j].off)
+        if (m->state[i] != PIOD_IC_ARRIVED || m->pool_off[i] != r->r[j].off)
             continue;
         uint32_t len = chunk_len(m->size, m->chunk, i);
         pio_ralloc_put(&p->recv, m->pool_off[i], len);
         if (!m->claimed)
             p->unclaimed_bytes -= len;
-        m->state[i] = 3;
+        m->state[i] = PIOD_IC_FREED;
         m->nfreed++;
     }
     if (m->nfreed == m->nchunks)
@@ -2017,7 +2011,7 @@ static void on_claim(struct piod *d, int pi, uint64_t key)
     gq_del(d, m);
     m->claimed = 1;
     for (uint32_t i = 0; i < m->nchunks; i++)
-        if (m->state[i] == 1 || m->state[i] == 2)
+        if (m->state[i] == PIOD_IC_GRANTED || m->state[i] == PIOD_IC_ARRIVED)
             d->procs[pi].unclaimed_bytes -= chunk_len(m->size, m->chunk, i);
     if (queued)
         gq_add(d, m); /* among the claimed: served first */
@@ -2049,8 +2043,10 @@ void piod_chan_rows(struct piod *d, struct pio_chan_info *rows, uint32_t max, ui
                 c->resent = ch->resent;
                 c->downs = ch->downs;
                 c->queued = ch->queued_bytes;
-                snprintf(c->local, sizeof(c->local), "%s", ch->state == 2 ? ch->local : "");
-                snprintf(c->remote, sizeof(c->remote), "%s", ch->state == 2 ? ch->remote : "");
+                snprintf(c->local, sizeof(c->local), "%s",
+                         ch->state == PIO_WCHAN_UP ? ch->local : "");
+                snprintf(c->remote, sizeof(c->remote), "%s",
+                         ch->state == PIO_WCHAN_UP ? ch->remote : "");
                 pthread_mutex_unlock(&ch->mtx);
             }
             if (!c->local[0] || d->cfg.link_owner[k] >= 0) /* relayed: the link's owner */
@@ -2307,11 +2303,11 @@ static void peer_reset(struct piod *d, int peer)
         if (m->peer == peer) {
             omsg_finish(d, m, PIO_EGONE);
             for (uint32_t i = 0; i < m->nchunks; i++)
-                if (m->state[i] != 1) {
-                    if (m->data_off[i] != UINT64_MAX && m->state[i] != 2)
+                if (m->state[i] != PIOD_OC_QUEUED) {
+                    if (m->data_off[i] != UINT64_MAX && m->state[i] != PIOD_OC_ACKED)
                         send_ranges(d, m->src, PIO_F_P_RELEASE, 0, 0, m->data_off[i],
                                     chunk_len(m->size, m->chunk, i));
-                    m->state[i] = 2;
+                    m->state[i] = PIOD_OC_ACKED;
                 }
             omsg_maybe_free(d, m, 1);
         }
@@ -2421,7 +2417,7 @@ static void on_peer_hello(struct piod *d, int peer, struct pio_h_hello *h)
     snprintf(p->host, sizeof(p->host), "%s", h->host);
     PIOD_INFO("peer %s (host %s) says hello: %d channel(s)", p->cfg->name, h->host, p->nchan);
     peer_send_hello(d, peer);
-    send_registry(d, peer, -1, 1);
+    send_registry(d, peer, -1, PIO_WREG_JOINED);
     piod_txchans_start(d, peer);
 }
 
@@ -2447,7 +2443,7 @@ static void on_peer_registry(struct piod *d, int peer, struct pio_h_registry *r)
         if (!a || e->proc >= a->nprocs || a->nprocs != e->nprocs)
             continue;
         uint8_t was = a->joined[e->proc];
-        a->joined[e->proc] = e->state == 1;
+        a->joined[e->proc] = e->state == PIO_WREG_JOINED;
         a->njoined += (uint32_t)(a->joined[e->proc] - was);
         if (was != a->joined[e->proc]) {
             broadcast_event(d, e->app, e->proc, e->nprocs, e->state);
@@ -2507,11 +2503,11 @@ static void on_peer_done(struct piod *d, int peer, struct pio_h_done *h)
         omsg_finish(d, m, h->status);
         if (h->status != PIO_OK)
             for (uint32_t i = 0; i < m->nchunks; i++)
-                if (m->state[i] == 0 || m->state[i] == 3) {
+                if (m->state[i] == PIOD_OC_WAITING || m->state[i] == PIOD_OC_RESEND) {
                     if (m->data_off[i] != UINT64_MAX)
                         send_ranges(d, m->src, PIO_F_P_RELEASE, 0, 0, m->data_off[i],
                                     chunk_len(m->size, m->chunk, i));
-                    m->state[i] = 2;
+                    m->state[i] = PIOD_OC_ACKED;
                 }
         omsg_maybe_free(d, m, 1);
         return;
@@ -2682,7 +2678,7 @@ static void on_express_event(struct piod *d, struct piod_ev *ev)
 {
     struct piod_peer_st *p = &d->peers[ev->peer];
     int fd = d->tp->fd(ev->conn);
-    if (ev->state == 1) { /* ours, from its thread */
+    if (ev->state == PIOD_EVS_LANE_OURS) { /* ours, from its thread */
         if (p->xout)
             express_out_down(d, ev->peer, "replaced");
         if (set_nonblocking(fd) != 0) {
@@ -2837,8 +2833,8 @@ static void on_events(struct piod *d)
             struct piod_omsg *m = omsg_find(d, ev->msgid);
             if (m && m->peer == ev->peer) {
                 uint32_t i = (uint32_t)(ev->off / m->chunk);
-                if (i < m->nchunks && m->state[i] == 1) {
-                    m->state[i] = 2;
+                if (i < m->nchunks && m->state[i] == PIOD_OC_QUEUED) {
+                    m->state[i] = PIOD_OC_ACKED;
                     m->nacked++;
                     if (!d->procs[m->src].gone)
                         send_ranges(d, m->src, PIO_F_P_RELEASE, 0, 0, m->data_off[i],
@@ -2856,8 +2852,9 @@ static void on_events(struct piod *d)
                 piod_proc_unref(d, c->proc);
                 if (m) {
                     uint32_t i = (uint32_t)(c->off / m->chunk);
-                    if (i < m->nchunks && m->state[i] == 1)
-                        m->state[i] = m->outcome ? 2 : 3; /* an abandoned one stays put */
+                    if (i < m->nchunks && m->state[i] == PIOD_OC_QUEUED)
+                        m->state[i] = m->outcome ? PIOD_OC_ACKED
+                                                 : PIOD_OC_RESEND; /* an abandoned one stays put */
                     if (m->outcome)
                         omsg_maybe_free(d, m, 1);
                 }
@@ -2867,28 +2864,28 @@ static void on_events(struct piod *d)
             for (struct piod_omsg *m = d->omsgs; m; m = m->next)
                 if (m->peer == ev->peer)
                     for (uint32_t i = 0; i < m->nchunks; i++)
-                        if (m->state[i] == 3 && chunk_queue(d, m, i, 1) != PIO_OK)
+                        if (m->state[i] == PIOD_OC_RESEND && chunk_queue(d, m, i, 1) != PIO_OK)
                             break;
             break;
         }
         case PIOD_EV_CHAN:
-            if (ev->state == 12 || ev->state == 10) {
+            if (ev->state == PIOD_EVS_RX_UP || ev->state == PIOD_EVS_RX_DOWN) {
                 /* a replaced connection's "down" can come after its
                  * successor's "up": only the current one's counts */
                 struct piod_rxbal *b = &d->peers[ev->peer].bal[ev->index];
-                if (ev->state == 12) {
+                if (ev->state == PIOD_EVS_RX_UP) {
                     b->up = 1;
                     b->rx_gen = ev->gen;
                 } else if (ev->gen == b->rx_gen) {
                     b->up = 0;
                 }
                 regrant = 1;
-            } else if (ev->state == 2) {
+            } else if (ev->state == PIO_WCHAN_UP) {
                 /* a channel came up: chunks that found none can go now */
                 for (struct piod_omsg *m = d->omsgs; m; m = m->next)
                     if (m->peer == ev->peer) {
                         for (uint32_t i = 0; i < m->nchunks; i++)
-                            if (m->state[i] == 3)
+                            if (m->state[i] == PIOD_OC_RESEND)
                                 chunk_queue(d, m, i, 1);
                         omsg_pump(d, m);
                     }
@@ -2906,12 +2903,12 @@ static void on_events(struct piod *d)
                 break;
             }
             uint32_t i = (uint32_t)(ev->off / m->chunk);
-            if (i >= m->nchunks || m->state[i] != 1) {
+            if (i >= m->nchunks || m->state[i] != PIOD_IC_GRANTED) {
                 PIOD_DEBUG("arrived %llu+%llu: chunk state %d", (unsigned long long)ev->msgid,
                            (unsigned long long)ev->off, i < m->nchunks ? m->state[i] : -1);
                 break;
             }
-            m->state[i] = 2;
+            m->state[i] = PIOD_IC_ARRIVED;
             m->narrived++;
             d->peers[ev->peer].bal[m->chan[i]].outstanding -= ev->len;
             send_ranges(d, m->dst, PIO_F_P_MSG_DATA, m->key, ev->off, m->pool_off[i], ev->len);
@@ -3012,7 +3009,7 @@ static void tick(struct piod *d, uint64_t now)
         for (struct piod_omsg *m = d->omsgs; m; m = m->next)
             if (m->peer >= 0) {
                 for (uint32_t i = 0; i < m->nchunks; i++)
-                    if (m->state[i] == 3 && chunk_queue(d, m, i, 1) != PIO_OK)
+                    if (m->state[i] == PIOD_OC_RESEND && chunk_queue(d, m, i, 1) != PIO_OK)
                         break;
                 omsg_pump(d, m);
             }

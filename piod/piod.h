@@ -64,7 +64,7 @@ struct piod_txchan {
     pthread_t thr;
     pthread_mutex_t mtx;
     pthread_cond_t cv;
-    int state;       /* 0 down, 1 connecting, 2 up */
+    int state;       /* enum pio_wchan_state (down, connecting, up) */
     int express;     /* the express lane (frames for the main loop), not a data channel */
     atomic_int stop; /* written under mtx, read anywhere */
     int conn_dead;   /* the connection failed: reconnect */
@@ -204,6 +204,22 @@ struct piod_proc {
     int in_ring, g_blocked;
 };
 
+/* Per-chunk states of an outgoing message (piod_omsg.state). */
+enum piod_ochunk {
+    PIOD_OC_WAITING = 0, /* not handed to a channel yet (no grant, or no data) */
+    PIOD_OC_QUEUED = 1,  /* with a channel's sender thread, not acknowledged */
+    PIOD_OC_ACKED = 2,   /* acknowledged (or given up with the message) */
+    PIOD_OC_RESEND = 3,  /* its channel failed: waiting to go out again */
+};
+
+/* Per-chunk states of an incoming message (piod_imsg.state). */
+enum piod_ichunk {
+    PIOD_IC_UNGRANTED = 0, /* no receive space granted yet */
+    PIOD_IC_GRANTED = 1,   /* granted: its bytes may be on the way */
+    PIOD_IC_ARRIVED = 2,   /* in the receiver's pool, told to the process */
+    PIOD_IC_FREED = 3,     /* the process consumed it (P_FREE) */
+};
+
 /* Outgoing message (this host sends it). */
 struct piod_omsg {
     struct piod_omsg *next, *prev; /* d->omsgs, newest first */
@@ -218,7 +234,7 @@ struct piod_omsg {
     uint32_t src_proc, dst_proc;
     uint64_t *data_off; /* per chunk: pool offset of its bytes (UINT64_MAX: not yet) */
     int16_t *grant;     /* per chunk: channel granted (-1: not yet) */
-    uint8_t *state;     /* per chunk: 0 waiting, 1 queued, 2 acked, 3 waiting to be resent */
+    uint8_t *state;     /* per chunk: enum piod_ochunk */
     uint32_t nacked;
     int done_sent; /* P_SEND_DONE went to the process */
     int outcome;   /* the receiver said how it ended (H_DONE), or it failed here */
@@ -252,7 +268,7 @@ struct piod_imsg {
     struct piod_imsg *ua_next, *ua_prev; /* d->ua_head: not announced yet */
     int in_ua;
     uint64_t *pool_off; /* per chunk: recv-region offset (granted) */
-    uint8_t *state;     /* per chunk: 0 ungranted, 1 granted, 2 arrived, 3 freed */
+    uint8_t *state;     /* per chunk: enum piod_ichunk */
     uint8_t *chan;      /* per chunk: channel granted */
     uint32_t ngranted, narrived, nfreed;
     struct piod_omsg *local; /* local delivery: the sender side */
@@ -274,7 +290,17 @@ enum piod_ev_kind {
     PIOD_EV_CHAN,
     PIOD_EV_ARRIVED,
     PIOD_EV_REQUEUE,
-    PIOD_EV_EXPRESS /* state 1: our lane (conn) is up; 2: the peer's lane (conn) came in */
+    PIOD_EV_EXPRESS /* a lane came up (conn; state says whose) */
+};
+
+/* piod_ev.state: PIOD_EV_CHAN carries a sender channel's new state (enum
+ * pio_wchan_state) or a receiver's coming and going; PIOD_EV_EXPRESS says
+ * whose lane came up. */
+enum piod_ev_state {
+    PIOD_EVS_LANE_OURS = 1,   /* PIOD_EV_EXPRESS: our lane to the peer (its thread opened it) */
+    PIOD_EVS_LANE_THEIRS = 2, /* PIOD_EV_EXPRESS: the peer's lane to us (a receiver took it) */
+    PIOD_EVS_RX_DOWN = 10,    /* PIOD_EV_CHAN: a receiver's connection ended */
+    PIOD_EVS_RX_UP = 12,      /* PIOD_EV_CHAN: a receiver's connection is up */
 };
 
 struct piod_ev {
@@ -282,7 +308,7 @@ struct piod_ev {
     int kind, peer, index;
     uint64_t msgid, off;
     uint32_t len;
-    int state;                 /* PIOD_EV_CHAN: new state */
+    int state;                 /* enum piod_ev_state */
     struct piod_chunk *chunks; /* PIOD_EV_REQUEUE */
     struct pio_tp_conn *conn;  /* PIOD_EV_EXPRESS */
     int sealed;                /* PIOD_EV_EXPRESS: the lane is sealed with seal (moved in) */

@@ -574,13 +574,13 @@ void piod_relay_rows(struct piod *d, struct pio_chan_info *rows, uint32_t max, u
             *c = l->chan[i];
             snprintf(c->host, sizeof(c->host), "%s", d->cfg.members[m].name);
             if (stale)
-                c->state = 3; /* unknown: no recent report */
+                c->state = PIO_WCHAN_UNKNOWN; /* no recent report */
         }
         if (l->nchan == 0 && *n < max) { /* a member never heard of: one row says so */
             struct pio_chan_info *c = &rows[(*n)++];
             memset(c, 0, sizeof(*c));
             snprintf(c->host, sizeof(c->host), "%s", d->cfg.members[m].name);
-            c->state = 3;
+            c->state = PIO_WCHAN_UNKNOWN;
         }
     }
 }

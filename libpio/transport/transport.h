@@ -18,9 +18,19 @@
 #define PIO_TRANSPORT_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #define PIO_TP_ADDR 64 /* "addr:port" text */
+
+/* Addresses, for the transports (addr.c; thread-safe):
+ * pio_tp_sockaddr - numeric IPv4 or IPv6 addr ("" or NULL: any) and port
+ * into *ss, *len. Returns PIO_OK, or PIO_EADDR (not a numeric address, a
+ * port outside 0..65535).
+ * pio_tp_fmt - "a.b.c.d:port" or "[v6]:port" ("?" for another family) into
+ * out (PIO_TP_ADDR bytes). */
+int pio_tp_sockaddr(const char *addr, int port, struct sockaddr_storage *ss, socklen_t *len);
+void pio_tp_fmt(const struct sockaddr_storage *ss, char *out);
 
 struct pio_tp_listener; /* opaque, owned by the backend */
 struct pio_tp_conn;     /* opaque, owned by the backend */

@@ -911,6 +911,18 @@ static size_t wire_body_size(const struct pio_frame *f, int *rc)
     return w.pos;
 }
 
+void pio_wire_ranges1(struct pio_frame *f, int type, uint64_t id, uint64_t msg_off, uint64_t off,
+                      uint64_t len)
+{
+    f->type = (uint8_t)type;
+    f->flags = 0;
+    f->u.p_ranges.id = id;
+    f->u.p_ranges.msg_off = msg_off;
+    f->u.p_ranges.n = 1;
+    f->u.p_ranges.r[0].off = off;
+    f->u.p_ranges.r[0].len = len;
+}
+
 size_t pio_wire_encoded_size(const struct pio_frame *f)
 {
     int rc;

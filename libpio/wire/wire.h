@@ -93,6 +93,11 @@ enum pio_ftype { PIO_FTYPES(PIO_FTYPE_ENUM_) };
 #define PIO_WF_BIGEND 0x02 /* payload is big-endian */
 #define PIO_WF_EAGER  0x04 /* payload is inline in this frame */
 
+/* Header flags of P_SEND_DONE (struct pio_frame.flags); without either, the
+ * send (id = its sid) completed or failed with status. */
+#define PIO_WSD_CANCELLED  0x0001 /* an incoming message (id = its key) was cancelled */
+#define PIO_WSD_CHANNEL_OK 0x0002 /* the piod took the send's USER channel (not the end) */
+
 /* Header flags (struct pio_frame.flags, the header's u16). Data channels:
  * C_HELLO with PIO_WH_SEAL asks to seal the channel; C_ACCEPT with it says
  * the channel is sealed (status PIO_OK) or that this acceptor takes sealed
@@ -193,12 +198,20 @@ struct pio_p_info_req {
     uint64_t req;
     uint32_t what; /* bit 0 host, bit 1 channels, bit 2 apps */
 };
+/* A channel's state, in P_INFO and H_LOAD rows (and piod's own). */
+enum pio_wchan_state {
+    PIO_WCHAN_DOWN = 0,
+    PIO_WCHAN_CONNECTING = 1,
+    PIO_WCHAN_UP = 2,
+    PIO_WCHAN_UNKNOWN = 3, /* a member's row without a recent load report */
+};
+
 struct pio_chan_info {
     char peer[PIO_WIRE_NAME];
     char local[PIO_WIRE_ADDR];
     char remote[PIO_WIRE_ADDR];
     uint32_t index;
-    uint32_t state; /* 0 down, 1 connecting, 2 up */
+    uint32_t state; /* enum pio_wchan_state */
     uint64_t tx_bytes, rx_bytes;
     uint64_t queued;               /* bytes granted/queued not yet acknowledged */
     uint64_t rate;                 /* measured bytes/s (recent) */
@@ -256,11 +269,14 @@ struct pio_h_load { /* H_LOAD: one member's picture of its channels */
     uint32_t nchan;
     struct pio_chan_info chan[PIO_WIRE_MAX_LOAD];
 };
+/* A registry entry's state (H_REGISTRY). */
+enum pio_wreg_state { PIO_WREG_JOINED = 1, PIO_WREG_LEFT = 2 };
+
 struct pio_reg_entry {
     char app[PIO_WIRE_NAME];
     uint32_t nprocs;
     uint32_t proc;
-    uint32_t state; /* 1 joined, 2 left */
+    uint32_t state; /* enum pio_wreg_state */
 };
 struct pio_h_registry {
     uint32_t full; /* 1: this is the whole list (replaces), 0: changes */
@@ -369,6 +385,13 @@ struct pio_frame {
         struct pio_c_sealed c_sealed;
     } u;
 };
+
+/* pio_wire_ranges1 - make f a ranges frame (type P_SEND_DATA, P_RELEASE,
+ * P_MSG_DATA or P_FREE) of one range: id, msg_off, and pool bytes
+ * [off, off + len). Sets only the fields such a frame encodes (it is on the
+ * per-chunk path: nothing else of the large frame is touched). */
+void pio_wire_ranges1(struct pio_frame *f, int type, uint64_t id, uint64_t msg_off, uint64_t off,
+                      uint64_t len);
 
 /* pio_wire_encoded_size - bytes pio_wire_encode will write for f (header,
  * body and any inline payload; for C_DATA header and fixed body only). */

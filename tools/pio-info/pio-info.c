@@ -21,7 +21,10 @@
 
 static const char *state_name(uint32_t s)
 {
-    return s == 3 ? "unknown" : s == 2 ? "up" : s == 1 ? "connecting" : "down";
+    return s == PIO_WCHAN_UNKNOWN      ? "unknown"
+           : s == PIO_WCHAN_UP         ? "up"
+           : s == PIO_WCHAN_CONNECTING ? "connecting"
+                                       : "down";
 }
 
 static void human_bytes(uint64_t b, char *out, size_t n)
@@ -180,7 +183,7 @@ int main(int argc, char **argv)
     if (count_up) {
         unsigned n = 0;
         for (uint32_t i = 0; i < f->u.p_info.nchan; i++) /* this host's channels */
-            n += f->u.p_info.chan[i].state == 2 && f->u.p_info.chan[i].host[0] == '\0';
+            n += f->u.p_info.chan[i].state == PIO_WCHAN_UP && f->u.p_info.chan[i].host[0] == '\0';
         printf("%u\n", n);
     } else if (json) {
         print_json(&f->u.p_info);

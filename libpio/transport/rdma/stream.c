@@ -141,24 +141,11 @@ struct pio_tp_conn {
 
 static int rs_sockaddr(const char *addr, int port, struct sockaddr_storage *ss, socklen_t *len)
 {
-    memset(ss, 0, sizeof(*ss));
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-    if (!addr || !*addr)
-        addr = "0.0.0.0";
-    if (port < 0 || port > 65535)
-        return PIO_EADDR;
-    if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons((uint16_t)port);
-        *len = sizeof(*s4);
-        return PIO_OK;
-    }
+    int rc = pio_tp_sockaddr(addr, port, ss, len);
     /* IPv6: well formed, but UCX 1.13 cannot carry it (its tcp transport
      * overflows a sockaddr_in with the peer's IPv6 address, and its async
      * layer asserts without tcp), so it is refused as an unusable address. */
-    (void)s6;
-    return PIO_EADDR;
+    return rc == PIO_OK && ss->ss_family != AF_INET ? PIO_EADDR : rc;
 }
 
 /* Whether ss's address is one an interface has exactly: UCX 1.13's
@@ -183,22 +170,6 @@ static int rs_is_if_addr(const struct sockaddr_storage *ss)
     }
     freeifaddrs(all);
     return found;
-}
-
-static void rs_fmt(const struct sockaddr_storage *ss, char *out)
-{
-    char a[INET6_ADDRSTRLEN] = "?";
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-        snprintf(out, PIO_TP_ADDR, "%s:%d", a, ntohs(s4->sin_port));
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-        snprintf(out, PIO_TP_ADDR, "[%s]:%d", a, ntohs(s6->sin6_port));
-    } else {
-        snprintf(out, PIO_TP_ADDR, "?");
-    }
 }
 
 static int rs_port_of(const struct sockaddr_storage *ss)
@@ -733,7 +704,7 @@ static void rs_accept_reqs(struct rs_ctx *x, struct pio_tp_listener *l, ucp_conn
             ucp_listener_reject(l->ul, reqs[i]);
             continue;
         }
-        rs_fmt(&qa.client_address, c->remote);
+        pio_tp_fmt(&qa.client_address, c->remote);
         snprintf(c->local, sizeof(c->local), "%s", l->addr);
         ucp_ep_params_t p = {
             .field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
@@ -859,7 +830,7 @@ static int rs_listen(const char *addr, int port, const struct pio_tp_opts *o,
     ucp_listener_attr_t la = {.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR};
     PIO_CHECK(ucp_listener_query(l->ul, &la) != UCS_OK, rc, PIO_EIO, destroy);
     rs_set_port(&ss, rs_port_of(&la.sockaddr));
-    rs_fmt(&ss, l->addr);
+    pio_tp_fmt(&ss, l->addr);
     if (port_out)
         *port_out = rs_port_of(&la.sockaddr);
     pthread_mutex_lock(&x->mtx);
@@ -1018,7 +989,7 @@ static int rs_connect(const char *local, const char *remote, int port, const str
     struct pio_tp_conn *c =
         rs_conn_new(x, 0, o && o->rcvbuf > 0 ? (size_t)o->rcvbuf : RS_WIN_DEFAULT);
     PIO_CHECK(!c, rc, PIO_ENOMEM, out);
-    rs_fmt(&rs, c->remote);
+    pio_tp_fmt(&rs, c->remote);
 
     PIO_CHECK(ll && !rs_is_if_addr(&ls), rc, PIO_EADDR, free);
     struct rs_resv me = {.next = NULL};
@@ -1095,7 +1066,7 @@ static int rs_connect(const char *local, const char *remote, int port, const str
     pthread_mutex_unlock(&c->mtx);
     if (ucp_ep_query(ep, &ea) == UCS_OK && ea.local_sockaddr.ss_family != 0) {
         pthread_mutex_lock(&c->mtx);
-        rs_fmt(&ea.local_sockaddr, c->local);
+        pio_tp_fmt(&ea.local_sockaddr, c->local);
         pthread_mutex_unlock(&c->mtx);
     }
     *cp = c;

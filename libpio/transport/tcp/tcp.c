@@ -33,47 +33,6 @@ struct pio_tp_conn {
     int fd;
 };
 
-static int tcp_sockaddr(const char *addr, int port, struct sockaddr_storage *ss, socklen_t *len)
-{
-    memset(ss, 0, sizeof(*ss));
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-    if (!addr || !*addr)
-        addr = "0.0.0.0";
-    if (port < 0 || port > 65535)
-        return PIO_EADDR;
-    if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons((uint16_t)port);
-        *len = sizeof(*s4);
-        return PIO_OK;
-    }
-    if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons((uint16_t)port);
-        *len = sizeof(*s6);
-        return PIO_OK;
-    }
-    return PIO_EADDR;
-}
-
-static void tcp_fmt(const struct sockaddr_storage *ss, char *out)
-{
-    char a[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-        port = ntohs(s4->sin_port);
-        snprintf(out, PIO_TP_ADDR, "%s:%d", a, port);
-    } else {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-        port = ntohs(s6->sin6_port);
-        snprintf(out, PIO_TP_ADDR, "[%s]:%d", a, port);
-    }
-}
-
 static void tcp_tune(int fd, const struct pio_tp_opts *o)
 {
     int one = 1;
@@ -92,7 +51,7 @@ static int tcp_listen(const char *addr, int port, const struct pio_tp_opts *o,
     socklen_t sl;
     struct pio_tp_listener *l = calloc(1, sizeof(*l));
     PIO_CHECK(!l, rc, PIO_ENOMEM, out);
-    PIO_TRY(tcp_sockaddr(addr, port, &ss, &sl), rc, free);
+    PIO_TRY(pio_tp_sockaddr(addr, port, &ss, &sl), rc, free);
     l->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     PIO_CHECK(l->fd < 0, rc, pio_from_errno(errno), free);
     setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -172,12 +131,12 @@ static int tcp_bind_src(int fd, const char *local, const struct pio_tp_opts *o)
     if (!local && lo == 0)
         return PIO_OK;
     if (lo == 0) {
-        if (tcp_sockaddr(local, 0, &ss, &sl) != PIO_OK)
+        if (pio_tp_sockaddr(local, 0, &ss, &sl) != PIO_OK)
             return PIO_EADDR;
         return bind(fd, (struct sockaddr *)&ss, sl) == 0 ? PIO_OK : PIO_EADDR;
     }
     for (int p = lo; p <= hi; p++) {
-        if (tcp_sockaddr(local, p, &ss, &sl) != PIO_OK)
+        if (pio_tp_sockaddr(local, p, &ss, &sl) != PIO_OK)
             return PIO_EADDR;
         if (bind(fd, (struct sockaddr *)&ss, sl) == 0)
             return PIO_OK;
@@ -195,7 +154,7 @@ static int tcp_connect(const char *local, const char *remote, int port, const st
     socklen_t sl;
     struct pio_tp_conn *c = malloc(sizeof(*c));
     PIO_CHECK(!c, rc, PIO_ENOMEM, out);
-    PIO_TRY(tcp_sockaddr(remote, port, &ss, &sl), rc, free);
+    PIO_TRY(pio_tp_sockaddr(remote, port, &ss, &sl), rc, free);
     c->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     PIO_CHECK(c->fd < 0, rc, pio_from_errno(errno), free);
     if (!o || o->src_port_lo == 0)
@@ -295,14 +254,14 @@ static void tcp_addrs(struct pio_tp_conn *c, char *local, char *remote)
     socklen_t sl = sizeof(ss);
     if (local) {
         if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) == 0)
-            tcp_fmt(&ss, local);
+            pio_tp_fmt(&ss, local);
         else
             strcpy(local, "?");
     }
     sl = sizeof(ss);
     if (remote) {
         if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0)
-            tcp_fmt(&ss, remote);
+            pio_tp_fmt(&ss, remote);
         else
             strcpy(remote, "?");
     }
