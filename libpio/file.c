@@ -397,7 +397,7 @@ int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
     m.op = PCP_ROPEN;
-    m.block = (uint64_t)pio_win_id(r->win);
+    m.block = (uint64_t)PIO_Win_number(r->win);
     m.size = RFILE_STAGE;
     if (rc == PIO_OK)
         rc = file_open(host, path, &m, &r->f);

@@ -16,6 +16,11 @@ $(LIBPIO_A): $(LIBPIO_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
 
-$(LIBPIO_SO): $(LIBPIO_OBJS)
+# Only the API of pio.h leaves libpio.so: its objects are built with hidden
+# visibility (pio.h declares its functions default) and the export list
+# names PIO_* alone (tests/bats/build.bats checks it with nm -D).
+$(LIBPIO_OBJS): CFLAGS += -fvisibility=hidden
+$(LIBPIO_SO): $(LIBPIO_OBJS) libpio/libpio.map
 	@mkdir -p $(@D)
-	$(call msg,LD,$@)$(CC) -shared -Wl,-soname,libpio.so.$(PIO_SOVERSION) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call msg,LD,$@)$(CC) -shared -Wl,-soname,libpio.so.$(PIO_SOVERSION) \
+	  -Wl,--version-script=libpio/libpio.map $(LDFLAGS) -o $@ $(LIBPIO_OBJS) $(LDLIBS)

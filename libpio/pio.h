@@ -16,6 +16,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* libpio is built with hidden visibility: what this header declares is
+ * what libpio.so exports (libpio/libpio.map), and nothing else. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(default)
+#endif
 
 #define PIO_VERSION_MAJOR 0
 #define PIO_VERSION_MINOR 1
@@ -316,6 +321,22 @@ int PIO_Win_create(void *base, size_t size, int access, PIO_Win *win);
  * *win is NULL afterwards. Returns PIO_OK or PIO_EINVAL. */
 int PIO_Win_free(PIO_Win *win);
 
+/* PIO_Win_number - the number of win, a window of this process (windows are
+ * numbered from 0 in the order a process creates them), or -1 for NULL or a
+ * handle of PIO_Win_remote. A process sends it to a service that is to
+ * fill the window (a file server writing a read straight into it).
+ * Thread-safe. */
+int PIO_Win_number(PIO_Win win);
+
+/* PIO_Win_remote - *win [out]: a handle that stands for window number
+ * `number` of whichever process an operation names, with no memory of this
+ * process behind it: PIO_Get, PIO_Put, PIO_Iget, PIO_Iput and the atomics
+ * take it like a window of one's own of that number (the owner still
+ * decides who may use its window). Free it with PIO_Win_free, which tells
+ * no one; operations already started keep the number. Returns PIO_OK,
+ * PIO_EINVAL (number < 0, win NULL), PIO_ENOMEM. Thread-safe. */
+int PIO_Win_remote(int number, PIO_Win *win);
+
 /* PIO_Get / PIO_Put - copy len bytes between buf and offset disp of window
  * win's counterpart in process process_ID of partner (PIO_SELF: this
  * application). They return when done: a get's data is in buf; a put's is
@@ -549,6 +570,9 @@ int PIO_Feed_info(PIO_Feed feed, PIO_Feedinfo *info);
 /* PIO_Feed_close - end this process's side; frees feed. PIO_OK. */
 int PIO_Feed_close(PIO_Feed feed);
 
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
 #ifdef __cplusplus
 }
 #endif

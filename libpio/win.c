@@ -72,6 +72,7 @@ struct pio_win {
     struct knower *knows;
     int nknows, capknows;
     int acks_wanted; /* FREED sent, FREED_ACK not yet back */
+    int remote;      /* PIO_Win_remote: a number only, no memory of ours */
 };
 
 /* another process, as an endpoint of our context */
@@ -527,6 +528,11 @@ int PIO_Win_free(PIO_Win *win)
     if (!win || !*win)
         return PIO_EINVAL;
     struct pio_win *w = *win;
+    if (w->remote) { /* nothing registered, no one told */
+        free(w);
+        *win = NULL;
+        return PIO_OK;
+    }
     pthread_mutex_lock(&W.mtx);
     if (w->id >= W.nwins || W.wins[w->id] != w || w->freeing) {
         pthread_mutex_unlock(&W.mtx);
@@ -699,7 +705,7 @@ static int start_op(int wid, int partner, int proc, int kind, uint64_t disp, voi
         return PIO_EINVAL;
     int p;
     pthread_mutex_lock(&W.mtx);
-    int rc = win_start(); /* pio_win_put_id may be the first use */
+    int rc = win_start(); /* a PIO_Win_remote handle may be the first use */
     pthread_mutex_unlock(&W.mtx);
     if (rc != PIO_OK)
         return rc;
@@ -819,15 +825,22 @@ int PIO_Fetch_and_add(PIO_Win win, int partner, int process_ID, uint64_t disp, u
                     NULL);
 }
 
-int pio_win_put_id(int partner, int process_ID, int wid, uint64_t disp, const void *buf, size_t len,
-                   PIO_Request *req)
+int PIO_Win_number(PIO_Win win)
 {
-    return start_op(wid, partner, process_ID, OP_PUT, disp, (void *)buf, len, 0, 0, NULL, req);
+    return win && !win->remote ? win->id : -1;
 }
 
-int pio_win_id(PIO_Win win)
+int PIO_Win_remote(int number, PIO_Win *win)
 {
-    return win ? win->id : -1;
+    if (!win || number < 0)
+        return PIO_EINVAL;
+    struct pio_win *w = calloc(1, sizeof(*w));
+    if (!w)
+        return PIO_ENOMEM;
+    w->id = number;
+    w->remote = 1;
+    *win = w;
+    return PIO_OK;
 }
 
 int PIO_Win_flush(PIO_Win win, int partner, int process_ID)

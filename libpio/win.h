@@ -19,16 +19,6 @@
  * every window and the one-sided context. */
 void pio_win_exit(void);
 
-/* pio_win_put_id - PIO_Iput (req not NULL) or PIO_Put (req NULL) into
- * window number wid of process process_ID of partner, without a window of
- * our own of that number (the file service puts into a client's window,
- * whose number the client sent). Returns as PIO_Put. */
-int pio_win_put_id(int partner, int process_ID, int wid, uint64_t disp, const void *buf, size_t len,
-                   PIO_Request *req);
-
-/* pio_win_id - the number of a window of ours (-1 for NULL). */
-int pio_win_id(PIO_Win win);
-
 /* pio_req_ext_new - a PIO_Request that PIO_Wait / PIO_Test complete, for an
  * operation run outside pio.c. NULL when out of memory. */
 struct pio_request *pio_req_ext_new(void);

@@ -31,7 +31,6 @@
 #include "pfs/layout.h"
 #include "pfs/proto.h"
 #include "pio.h"
-#include "win.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -839,7 +838,7 @@ static int slot_post(struct xfer *x, int k, int s, uint64_t fid, struct pfs_piec
         n += (size_t)pc.len;
     } else {
         if (x->direct) {
-            m.wid = pio_win_id(x->f->win);
+            m.wid = PIO_Win_number(x->f->win);
             m.disp = (uint64_t)k * PFS_IO_MAX;
         }
         n = pfs_msg_encode(&m, c->sbuf, c->scap);

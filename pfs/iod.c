@@ -57,7 +57,6 @@
 #include "pfs/store.h"
 #include "pfs/store_posix.h"
 #include "pio.h"
-#include "win.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -342,15 +341,20 @@ static int do_read(struct req *r, int t)
     if (m->wid >= 0) {
         if (got > 0) {
             int partner;
-            rc = pfs_srv_partner(m->client, &partner);
+            PIO_Win cw = NULL; /* the client's window, by the number it sent */
+            rc = PIO_Win_remote((int)m->wid, &cw);
             if (rc == PIO_OK)
-                rc = pio_win_put_id(partner, (int)m->proc, m->wid, m->disp, io, got, NULL);
+                rc = pfs_srv_partner(m->client, &partner);
+            if (rc == PIO_OK)
+                rc = PIO_Put(cw, partner, (int)m->proc, m->disp, io, got);
             if (rc == PIO_EGONE) { /* a stale cached handle: once more, looked up afresh */
                 pfs_srv_partner_forget(m->client, partner);
                 rc = pfs_srv_partner(m->client, &partner);
                 if (rc == PIO_OK)
-                    rc = pio_win_put_id(partner, (int)m->proc, m->wid, m->disp, io, got, NULL);
+                    rc = PIO_Put(cw, partner, (int)m->proc, m->disp, io, got);
             }
+            if (cw)
+                PIO_Win_free(&cw);
             if (rc != PIO_OK) {
                 /* The one-sided path broke (a link cut: the window's ASK /
                  * DESC exchange waits for the link, the transport's

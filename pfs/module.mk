@@ -2,7 +2,10 @@
 # server, SQLite), pfs-iod (I/O server), the pfs command, and its unit tests.
 # Every piece is a PIO application: all of them link libpio.
 PFS_CORE_OBJS := $(B)/pfs/proto.o $(B)/pfs/layout.o $(B)/pfs/perm.o
-LIBPFS_OBJS   := $(PFS_CORE_OBJS) $(B)/pfs/client.o
+# libpfs.a carries the one base object it uses beyond pio.h (the fuzz
+# capture hook): installed, it links against libpio.so, which exports only
+# the API.
+LIBPFS_OBJS   := $(PFS_CORE_OBJS) $(B)/pfs/client.o $(B)/libpio/capture.o
 LIBPFS_A      := $(B)/lib/libpfs.a
 PFS_MDS_OBJS  := $(B)/pfs/mds.o $(B)/pfs/mdb.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
 PFS_IOD_OBJS  := $(B)/pfs/iod.o $(B)/pfs/qos.o $(B)/pfs/iostat.o $(B)/pfs/store_posix.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)

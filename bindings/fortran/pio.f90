@@ -228,7 +228,7 @@ module pio
     PIO_Feed_sending, PIO_Feed_put_sub
   public :: PIO_Feed_close
   public :: PIO_Win_create, PIO_Win_free, PIO_Get, PIO_Put, PIO_Iget, PIO_Iput, &
-    PIO_Compare_and_swap, PIO_Fetch_and_add, PIO_Win_flush
+    PIO_Compare_and_swap, PIO_Fetch_and_add, PIO_Win_flush, PIO_Win_number, PIO_Win_remote
   public :: PIO_Rfile_open, PIO_Rfile_pread, PIO_Rfile_advise, PIO_Rfile_close
 
   ! Generics: one specific per kind of the count (default INTEGER or
@@ -709,6 +709,17 @@ module pio
       type(c_ptr), value :: win
       integer(c_int), value :: partner, process_ID
     end function c_win_flush
+
+    integer(c_int) function c_win_number(win) bind(C, name='PIO_Win_number')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: win
+    end function c_win_number
+
+    integer(c_int) function c_win_remote(number, win) bind(C, name='PIO_Win_remote')
+      import :: c_int, c_ptr
+      integer(c_int), value :: number
+      type(c_ptr), intent(out) :: win
+    end function c_win_remote
 
     integer(c_int) function c_rfile_open(host, path, rf, size) bind(C, name='PIO_Rfile_open')
       import :: c_int, c_int64_t, c_char, c_ptr
@@ -1297,6 +1308,25 @@ contains
   ! win_check - the binding's checks before C: a null window, a negative
   ! disp, and for the atomics (word) a disp not a multiple of 8. Returns
   ! PIO_OK (why empty) or PIO_EINVAL with why.
+  ! PIO_Win_number - the number of win, a window of this process (from 0, in
+  ! creation order); -1 for a null window or a PIO_Win_remote handle.
+  integer(c_int) function PIO_Win_number(win) result(n)
+    type(PIO_Win), intent(in) :: win
+    n = c_win_number(win%ptr)
+  end function PIO_Win_number
+
+  ! PIO_Win_remote - win: a handle for window number `number` of whichever
+  ! process an operation names, with no memory of this process behind it;
+  ! free it with PIO_Win_free.
+  subroutine PIO_Win_remote(number, win, ierr)
+    integer(c_int), intent(in) :: number
+    type(PIO_Win), intent(out) :: win
+    integer(c_int), intent(out), optional :: ierr
+    character(kind=c_char) :: why(why_len)
+    call set_why(why, '')
+    call finish(c_win_remote(number, win%ptr), 'PIO_Win_remote', ierr, why)
+  end subroutine PIO_Win_remote
+
   integer(c_int) function win_check(win, disp, word, why) result(rc)
     type(PIO_Win), intent(in) :: win
     integer(c_int64_t), intent(in) :: disp

@@ -76,3 +76,17 @@ C
   run make format-check
   assert_success
 }
+
+@test "libpio.so exports the API of pio.h and nothing else (nm -D)" {
+  run nm -D --defined-only "$PIO_BUILD/lib/libpio.so"
+  assert_success
+  exported=$(awk '$2 ~ /^[A-Z]$/ { print $3 }' <<<"$output" | sort)
+  others=$(grep -v '^PIO_' <<<"$exported" || true)
+  [ -z "$others" ] || fail "libpio.so exports more than the API: $(echo $others)"
+  # every function pio.h declares is exported
+  declared=$(grep -oE '^[A-Za-z_][A-Za-z0-9_ ]*[ *](PIO_[A-Za-z0-9_]+)\(' libpio/pio.h |
+    grep -oE 'PIO_[A-Za-z0-9_]+\($' | tr -d '(' | sort -u)
+  [ "$(wc -l <<<"$declared")" -ge 40 ] || fail "pio.h declares only: $declared"
+  missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
+  [ -z "$missing" ] || fail "declared in pio.h, not exported: $(echo $missing)"
+}

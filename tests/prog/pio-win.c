@@ -161,7 +161,20 @@ static void mode_rw(size_t max)
     uint8_t *tail = malloc(half);
     for (size_t i = 0; i < half; i++)
         tail[i] = pat(100 + rank, half + i);
-    CALL(PIO_Iput(win, PIO_SELF, peer, half, tail, half, &rq));
+    /* the second half goes through a handle for the window's number, as a
+     * service puts into a client's buffer (PIO_Win_number, PIO_Win_remote) */
+    PIO_Win byno = NULL;
+    if (PIO_Win_number(win) != 0)
+        FAIL("the first window's number is %d, not 0", PIO_Win_number(win));
+    if (PIO_Win_remote(-1, &byno) != PIO_EINVAL)
+        FAIL("PIO_Win_remote took a negative number");
+    CALL(PIO_Win_remote(PIO_Win_number(win), &byno));
+    if (PIO_Win_number(byno) != -1)
+        FAIL("a remote handle has a number of ours: %d", PIO_Win_number(byno));
+    CALL(PIO_Iput(byno, PIO_SELF, peer, half, tail, half, &rq));
+    CALL(PIO_Win_free(&byno)); /* the put in flight keeps the number */
+    if (byno)
+        FAIL("PIO_Win_free left the remote handle set");
     PIO_Status st;
     CALL(PIO_Wait(&rq, 60000, &st));
     if (st.bytes != half)

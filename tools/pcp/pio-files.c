@@ -38,7 +38,6 @@
 #include "err.h"
 #include "memtrim.h"
 #include "pio.h"
-#include "win.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1173,7 +1172,8 @@ struct rpiece {
 
 struct rpipe {
     struct session *s;
-    int fd, wid;
+    int fd;
+    PIO_Win win; /* the client's window, by the number it sent (PIO_Win_remote) */
     uint8_t *buf[RBUFS];
     struct rpiece p[RBUFS];
     int head, n;      /* the ring of pieces in flight */
@@ -1193,8 +1193,8 @@ static int read_sync(struct rpipe *rp, uint64_t off, uint64_t size, uint64_t dst
         if (n == 0)
             break;
         PIO_Request rq = NULL;
-        int rc = pio_win_put_id(rp->s->partner, rp->s->proc, rp->wid, dst + *got, rp->buf[0],
-                                (size_t)n, &rq);
+        int rc =
+            PIO_Iput(rp->win, rp->s->partner, rp->s->proc, dst + *got, rp->buf[0], (size_t)n, &rq);
         if (rc == PIO_OK)
             rc = PIO_Wait(&rq, STEP_MS, NULL);
         if (rc != PIO_OK)
@@ -1257,7 +1257,10 @@ static void do_ropen(struct session *s)
         send_err(s, sid, EINVAL, "ROPEN: no window to read into");
         goto out;
     }
-    rp.wid = (int)q->block;
+    if (PIO_Win_remote((int)q->block, &rp.win) != PIO_OK) {
+        send_err(s, sid, ENOMEM, "out of memory");
+        goto out;
+    }
     uint64_t wsize = q->size;
     for (int i = 0; i < RBUFS; i++)
         if (!(rp.buf[i] = malloc(RPIECE))) {
@@ -1313,8 +1316,8 @@ static void do_ropen(struct session *s)
             goto out;
         }
         if (n > 0 && rp.bad_seq != seq &&
-            pio_win_put_id(s->partner, s->proc, rp.wid, dst + done, rp.buf[slot], (size_t)n,
-                           &p->rq) != PIO_OK)
+            PIO_Iput(rp.win, s->partner, s->proc, dst + done, rp.buf[slot], (size_t)n, &p->rq) !=
+                PIO_OK)
             rp.bad_seq = seq;
         done += (uint64_t)n;
         if ((size_t)n < want || done == size) { /* the end of the READ, or of the file */
@@ -1328,6 +1331,8 @@ static void do_ropen(struct session *s)
 out:
     if (rp.fd >= 0)
         close(rp.fd);
+    if (rp.win)
+        PIO_Win_free(&rp.win);
     for (int i = 0; i < RBUFS; i++)
         free(rp.buf[i]);
 }
