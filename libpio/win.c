@@ -446,7 +446,7 @@ static int win_start(void)
     int rc = PIO_Getappinfo(PIO_SELF, &me);
     if (rc != PIO_OK)
         return rc;
-    if (!W.ops && !(W.ops = pio_rma_find("rdma")))
+    if (!W.ops && !(W.ops = pio_rma_pick(PIO_RMA_CAP_GETPUT | PIO_RMA_CAP_ATOMICS)))
         return PIO_ENOSYS;
     if ((rc = W.ops->init(&W.ctx)) != PIO_OK)
         return rc;

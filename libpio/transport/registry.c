@@ -7,6 +7,7 @@
 #include "transport/rma.h"
 #include "transport/transport.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 extern const struct pio_transport_ops pio_tcp_ops;
@@ -30,7 +31,7 @@ static int tp_complete(const struct pio_transport_ops *t)
            t->connect && t->sendv && t->recv && t->shutdown && t->close && t->addrs && t->fd;
 }
 
-static int rma_complete(const struct pio_rma_ops *r)
+int pio_rma_complete(const struct pio_rma_ops *r)
 {
     return r->name && r->init && r->fini && r->address && r->connect && r->disconnect &&
            r->mem_register && r->mem_deregister && r->rkey_unpack && r->rkey_release && r->get &&
@@ -50,10 +51,17 @@ const struct pio_transport_ops *const *pio_transport_list(void)
     return tp_list;
 }
 
-const struct pio_rma_ops *pio_rma_find(const char *name)
+const struct pio_rma_ops *pio_rma_pick(unsigned need)
 {
+    const char *want = getenv("PIO_RMA");
     for (int i = 0; rma_list[i]; i++)
-        if (strcmp(rma_list[i]->name, name) == 0)
-            return rma_complete(rma_list[i]) ? rma_list[i] : NULL;
+        if ((!want || !*want || strcmp(rma_list[i]->name, want) == 0) &&
+            pio_rma_complete(rma_list[i]) && (rma_list[i]->caps & need) == need)
+            return rma_list[i];
     return NULL;
+}
+
+const struct pio_rma_ops *const *pio_rma_list(void)
+{
+    return rma_list;
 }

@@ -1,9 +1,11 @@
 /* rma.h - the one-sided ops table: get, put and 64-bit atomics on registered remote memory.
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * A one-sided backend is one const struct pio_rma_ops, found by name with
- * pio_rma_find() (registry.c is the one place backends are listed). Callers
- * never see the library underneath (UCX for "rdma").
+ * A one-sided backend is one const struct pio_rma_ops (registry.c is the
+ * one place backends are listed). Callers pick one by what it can do
+ * (pio_rma_pick, caps), or list them all; they never see the library
+ * underneath (UCX for "rdma"). tests/unit/test_rma.c is the conformance
+ * suite every listed backend must pass.
  *
  * Objects: a context (struct pio_rma) owns the communication library's state
  * and one progress thread; endpoints (pio_rma_ep) connect it to a remote
@@ -55,8 +57,13 @@ struct pio_rma_rkey; /* a remote memory key, unpacked for one endpoint */
 /* The completion callback: status is PIO_OK or a PIO_E* code. */
 typedef void (*pio_rma_cb)(void *arg, int status);
 
+/* What a backend can do (struct pio_rma_ops.caps). */
+#define PIO_RMA_CAP_GETPUT  0x1u /* get, put and flush */
+#define PIO_RMA_CAP_ATOMICS 0x2u /* cas64 and fadd64 (natively or emulated) */
+
 struct pio_rma_ops {
     const char *name;
+    unsigned caps; /* PIO_RMA_CAP_* */
 
     /* init - a new context with its progress thread running. The library's
      * own environment (UCX_TLS, UCX_NET_DEVICES, ...) is honoured.
@@ -156,9 +163,16 @@ struct pio_rma_ops {
     int (*describe)(struct pio_rma *ctx, FILE *out);
 };
 
-/* pio_rma_find - the one-sided backend called name ("rdma"), or NULL when
- * there is none or it lacks a mandatory op. Thread-safe. */
-const struct pio_rma_ops *pio_rma_find(const char *name);
+/* pio_rma_pick - the first listed backend that has every op and every
+ * capability in need (PIO_RMA_CAP_*), or NULL. $PIO_RMA names one instead
+ * (it must still have them). Thread-safe. */
+const struct pio_rma_ops *pio_rma_pick(unsigned need);
+
+/* pio_rma_list - every listed backend, NULL-terminated (complete or not:
+ * pio_rma_complete says). pio_rma_complete - 1 when r has every mandatory
+ * op. Thread-safe. */
+const struct pio_rma_ops *const *pio_rma_list(void);
+int pio_rma_complete(const struct pio_rma_ops *r);
 
 /* pio_rma_wait - for callers that want to block: a pio_rma_cb and its
  * state. Initialize with pio_rma_wait_init, pass (pio_rma_wait_cb, &w) as

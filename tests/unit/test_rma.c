@@ -1,6 +1,10 @@
-/* test_rma.c - the "rdma" one-sided backend between processes: get, put, atomics, flush, loss.
+/* test_rma.c - the conformance suite of one-sided backends (transport/rma.h)
+ * between processes: get, put, atomics, flush, loss.
  * SPDX-License-Identifier: BSD-3-Clause
  *
+ * Every case runs on the backend $PIO_TEST_RMA names (default: the first
+ * listed), and the case every_backend runs the whole suite again, in a
+ * child, for each other listed backend: each backend must pass it.
  * Every case forks a target process that registers memory, publishes its
  * worker address and key over a socketpair, and then blocks in read(2) on
  * that socket: it never calls the library again while the case works on its
@@ -269,19 +273,64 @@ static int fadd_b(struct side *s, uint64_t raddr, uint64_t add, uint64_t *old)
     } while (0)
 
 /* Each case sets the transports before anything forks or starts UCX. */
+/* the backend under test: $PIO_TEST_RMA, else the first listed */
+static const struct pio_rma_ops *backend(void)
+{
+    const char *want = getenv("PIO_TEST_RMA");
+    for (const struct pio_rma_ops *const *b = pio_rma_list(); *b; b++)
+        if ((!want || strcmp((*b)->name, want) == 0) && pio_rma_complete(*b))
+            return *b;
+    return NULL;
+}
+
 static int setup_tcp(void **state)
 {
     (void)state;
     setenv("UCX_TLS", "tcp", 1);
-    R = pio_rma_find("rdma");
+    R = backend();
     return R ? 0 : -1;
 }
 
 static int setup_default(void **state)
 {
     (void)state;
-    R = pio_rma_find("rdma");
+    R = backend();
     return R ? 0 : -1;
+}
+
+/* Every listed backend is complete, one of them serves windows (get, put
+ * and atomics), and each other one passes this suite (in a child running
+ * every case with PIO_TEST_RMA set to it). */
+static void test_every_backend(void **state)
+{
+    (void)state;
+    int n = 0;
+    for (const struct pio_rma_ops *const *b = pio_rma_list(); *b; b++, n++) {
+        assert_true(pio_rma_complete(*b));
+        assert_non_null((*b)->name);
+        if (b == pio_rma_list() || getenv("PIO_TEST_RMA"))
+            continue; /* the first one is what the other cases run on; a
+                       * child checks only its own backend */
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            setenv("PIO_TEST_RMA", (*b)->name, 1);
+            execl("/proc/self/exe", "test_rma", (char *)NULL);
+            _exit(127);
+        }
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            fail_msg("backend %s fails the one-sided conformance suite", (*b)->name);
+    }
+    assert_true(n >= 1);
+    const struct pio_rma_ops *w = pio_rma_pick(PIO_RMA_CAP_GETPUT | PIO_RMA_CAP_ATOMICS);
+    assert_non_null(w);
+    setenv("PIO_RMA", "no-such-backend", 1);
+    assert_null(pio_rma_pick(PIO_RMA_CAP_GETPUT));
+    setenv("PIO_RMA", w->name, 1);
+    assert_ptr_equal(pio_rma_pick(PIO_RMA_CAP_GETPUT), w);
+    unsetenv("PIO_RMA");
 }
 
 /* ---- the checks ---- */
@@ -694,8 +743,10 @@ VARIANTS(peer_exited)
 VARIANTS(describe)
 
 static const struct CMUnitTest tests[] = {
-    BOTH(get_put_sizes), BOTH(fadd_8_processes), BOTH(cas_lock), BOTH(flush),
-    BOTH(target_sleeps), BOTH(peer_exited),      BOTH(describe),
+    BOTH(get_put_sizes), BOTH(fadd_8_processes),
+    BOTH(cas_lock),      BOTH(flush),
+    BOTH(target_sleeps), BOTH(peer_exited),
+    BOTH(describe),      cmocka_unit_test(test_every_backend),
 };
 
 PIO_UNIT_MAIN(tests)

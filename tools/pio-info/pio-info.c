@@ -39,13 +39,15 @@ static void human_bytes(uint64_t b, char *out, size_t n)
     snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-/* --rdma: the rdma backend's own description (rma.h describe). */
+/* --rdma: the description (rma.h describe) of the one-sided backend that
+ * windows use here (picked by capability, as win.c does). */
 static int print_rdma(void)
 {
-    const struct pio_rma_ops *r = pio_rma_find("rdma");
+    const struct pio_rma_ops *r = pio_rma_pick(PIO_RMA_CAP_GETPUT | PIO_RMA_CAP_ATOMICS);
     struct pio_rma *x = NULL;
     if (!r) {
-        fprintf(stderr, "pio-info: this libpio has no rdma backend\n");
+        fprintf(stderr, "pio-info: this libpio has no one-sided backend%s%s\n",
+                getenv("PIO_RMA") ? " called " : "", getenv("PIO_RMA") ? getenv("PIO_RMA") : "");
         return 1;
     }
     int rc = r->init(&x);

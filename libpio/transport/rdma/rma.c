@@ -617,6 +617,7 @@ static void rma_progress(struct pio_rma *x)
 
 const struct pio_rma_ops pio_rma_rdma_ops = {
     .name = "rdma",
+    .caps = PIO_RMA_CAP_GETPUT | PIO_RMA_CAP_ATOMICS,
     .init = rma_init,
     .fini = rma_fini,
     .address = rma_address,
