@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * A client of the host's file service (tools/pcp/pio-files.c), in the same
- * protocol as pcp (tools/pcp/pcp_proto.h): each process opens its own
+ * protocol as pcp (wire/pcp_proto.h): each process opens its own
  * session (FOPEN); a block is a WRITE step with its offset, then the bytes
  * as one message on the session's data tag; FCLOSE is answered once every
  * process of the application has closed and the service has synced and
@@ -27,7 +27,7 @@
 #include "err.h"
 #include "types.h"
 #include "win.h"
-#include "tools/pcp/pcp_proto.h"
+#include "wire/pcp_proto.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,7 +7,7 @@
  * its block, when a PIECE, must lie inside its grid (pio-vizd copies it
  * there). A broken property ends in __builtin_trap(). `make fuzz`.
  */
-#include "viz/viz_proto.h"
+#include "wire/viz_proto.h"
 
 #include <string.h>
 

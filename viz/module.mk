@@ -1,5 +1,6 @@
 # viz/module.mk - the visualization receiver pio-vizd (C++17 with VTK 9.1).
-# (The simulation's side, viz/feed.c and viz/viz_proto.c, is in libpio.)
+# (The simulation's side, libpio/feed.c, and the protocol both sides speak,
+# libpio/wire/viz_proto.c, are in libpio.)
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # VTK has no pkg-config file on Debian: its headers are in VTK_INC and its
@@ -46,7 +47,8 @@ $(VIZ_TEST_BINS): $(B)/viz/test/%: $(B)/viz/test/%.o $(VIZ_OUT_OBJS)
 # `make fuzz`: $(B)/fuzz/fuzz_viz, libFuzzer + ASan over the feed's decoders
 # (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS from libpio/wire/module.mk).
 FUZZ_BINS += $(B)/fuzz/fuzz_viz
-$(B)/fuzz/fuzz_viz: viz/fuzz_viz.c viz/viz_proto.c viz/viz_proto.h viz/module.mk $(FUZZ_CAPTURE)
+$(B)/fuzz/fuzz_viz: viz/fuzz_viz.c libpio/wire/viz_proto.c libpio/wire/viz_proto.h viz/module.mk \
+  $(FUZZ_CAPTURE)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
-	  viz/fuzz_viz.c viz/viz_proto.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)
+	  viz/fuzz_viz.c libpio/wire/viz_proto.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)

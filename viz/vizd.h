@@ -17,7 +17,7 @@
 
 extern "C" {
 #include "pio.h"
-#include "viz/viz_proto.h"
+#include "wire/viz_proto.h"
 }
 
 #include <atomic>

@@ -8,7 +8,7 @@
 #ifndef FILES_H5_H
 #define FILES_H5_H
 
-#include "pcp_proto.h"
+#include "wire/pcp_proto.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
  * goes through pcp_path_ok (the service's first confinement check). A broken
  * property ends in __builtin_trap(). Built by `make fuzz` (tools/pcp/module.mk).
  */
-#include "pcp_proto.h"
+#include "wire/pcp_proto.h"
 
 #include <stdlib.h>
 #include <string.h>

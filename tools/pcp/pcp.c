@@ -15,7 +15,7 @@
  */
 #include "info.h"
 #include "orphan.h"
-#include "pcp_proto.h"
+#include "wire/pcp_proto.h"
 #include "pio.h"
 
 #include <dirent.h>

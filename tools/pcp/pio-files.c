@@ -34,7 +34,7 @@
  */
 #include "files_h5.h"
 #include "orphan.h"
-#include "pcp_proto.h"
+#include "wire/pcp_proto.h"
 #include "err.h"
 #include "memtrim.h"
 #include "pio.h"

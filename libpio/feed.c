@@ -31,7 +31,7 @@
 #include "pio.h"
 #include "err.h"
 #include "partner.h"
-#include "viz/viz_proto.h"
+#include "wire/viz_proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
