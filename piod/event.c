@@ -46,6 +46,7 @@ void on_events(struct piod *d)
         struct piod_ev *next = ev->next;
         switch (ev->kind) {
         case PIOD_EV_EXPRESS: on_express_event(d, ev); break;
+        case PIOD_EV_ADOPT: piod_rx_adopt(d, ev->conn); break;
         case PIOD_EV_ACK: {
             struct piod_omsg *m = omsg_find(d, ev->msgid);
             if (m && m->peer == ev->peer) {

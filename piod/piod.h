@@ -290,7 +290,8 @@ enum piod_ev_kind {
     PIOD_EV_CHAN,
     PIOD_EV_ARRIVED,
     PIOD_EV_REQUEUE,
-    PIOD_EV_EXPRESS /* a lane came up (conn; state says whose) */
+    PIOD_EV_EXPRESS, /* a lane came up (conn; state says whose) */
+    PIOD_EV_ADOPT    /* the relay took a channel for us (conn): run a receiver on it */
 };
 
 /* piod_ev.state: PIOD_EV_CHAN carries a sender channel's new state (enum
@@ -472,8 +473,9 @@ void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now);
  * flight) is closed: stall-ms plus 3 chunks at its measured rate. ch->mtx
  * held. */
 uint64_t piod_tx_stall_limit(const struct piod *d, const struct piod_txchan *ch);
-void piod_rx_adopt(struct piod *d, struct pio_tp_conn *c); /* run a receiver on c (takes it) */
-void piod_rx_watchdog(struct piod *d, uint64_t now);       /* main: shut handshakes over time */
+void piod_rx_adopt(struct piod *d,
+                   struct pio_tp_conn *c);           /* main: run a receiver on c (takes it) */
+void piod_rx_watchdog(struct piod *d, uint64_t now); /* main: shut handshakes over time */
 void piod_grant_add(struct piod *d, struct piod_grant *g);
 struct piod_grant *piod_grant_take(struct piod *d, int peer, uint64_t msgid, uint64_t off);
 void piod_grants_drop_proc(struct piod *d, struct piod_proc *p);

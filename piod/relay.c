@@ -286,7 +286,16 @@ static void *handler_thread(void *arg)
         goto out;
     }
     if (r.kind == PIOD_RELAY_IN) { /* a channel for us, accepted by a member */
-        piod_rx_adopt(d, c);
+        /* handed to the main thread, which runs a receiver on it: the relay
+         * never calls into the channels (chan.c calls the relay) */
+        struct piod_ev *ev = calloc(1, sizeof(*ev));
+        if (!ev) {
+            d->tp->close(c);
+            goto out;
+        }
+        ev->kind = PIOD_EV_ADOPT;
+        ev->conn = c;
+        piod_post(d, ev);
         goto out;
     }
     int link = r.link, port = r.port;
