@@ -57,7 +57,42 @@ PKG_DEPS := libzmq libsodium libxxhash ucx
 pkg = $(shell pkg-config $(1) $(2) 2>/dev/null)
 
 WARN     := -Wall -Wextra -Werror
-CPPFLAGS := -D_GNU_SOURCE -Ilibpio -I. -MMD -MP
+CPPFLAGS := -D_GNU_SOURCE -MMD -MP
+
+# Include paths by layer (docs/architecture.md, "Layers"). A source file sees
+# its own folder and what its component may use, nothing else, so including
+# another layer's private header stops the build (tests/bats/build.bats
+# compiles a throw-away file to prove it; `make inc-check`). The public
+# header is copied to $(B)/include and libpio's second tier (pio_svc.h) to
+# $(B)/include-svc, so that a path can hold them without the rest of libpio/.
+#   common/     the shared base: errors, clock, parsing, pools, frame
+#               streams, types, capture, memtrim, tsan, interposition, and
+#               the wire formats (common/wire/) piod, libpio and the servers
+#               share
+#   transport/  the stream and one-sided transports: the shared base only
+#   libpio/ piod/   the transports and the shared base
+#   pfs/ anco/ viz/ tools/   clients: pio.h, pio_svc.h and the shared base
+#   examples/ bindings/      pio.h (and the generated Fortran glue) only
+#   bench/      clients, plus pio-perf's measuring code and anco's API
+#   tests/      white box: everything, spelled from the top (piod/log.h)
+PUB_INC  := $(B)/include
+SVC_INC  := $(B)/include-svc
+PUB_HDRS := $(PUB_INC)/pio.h $(SVC_INC)/pio_svc.h
+INC_common    := -Icommon -I$(PUB_INC)
+INC_transport := -Itransport $(INC_common)
+INC_libpio    := -Ilibpio $(INC_transport)
+INC_piod      := -Ipiod $(INC_transport)
+INC_client    := $(INC_common) -I$(SVC_INC)
+INC_pfs       := -Ipfs $(INC_client)
+INC_anco      := -Ianco $(INC_client)
+INC_viz       := -Iviz $(INC_client)
+INC_tools     := $(INC_client)
+INC_bench     := $(INC_client) -Itools/pio-perf -Ianco
+INC_examples  := -I$(PUB_INC)
+INC_bindings  := -I$(PUB_INC)
+INC_tests     := -I. -Icommon -Itransport -Ilibpio -Ipiod -Ipfs -Ianco -I$(PUB_INC)
+# inc - the include path of source file $(1), by its top folder
+inc = $(INC_$(firstword $(subst /, ,$(1))))
 CFLAGS   := -std=c11 $(WARN) $(OPT) -g -fPIC -pthread $(SANFLAGS) $(call pkg,--cflags,$(PKG_DEPS)) $(EXTRA_CFLAGS)
 LDFLAGS  := -pthread $(SANFLAGS) $(EXTRA_LDFLAGS)
 LDLIBS   := $(call pkg,--libs,$(PKG_DEPS)) -lrt
@@ -72,7 +107,8 @@ endif
 
 # Rebuild everything when the flags change (Redis' .make-settings).
 SETTINGS := $(B)/.make-settings
-SETTINGS_NOW := CC=$(CC) CFLAGS=$(CFLAGS) LDFLAGS=$(LDFLAGS) CPPFLAGS=$(CPPFLAGS)
+SETTINGS_NOW := CC=$(CC) CFLAGS=$(CFLAGS) LDFLAGS=$(LDFLAGS) CPPFLAGS=$(CPPFLAGS) \
+  INC=$(foreach v,$(filter INC_%,$(.VARIABLES)),$(v):$($(v)))
 $(shell mkdir -p $(B); [ -f $(SETTINGS) ] && [ "$$(cat $(SETTINGS))" = "$(SETTINGS_NOW)" ] || echo "$(SETTINGS_NOW)" > $(SETTINGS))
 
 # Filled in by the module.mk fragments.
@@ -87,7 +123,7 @@ INSTALL_INCLUDES :=  # more files installed under include/ (pio.mod)
 INSTALL_SOS :=       # shared objects installed under lib/ as they are (libpgas.so)
 
 include libpio/module.mk
-include libpio/wire/module.mk
+include common/wire/module.mk
 include bindings/fortran/module.mk
 include piod/module.mk
 include tools/module.mk
@@ -101,9 +137,23 @@ include docs/module.mk
 include $(wildcard tests/conformance/module.mk examples/module.mk examples/fortran/module.mk \
   bench/module.mk tests/fuzz/module.mk)
 
-$(B)/%.o: %.c $(SETTINGS)
+$(B)/%.o: %.c $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
-	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(call inc,$<) $(CFLAGS) -c -o $@ $<
+
+$(PUB_INC)/%.h: libpio/%.h
+	@mkdir -p $(@D)
+	$(call msg,CP,$@)cp $< $@
+$(SVC_INC)/%.h: libpio/%.h
+	@mkdir -p $(@D)
+	$(call msg,CP,$@)cp $< $@
+
+# `make inc-check SRC=pfs/x.c PROBE=/tmp/probe.c`: compile PROBE (syntax
+# only) with the include path that SRC's component gets. tests/bats/build.bats
+# uses it to show that a forbidden include stops the build.
+.PHONY: inc-check
+inc-check: $(PUB_HDRS)
+	$(Q)$(CC) $(CPPFLAGS) $(call inc,$(SRC)) $(CFLAGS) -fsyntax-only -o /dev/null $(PROBE)
 
 .PHONY: all deps test demo demo-viz bench install uninstall clean format format-check check-root
 all: $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_SOS) $(INSTALL_INCLUDES) $(BINS) $(SBINS) $(UNIT_TESTS) \

@@ -26,17 +26,17 @@
  * The barrier (anco_barrier): every process adds 1 to rank 0's arrival
  * word (fetch-and-add) and polls it with gets until it reaches size x the
  * number of barriers so far. anco_finalize's order is explained there. */
-#include "anco/anco.h"
+#include "anco.h"
 
-#include "anco/core.h"
-#include "anco/dir.h"
-#include "anco/entry.h"
-#include "anco/internal.h"
-#include "anco/lists.h"
-#include "anco/store.h"
-#include "libpio/err.h"
-#include "libpio/parse.h"
-#include "libpio/pio.h"
+#include "core.h"
+#include "dir.h"
+#include "entry.h"
+#include "internal.h"
+#include "lists.h"
+#include "store.h"
+#include "err.h"
+#include "parse.h"
+#include "pio.h"
 
 #include <errno.h>
 #include <pthread.h>

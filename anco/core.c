@@ -1,8 +1,8 @@
 /* core.c - anco's acquire and give-up paths (core.h).
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "anco/core.h"
+#include "core.h"
 
-#include "anco/dir.h"
+#include "dir.h"
 
 #include <string.h>
 

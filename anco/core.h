@@ -40,8 +40,8 @@
 #ifndef ANCO_CORE_H
 #define ANCO_CORE_H
 
-#include "anco/anco.h"
-#include "anco/entry.h"
+#include "anco.h"
+#include "entry.h"
 
 #include <stddef.h>
 #include <stdint.h>

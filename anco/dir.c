@@ -1,6 +1,6 @@
 /* dir.c - the directories' hashing (dir.h).
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "anco/dir.h"
+#include "dir.h"
 
 uint64_t anco_mix(uint64_t x)
 {

@@ -3,7 +3,7 @@
  * reader's get (the network or the progress thread copying the memory)
  * never sees an ID before the token and data it stands for.
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "anco/entry.h"
+#include "entry.h"
 
 #include <stdatomic.h>
 #include <string.h>

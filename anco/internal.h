@@ -3,7 +3,7 @@
 #ifndef ANCO_INTERNAL_H
 #define ANCO_INTERNAL_H
 
-#include "anco/anco.h"
+#include "anco.h"
 
 #include <stdint.h>
 

@@ -2,7 +2,7 @@
  * linked lists in index arrays, every operation O(1) but the victim search,
  * which moves singlets aside one by one (each at most once per search).
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "anco/lists.h"
+#include "lists.h"
 
 #include <stdlib.h>
 

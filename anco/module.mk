@@ -7,9 +7,9 @@
 ANCO_OBJS := $(B)/anco/lists.o $(B)/anco/dir.o $(B)/anco/entry.o $(B)/anco/core.o \
   $(B)/anco/anco.o $(B)/anco/store.o
 LIBANCO_SO := $(B)/lib/libanco.so
-# what libanco.so shares with libpgas.so (libpio/interpose.c): not in libpio,
+# what libanco.so shares with libpgas.so (common/interpose.c): not in libpio,
 # linked in hidden so that a program's own symbols never clash with it
-ANCO_IP := $(B)/libpio/interpose.o
+ANCO_IP := $(B)/common/interpose.o
 OBJS += $(ANCO_OBJS) $(B)/anco/preload.o $(ANCO_IP)
 TEST_BINS += $(LIBANCO_SO)
 INSTALL_SOS += $(LIBANCO_SO)
@@ -34,9 +34,9 @@ ANCO_MPI_READ := $(B)/tests/mpi/anco-mpi-read
 TEST_BINS += $(ANCO_MPI_READ)
 OBJS      += $(B)/tests/mpi/anco_mpi_read.o
 
-$(B)/tests/mpi/anco_mpi_read.o: tests/mpi/anco_mpi_read.c $(SETTINGS)
+$(B)/tests/mpi/anco_mpi_read.o: tests/mpi/anco_mpi_read.c $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
-	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(call inc,$<) $(CFLAGS) -c -o $@ $<
 
 $(ANCO_MPI_READ): $(B)/tests/mpi/anco_mpi_read.o
 	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^

@@ -52,7 +52,7 @@
  * anco_finalize, which waits for the job's other processes: no process's
  * cache goes away while another may read it.
  *
- * What libpgas.so does alike lives in libpio/interpose.c, compiled into
+ * What libpgas.so does alike lives in common/interpose.c, compiled into
  * both libraries hidden: libc's functions behind the hooks (PIO_IP_REAL),
  * the descriptor table (apl_fds), open's and fcntl's optional arguments,
  * the fopencookie streams, the one-line messages (pio_ip_say).
@@ -88,8 +88,8 @@
  * (up to $ANCO_BARRIER_TIMEOUT seconds). A thread still reading at exit
  * races with the destructor.
  */
-#include "anco/anco.h"
-#include "libpio/interpose.h"
+#include "anco.h"
+#include "interpose.h"
 #include "pio.h"
 
 #include <errno.h>

@@ -4,10 +4,10 @@
  * interposes open and pread for the program it is preloaded into, and the
  * store must reach the file underneath, never the interposer.
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "anco/store.h"
+#include "store.h"
 
-#include "libpio/err.h"
-#include "libpio/pio.h"
+#include "err.h"
+#include "pio.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -38,7 +38,7 @@
  * that differs from the pattern, a short read or any error: a FAIL line on
  * stderr and exit 1.
  */
-#include "anco/anco.h"
+#include "anco.h"
 #include "pio.h"
 
 #include <errno.h>

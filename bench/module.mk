@@ -35,9 +35,9 @@ OBJS      += $(B)/bench/gas_btio.o $(B)/bench/gas_ipc.o
 $(GAS_BENCH): $(B)/bench/gas-%: $(B)/bench/gas_%.o
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $< -lrt
 
-$(B)/bench/gas_btio_mpi.o: bench/gas_btio_mpi.c $(SETTINGS)
+$(B)/bench/gas_btio_mpi.o: bench/gas_btio_mpi.c $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
-	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(call inc,$<) $(CFLAGS) -c -o $@ $<
 
 $(B)/bench/gas-btio-mpi: $(B)/bench/gas_btio_mpi.o
 	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^
@@ -51,9 +51,9 @@ OBJS      += $(B)/bench/anco_read.o
 $(B)/bench/anco-read: $(B)/bench/anco_read.o $(ANCO_OBJS) $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/bench/anco_read_mpi.o: bench/anco_read_mpi.c $(SETTINGS)
+$(B)/bench/anco_read_mpi.o: bench/anco_read_mpi.c $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
-	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(call inc,$<) $(CFLAGS) -c -o $@ $<
 
 $(B)/bench/anco-read-mpi: $(B)/bench/anco_read_mpi.o
 	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^

@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "tools/pio-perf/perf_sizes.h"
+#include "perf_sizes.h"
 
 #define TP_MAGIC     UINT64_C(0x5443505050494f31) /* "TCPPPIO1" */
 #define TP_MAX_SIZES 256

@@ -18,9 +18,9 @@ OBJS      += $(B)/examples/hello.o $(MPI_EXAMPLES:%=$(B)/examples/%.o)
 $(EXAMPLE_HELLO): $(B)/examples/hello.o $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(MPI_EXAMPLES:%=$(B)/examples/%.o): $(B)/examples/%.o: examples/%.c $(SETTINGS)
+$(MPI_EXAMPLES:%=$(B)/examples/%.o): $(B)/examples/%.o: examples/%.c $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
-	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(call inc,$<) $(CFLAGS) -c -o $@ $<
 
 $(MPI_EXAMPLES:%=$(B)/examples/%): $(B)/examples/%: $(B)/examples/%.o $(LIBPIO_A)
 	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

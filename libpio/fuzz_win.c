@@ -5,7 +5,7 @@
  * bounds; what it accepts must lie inside the input (address and key), encode
  * to the very same bytes (the encoding is canonical, the application name
  * NUL-padded) and decode again to an equal message. A broken property ends
- * in __builtin_trap(). Built by `make fuzz` (libpio/wire/module.mk).
+ * in __builtin_trap(). Built by `make fuzz` (common/wire/module.mk).
  */
 #include "winctl.h"
 

@@ -1,6 +1,9 @@
-/* info.c - fetch a piod's status (P_INFO) for tools (see info.h).
+/* info.c - what tools ask of this host without joining (pio_svc.h): a
+ * piod's status (P_INFO), and the description of the one-sided backend.
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "info.h"
+#include "pio_svc.h"
+#include "rma.h"
+#include "wire/wire.h"
 #include "fstream.h"
 #include "pio.h"
 
@@ -50,5 +53,24 @@ out:
     pio_fin_fini(&in);
     if (fd >= 0)
         close(fd);
+    return rc;
+}
+
+int pio_svc_rma_describe(FILE *out, int *stage)
+{
+    int st = 0, rc = PIO_ENOSYS;
+    const struct pio_rma_ops *r = pio_rma_pick(PIO_RMA_CAP_GETPUT | PIO_RMA_CAP_ATOMICS);
+    struct pio_rma *x = NULL;
+    if (r) {
+        st = 1;
+        rc = r->init(&x);
+        if (rc == PIO_OK) {
+            st = 2;
+            rc = r->describe(x, out);
+            r->fini(x);
+        }
+    }
+    if (stage)
+        *stage = st;
     return rc;
 }

@@ -2,12 +2,16 @@
 PIO_VERSION   := 0.1.0
 PIO_SOVERSION := 0
 
-LIBPIO_SRCS := libpio/pio.c libpio/memtrim.c libpio/win.c libpio/winctl.c libpio/capture.c libpio/fstream.c libpio/info.c libpio/file.c libpio/wire/pcp_proto.c \
-               libpio/feed.c libpio/wire/viz_proto.c libpio/error.c libpio/types.c libpio/parse.c libpio/wire/wire.c libpio/pool.c \
-               libpio/transport/registry.c libpio/transport/addr.c libpio/transport/tcp/tcp.c \
-               libpio/transport/rdma/ucx.c libpio/transport/rdma/rma.c \
-               libpio/transport/rdma/stream.c
-LIBPIO_OBJS := $(LIBPIO_SRCS:%.c=$(B)/%.o)
+# libpio.a and libpio.so carry the layers below libpio too (the shared
+# base and the transports): a program links one library. Each layer's
+# sources are compiled with that layer's include path (Makefile, inc).
+LIBPIO_SRCS := libpio/pio.c libpio/win.c libpio/winctl.c libpio/info.c libpio/file.c libpio/feed.c
+BASE_SRCS   := common/memtrim.c common/capture.c common/fstream.c common/error.c common/types.c \
+               common/parse.c common/pool.c common/wire/wire.c common/wire/pcp_proto.c \
+               common/wire/viz_proto.c
+TRANSPORT_SRCS := transport/registry.c transport/addr.c transport/tcp/tcp.c \
+               transport/rdma/ucx.c transport/rdma/rma.c transport/rdma/stream.c
+LIBPIO_OBJS := $(patsubst %.c,$(B)/%.o,$(LIBPIO_SRCS) $(BASE_SRCS) $(TRANSPORT_SRCS))
 LIBPIO_A    := $(B)/lib/libpio.a
 LIBPIO_SO   := $(B)/lib/libpio.so
 OBJS += $(LIBPIO_OBJS)

@@ -38,7 +38,7 @@
  */
 #include "pio.h"
 #include "partner.h"
-#include "transport/rma.h"
+#include "rma.h"
 #include "win.h"
 #include "winctl.h"
 #include "mono.h"

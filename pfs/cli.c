@@ -15,7 +15,7 @@
  * Staging runs -j worker threads over the file list, in the class
  * "staging" unless --class says otherwise.
  */
-#include "pfs/pfs.h"
+#include "pfs.h"
 #include "pio.h"
 
 #include <dirent.h>

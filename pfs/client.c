@@ -27,9 +27,9 @@
  * Locks: fs->mtx guards the partner and class tables only; it is never held
  * across a PIO call that waits.
  */
-#include "pfs/pfs.h"
-#include "pfs/layout.h"
-#include "pfs/proto.h"
+#include "pfs.h"
+#include "layout.h"
+#include "proto.h"
 #include "pio.h"
 
 #include <inttypes.h>

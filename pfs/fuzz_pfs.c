@@ -9,7 +9,7 @@
  * metadata server's first check). A broken property ends in
  * __builtin_trap(). Built by `make fuzz` (pfs/module.mk).
  */
-#include "pfs/proto.h"
+#include "proto.h"
 
 #include <stdlib.h>
 #include <string.h>

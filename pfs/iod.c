@@ -48,14 +48,14 @@
  * records of one tag exist at once. READ data is read into the request's own
  * buffer (a READ carries no data), so a resumed read keeps what it has.
  */
-#include "pfs/iostat.h"
-#include "pfs/proto.h"
-#include "pfs/qos.h"
-#include "libpio/mono.h"
-#include "libpio/parse.h"
-#include "pfs/srv.h"
-#include "pfs/store.h"
-#include "pfs/store_posix.h"
+#include "iostat.h"
+#include "proto.h"
+#include "qos.h"
+#include "mono.h"
+#include "parse.h"
+#include "srv.h"
+#include "store.h"
+#include "store_posix.h"
 #include "pio.h"
 
 #include <errno.h>

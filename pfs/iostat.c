@@ -1,6 +1,6 @@
 /* iostat.c - an I/O server's request and seek counters (iostat.h).
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "pfs/iostat.h"
+#include "iostat.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* layout.c - stripe-count policy, placement and range mapping (layout.h).
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "pfs/layout.h"
+#include "layout.h"
 
 static uint32_t cap(uint32_t n, uint32_t nservers)
 {

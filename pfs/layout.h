@@ -8,7 +8,7 @@
 #ifndef PFS_LAYOUT_H
 #define PFS_LAYOUT_H
 
-#include "pfs/proto.h"
+#include "proto.h"
 
 #include <stdint.h>
 

@@ -24,8 +24,8 @@
  * at open and reset right after each use, so no read transaction stays open
  * between calls (WAL checkpoints are never held back by this connection).
  */
-#include "pfs/mdb.h"
-#include "pfs/layout.h"
+#include "mdb.h"
+#include "layout.h"
 #include "err.h"
 
 #include <sqlite3.h>

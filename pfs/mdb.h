@@ -20,7 +20,7 @@
 #ifndef PFS_MDB_H
 #define PFS_MDB_H
 
-#include "pfs/proto.h"
+#include "proto.h"
 
 #include <stddef.h>
 #include <stdint.h>

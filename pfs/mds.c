@@ -32,11 +32,11 @@
  * gid. With --root-squash, root of any system is nobody. The I/O servers
  * ask ACCESS for the data requests they get (only listed servers may).
  */
-#include "pfs/layout.h"
-#include "pfs/mdb.h"
-#include "pfs/perm.h"
-#include "pfs/proto.h"
-#include "pfs/srv.h"
+#include "layout.h"
+#include "mdb.h"
+#include "perm.h"
+#include "proto.h"
+#include "srv.h"
 #include "pio.h"
 
 #include <getopt.h>

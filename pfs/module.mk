@@ -5,7 +5,7 @@ PFS_CORE_OBJS := $(B)/pfs/proto.o $(B)/pfs/layout.o $(B)/pfs/perm.o
 # libpfs.a carries the one base object it uses beyond pio.h (the fuzz
 # capture hook): installed, it links against libpio.so, which exports only
 # the API.
-LIBPFS_OBJS   := $(PFS_CORE_OBJS) $(B)/pfs/client.o $(B)/libpio/capture.o
+LIBPFS_OBJS   := $(PFS_CORE_OBJS) $(B)/pfs/client.o $(B)/common/capture.o
 LIBPFS_A      := $(B)/lib/libpfs.a
 PFS_MDS_OBJS  := $(B)/pfs/mds.o $(B)/pfs/mdb.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
 PFS_IOD_OBJS  := $(B)/pfs/iod.o $(B)/pfs/qos.o $(B)/pfs/iostat.o $(B)/pfs/store_posix.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
@@ -46,6 +46,11 @@ $(B)/tests/unit/test_pfs_%: $(B)/tests/unit/test_pfs_%.o $(LIBPIO_A)
 # `make fuzz`: $(B)/fuzz/fuzz_pfs, libFuzzer + ASan over pfs_msg_decode and
 # pfs_dirent_next.
 FUZZ_BINS += $(B)/fuzz/fuzz_pfs
+FUZZ_BINS += $(B)/fuzz/fuzz_qos
+$(B)/fuzz/fuzz_qos: pfs/fuzz_qos.c pfs/qos.c pfs/qos.h pfs/module.mk
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
+	  pfs/fuzz_qos.c pfs/qos.c $(FUZZ_LIBS)
 $(B)/fuzz/fuzz_pfs: pfs/fuzz_pfs.c pfs/proto.c pfs/proto.h pfs/module.mk $(FUZZ_CAPTURE)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
@@ -63,7 +68,7 @@ $(B)/tests/prog/pfs-check: $(B)/tests/prog/pfs-check.o $(LIBPFS_A) $(LIBPIO_A)
 # without sanitizers (cp, dd, gfortran's runtime), so it is always built
 # without them: a sanitizer runtime must come first in a process, and a
 # preloaded library cannot ask for that. It links libc only, and
-# libpio/interpose.c (what it shares with libanco.so), not libpio.
+# common/interpose.c (what it shares with libanco.so), not libpio.
 GAS_OBJS      := $(B)/pfs/gas/arrange.o $(B)/pfs/gas/wire.o
 GAS_DISP_OBJS := $(B)/pfs/gas/dispatcher.o $(B)/pfs/srv.o $(GAS_OBJS)
 GAS_STAT_OBJS := $(B)/pfs/gas/stat.o $(B)/pfs/gas/wire.o
@@ -87,12 +92,12 @@ $(B)/bin/gas-stat: $(GAS_STAT_OBJS)
 # the wire codec and the interposition support are linked in hidden: a
 # program's own symbols never clash with them
 $(B)/pfs/gas/pic/wire.o $(LIBPGAS_IP): PIC_VIS := -fvisibility=hidden
-$(LIBPGAS_OBJS): $(B)/pfs/gas/pic/%.o: pfs/gas/%.c $(SETTINGS)
+$(LIBPGAS_OBJS): $(B)/pfs/gas/pic/%.o: pfs/gas/%.c $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
-	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(filter-out $(SANFLAGS),$(CFLAGS)) $(PIC_VIS) -c -o $@ $<
-$(LIBPGAS_IP): libpio/interpose.c $(SETTINGS)
+	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(call inc,$<) $(filter-out $(SANFLAGS),$(CFLAGS)) $(PIC_VIS) -c -o $@ $<
+$(LIBPGAS_IP): common/interpose.c $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
-	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(filter-out $(SANFLAGS),$(CFLAGS)) $(PIC_VIS) -c -o $@ $<
+	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(call inc,$<) $(filter-out $(SANFLAGS),$(CFLAGS)) $(PIC_VIS) -c -o $@ $<
 -include $(LIBPGAS_OBJS:.o=.d) $(LIBPGAS_IP:.o=.d)
 
 $(LIBPGAS_SO): $(LIBPGAS_OBJS) $(LIBPGAS_IP)

@@ -1,6 +1,6 @@
 /* perm.c - POSIX permissions of pfs entries (perm.h).
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "pfs/perm.h"
+#include "perm.h"
 
 #include <grp.h>
 #include <pwd.h>

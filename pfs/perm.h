@@ -10,7 +10,7 @@
 #ifndef PFS_PERM_H
 #define PFS_PERM_H
 
-#include "pfs/proto.h"
+#include "proto.h"
 
 #include <stdint.h>
 

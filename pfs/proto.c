@@ -3,8 +3,8 @@
  *
  * A cursor over a bounded buffer: every put and get checks the room left and
  * latches a failure, so encode and decode read as flat lists of fields. */
-#include "pfs/proto.h"
-#include "libpio/capture.h"
+#include "proto.h"
+#include "capture.h"
 
 #include <string.h>
 

@@ -23,8 +23,8 @@
  * Nothing outside this file is called with the mutex held: times come from
  * pfs_now_ns() before locking or after unlocking, sorting runs on copies.
  */
-#include "pfs/qos.h"
-#include "pfs/srv.h"
+#include "qos.h"
+#include "srv.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -26,7 +26,7 @@
 #ifndef PFS_QOS_H
 #define PFS_QOS_H
 
-#include "pfs/proto.h"
+#include "proto.h"
 
 #include <stddef.h>
 #include <stdint.h>

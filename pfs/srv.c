@@ -4,7 +4,7 @@
  * The partner cache: a request names its sender's application; the first
  * request from it costs a PIO_Addpartner, later ones a table look-up under
  * part_mtx (never held across a PIO call that waits). */
-#include "pfs/srv.h"
+#include "srv.h"
 #include "memtrim.h"
 
 #include <errno.h>

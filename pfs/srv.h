@@ -4,7 +4,7 @@
 #ifndef PFS_SRV_H
 #define PFS_SRV_H
 
-#include "pfs/proto.h"
+#include "proto.h"
 #include "pio.h"
 
 #include <stddef.h>

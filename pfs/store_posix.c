@@ -19,7 +19,7 @@
  * The emulated device speed (store_posix.h) is a ticket queue of lanes under
  * its own mutex; waiting for the deadline happens with no lock held.
  */
-#include "pfs/store_posix.h"
+#include "store_posix.h"
 #include "err.h"
 #include "pio.h"
 

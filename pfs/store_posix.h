@@ -15,7 +15,7 @@
 #ifndef PFS_STORE_POSIX_H
 #define PFS_STORE_POSIX_H
 
-#include "pfs/store.h"
+#include "store.h"
 
 #include <stdint.h>
 

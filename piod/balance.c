@@ -3,7 +3,7 @@
  * DYNAMIC estimates when each channel's queue would drain: outstanding bytes
  * over measured rate. This is what makes unequal links and skewed traffic
  * balance: a slow channel's queue looks long sooner. No state, no locks. */
-#include "piod/balance.h"
+#include "balance.h"
 
 int piod_bal_dynamic(const struct piod_bal_chan *c, int n, uint64_t len)
 {

@@ -29,10 +29,10 @@
  * (peer keys and rx slots), d->rxlist_mtx (accepted channels). Leaves only:
  * no two are held together, none across a send or receive.
  */
-#include "piod/piod.h"
-#include "piod/relay.h"
-#include "piod/log.h"
-#include "piod/seal.h"
+#include "piod.h"
+#include "relay.h"
+#include "log.h"
+#include "seal.h"
 #include "err.h"
 #include "mono.h"
 

@@ -11,9 +11,9 @@
  * the parser reads, so its output loads back to an equal config. No state, no
  * locks; nothing here exits.
  */
-#include "piod/config.h"
-#include "piod/seal.h"
-#include "transport/transport.h"
+#include "config.h"
+#include "seal.h"
+#include "transport.h"
 #include "capture.h"
 
 #include <arpa/inet.h>

@@ -84,7 +84,7 @@ struct piod_config {
     int napps; /* [application NAME] sections: names with a permanent owner */
     struct piod_app_cfg apps[PIOD_MAX_APPS];
     /* the channels' stream transport, by registered name: "tcp" (default),
-     * "rdma" (UCX streams); see libpio/transport/registry.c */
+     * "rdma" (UCX streams); see transport/registry.c */
     char transport[16];
     const char *config_path; /* file loaded, or NULL */
     /* Derived by piod_config_links, after validation: */

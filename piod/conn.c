@@ -26,8 +26,8 @@
  * its own connection, and its death is noticed by its pid.)
  * Thread-safety: main thread only.
  */
-#include "piod/piod.h"
-#include "piod/log.h"
+#include "piod.h"
+#include "log.h"
 #include "err.h"
 #include "fstream.h"
 

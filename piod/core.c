@@ -34,10 +34,10 @@
  * Locks: this file takes d->ev_mtx (event queue) and d->key_mtx (keys, rx
  * slots) briefly, never together and never across a send.
  */
-#include "piod/piod.h"
-#include "piod/core_int.h"
-#include "piod/relay.h"
-#include "piod/log.h"
+#include "piod.h"
+#include "core_int.h"
+#include "relay.h"
+#include "log.h"
 #include "err.h"
 #include "memtrim.h"
 #include "tsan.h"

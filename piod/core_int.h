@@ -6,7 +6,7 @@
 #ifndef PIOD_CORE_INT_H
 #define PIOD_CORE_INT_H
 
-#include "piod/piod.h"
+#include "piod.h"
 #include "wire/wire.h"
 
 #include <stddef.h>

@@ -12,9 +12,9 @@
  * left by a crash is simply taken over. State: the ready socket and the pid
  * file's descriptor, main thread only.
  */
-#include "piod/daemon.h"
-#include "piod/log.h"
-#include "libpio/err.h"
+#include "daemon.h"
+#include "log.h"
+#include "err.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,8 +8,8 @@
  * exits, it is started again after a back-off (1 s, doubling to 30 s).
  * Main thread only.
  */
-#include "piod/piod.h"
-#include "piod/log.h"
+#include "piod.h"
+#include "log.h"
 
 #include <errno.h>
 #include <libgen.h>

@@ -7,24 +7,20 @@
  * parser reads, so printing is a fixpoint after one round). Each line is
  * also given, as it is, to the other parsers of configuration text: the
  * number parser of the environment settings (pio_parse_int/bytes: anco,
- * GAS, pfs flags), piod's size parser, and pfs's service-class spec
- * (pfs_qos_parse, "interactive:20,staging:80"). A broken property ends in
- * __builtin_trap(). The transport registry is stubbed (tcp and rdma by
- * name: the parser only asks whether a name exists), and so is pfs's clock
- * (pfs_now_ns: qos.c's scheduler, not its parser, reads it). `make fuzz`.
+ * GAS, pfs flags) and piod's size parser (pfs's service-class spec has its
+ * own target, pfs/fuzz_qos.c). A broken property ends in __builtin_trap().
+ * The transport registry is stubbed (tcp and rdma by name: the parser only
+ * asks whether a name exists). `make fuzz`.
  */
-#include "libpio/parse.h"
-#include "pfs/qos.h"
-#include "piod/config.h"
-#include "transport/transport.h"
+#include "parse.h"
+#include "config.h"
+#include "transport.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#define FZ_QOS_MAX 8
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,12 +38,6 @@ const struct pio_transport_ops *pio_transport_find(const char *name)
 const struct pio_transport_ops *const *pio_transport_list(void)
 {
     return fz_list;
-}
-
-/* qos.c's clock (pfs/srv.c), never reached by pfs_qos_parse */
-int64_t pfs_now_ns(void)
-{
-    return 0;
 }
 
 /* Load text (len bytes) over the defaults into c. Returns the parser's count
@@ -92,11 +82,6 @@ static void fz_lines(const uint8_t *data, size_t size)
             __builtin_trap();
         (void)pio_parse_bytes(line, &b);
         (void)piod_parse_size(line, &b);
-        struct pfs_qos_class_cfg cls[FZ_QOS_MAX];
-        const char *err = NULL;
-        int k = pfs_qos_parse(line, cls, FZ_QOS_MAX, &err);
-        if (k > FZ_QOS_MAX || (k < 0 && err == NULL))
-            __builtin_trap();
     }
 }
 

@@ -7,7 +7,7 @@
  * address, and encodes back to the input up to the address's NUL. A broken
  * property ends in __builtin_trap(). `make fuzz`.
  */
-#include "piod/relayhdr.h"
+#include "relayhdr.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* htab.c - the intrusive hash table (htab.h).
  * SPDX-License-Identifier: BSD-3-Clause
  */
-#include "piod/htab.h"
+#include "htab.h"
 
 #include <stdlib.h>
 

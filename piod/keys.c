@@ -8,8 +8,8 @@
  * says which command or change fixes it. Secret bytes on our stack are wiped
  * before return. No state, no locks; nothing here exits.
  */
-#include "piod/keys.h"
-#include "libpio/err.h"
+#include "keys.h"
+#include "err.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * PIOD_LSEQ_HOLD slots (indexed by seq % PIOD_LSEQ_HOLD) for frames that
  * came before an earlier one. Contract and use: lane.h. Main thread only.
  */
-#include "piod/lane.h"
+#include "lane.h"
 #include "err.h"
 #include "wire/wire.h"
 

@@ -10,8 +10,8 @@
  * moment writes to the old or the new file, never to a closed descriptor.
  * Messages longer than a line buffer are cut and end with "...". Never exits.
  */
-#include "piod/log.h"
-#include "piod/config.h"
+#include "log.h"
+#include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>

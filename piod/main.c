@@ -6,12 +6,12 @@
  * drain in-flight messages and stop; SIGHUP reopens the log. The handlers
  * only set flags that the main loop reads.
  */
-#include "piod/config.h"
-#include "piod/daemon.h"
-#include "piod/keys.h"
-#include "piod/log.h"
-#include "piod/seal.h"
-#include "piod/piod.h"
+#include "config.h"
+#include "daemon.h"
+#include "keys.h"
+#include "log.h"
+#include "seal.h"
+#include "piod.h"
 #include "pio.h"
 
 #include <fcntl.h>

@@ -2,10 +2,10 @@
  * channels), the receiver side (announce in stream order, grant receive
  * space, destinations served in turn). Split from core.c; main thread only.
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "piod/piod.h"
-#include "piod/core_int.h"
-#include "piod/relay.h"
-#include "piod/log.h"
+#include "piod.h"
+#include "core_int.h"
+#include "relay.h"
+#include "log.h"
 #include "err.h"
 #include "memtrim.h"
 #include "tsan.h"
@@ -28,7 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include <zmq.h>
-#include "piod/core_int.h"
+#include "core_int.h"
 
 /* ---- message lookup ---- */
 

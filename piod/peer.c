@@ -2,9 +2,9 @@
  * other piods, the express lane, and ZAP (which CURVE clients may talk to us).
  * Split from core.c; main thread only.
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "piod/piod.h"
-#include "piod/relay.h"
-#include "piod/log.h"
+#include "piod.h"
+#include "relay.h"
+#include "log.h"
 #include "err.h"
 #include "memtrim.h"
 #include "tsan.h"
@@ -27,7 +27,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include <zmq.h>
-#include "piod/core_int.h"
+#include "core_int.h"
 
 /* ---- peers ---- */
 

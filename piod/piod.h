@@ -28,15 +28,15 @@
 
 #define PIOD_EXPRESS_INDEX 0xffffu /* C_HELLO index of an express lane */
 
-#include "piod/balance.h"
-#include "piod/config.h"
-#include "piod/htab.h"
-#include "piod/keys.h"
-#include "piod/lane.h"
-#include "piod/seal.h"
+#include "balance.h"
+#include "config.h"
+#include "htab.h"
+#include "keys.h"
+#include "lane.h"
+#include "seal.h"
 #include "fstream.h"
 #include "pool.h"
-#include "transport/transport.h"
+#include "transport.h"
 #include "wire/wire.h"
 
 #include <pthread.h>

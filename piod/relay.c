@@ -31,9 +31,9 @@
  * copies one way and a helper that copies the other. Lock: d->relay_mtx (a
  * leaf) guards the list of relayed connections, so stop can shut them all.
  */
-#include "piod/relay.h"
-#include "piod/relayhdr.h"
-#include "piod/log.h"
+#include "relay.h"
+#include "relayhdr.h"
+#include "log.h"
 #include "err.h"
 
 #include <arpa/inet.h>

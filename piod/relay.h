@@ -8,7 +8,7 @@
 #ifndef PIOD_RELAY_H
 #define PIOD_RELAY_H
 
-#include "piod/piod.h"
+#include "piod.h"
 
 /* piod_relay_start - with members: listen on internal:relay-port (TCP for
  * relays, UDP for load reports). No members: nothing. PIO_OK or an error. */

@@ -1,7 +1,7 @@
 /* relayhdr.c - encode and decode the relay header (relayhdr.h).
  * SPDX-License-Identifier: BSD-3-Clause
  * The only code that reads a relay header's bytes; no state. */
-#include "piod/relayhdr.h"
+#include "relayhdr.h"
 #include "capture.h"
 
 #include <stdio.h>

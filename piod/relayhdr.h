@@ -7,7 +7,7 @@
 #ifndef PIOD_RELAYHDR_H
 #define PIOD_RELAYHDR_H
 
-#include "piod/config.h"
+#include "config.h"
 
 #include <stdint.h>
 

@@ -3,8 +3,8 @@
  * Stateless but for each direction's nonce counter and backend state.
  * libsodium derives the key (sodium_init is called once by piod's main);
  * a backend (seal_be.h: intel-ipsec-mb or libcrypto) runs the AEAD. */
-#include "piod/seal.h"
-#include "piod/seal_be.h"
+#include "seal.h"
+#include "seal_be.h"
 
 #include <sodium.h>
 #include <string.h>

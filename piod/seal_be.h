@@ -13,7 +13,7 @@
 #ifndef PIOD_SEAL_BE_H
 #define PIOD_SEAL_BE_H
 
-#include "piod/seal.h"
+#include "seal.h"
 
 #define PIOD_SEAL_NONCE 12
 

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  * One EVP_CIPHER_CTX per direction, set up with the key once (for sealing
  * or for opening, whichever comes first), given a fresh nonce per payload. */
-#include "piod/seal_be.h"
+#include "seal_be.h"
 
 #include <openssl/evp.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  * state of their own (the key schedule and the running context are ours),
  * so every thread may use it. Per direction, s->ctx holds the expanded key
  * (made from s->key at the first use) and a context. */
-#include "piod/seal_be.h"
+#include "seal_be.h"
 
 #ifdef PIOD_HAVE_IMB
 #include <intel-ipsec-mb.h>

@@ -21,7 +21,7 @@
 // Thread-safety: requests are answered in libmicrohttpd's internal thread;
 // status_json is called from there and must be thread-safe. Destroying the
 // LivePage stops the server and waits for that thread.
-#include "viz/outputs.h"
+#include "outputs.h"
 
 #include <microhttpd.h>
 

@@ -1,6 +1,6 @@
 # viz/module.mk - the visualization receiver pio-vizd (C++17 with VTK 9.1).
 # (The simulation's side, libpio/feed.c, and the protocol both sides speak,
-# libpio/wire/viz_proto.c, are in libpio.)
+# common/wire/viz_proto.c, are in libpio.)
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # VTK has no pkg-config file on Debian: its headers are in VTK_INC and its
@@ -14,7 +14,7 @@ VTK_MODS := CommonCore CommonDataModel CommonExecutionModel CommonMisc IOXML IOX
             RenderingOpenGL2 RenderingFreeType RenderingAnnotation InteractionStyle
 VTK_LIBS := $(VTK_MODS:%=-lvtk%-$(VTK_VER))
 VIZ_CXXFLAGS := -std=c++17 $(WARN) $(OPT) -g -pthread $(SANFLAGS) -isystem $(VTK_INC) \
-                -I. -Ilibpio $(call pkg,--cflags,libzmq libmicrohttpd)
+                $(INC_viz) $(call pkg,--cflags,libzmq libmicrohttpd)
 VIZ_LIBS := $(VTK_LIBS) $(call pkg,--libs,libmicrohttpd libzmq)
 
 VIZD_SRCS := $(wildcard viz/*.cpp)
@@ -23,7 +23,7 @@ VIZD      := $(B)/bin/pio-vizd
 BINS      += $(VIZD)
 OBJS      += $(VIZD_OBJS)
 
-$(B)/viz/%.o: viz/%.cpp viz/vizd.h viz/outputs.h $(SETTINGS)
+$(B)/viz/%.o: viz/%.cpp viz/vizd.h viz/outputs.h $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
 	$(call msg,CXX,$<)$(CXX) $(VIZ_CXXFLAGS) -MMD -MP -c -o $@ $<
 
@@ -45,10 +45,10 @@ $(VIZ_TEST_BINS): $(B)/viz/test/%: $(B)/viz/test/%.o $(VIZ_OUT_OBJS)
 	$(call msg,LD,$@)$(CXX) $(LDFLAGS) -o $@ $^ $(VIZ_LIBS) $(LDLIBS)
 
 # `make fuzz`: $(B)/fuzz/fuzz_viz, libFuzzer + ASan over the feed's decoders
-# (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS from libpio/wire/module.mk).
+# (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS from common/wire/module.mk).
 FUZZ_BINS += $(B)/fuzz/fuzz_viz
-$(B)/fuzz/fuzz_viz: viz/fuzz_viz.c libpio/wire/viz_proto.c libpio/wire/viz_proto.h viz/module.mk \
+$(B)/fuzz/fuzz_viz: viz/fuzz_viz.c common/wire/viz_proto.c common/wire/viz_proto.h viz/module.mk \
   $(FUZZ_CAPTURE)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
-	  viz/fuzz_viz.c libpio/wire/viz_proto.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)
+	  viz/fuzz_viz.c common/wire/viz_proto.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)

@@ -8,7 +8,7 @@
 // index. Why .vti + .pvd rather than VTKHDF: every ParaView and VTK version
 // reads them, VTK 9.1 cannot write VTKHDF, and a file per step lets a
 // reader open the series while it grows.
-#include "viz/outputs.h"
+#include "outputs.h"
 
 #include <vtkDoubleArray.h>
 #include <vtkFloatArray.h>

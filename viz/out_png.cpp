@@ -24,7 +24,7 @@
 // Thread-safety: a PngOutput is used by one thread at a time (its Hub
 // thread). ensure_display and stop_display change the environment: call
 // them from main before other threads read DISPLAY.
-#include "viz/outputs.h"
+#include "outputs.h"
 
 #include <vtkActor.h>
 #include <vtkAutoInit.h>

@@ -8,7 +8,7 @@
 #ifndef VIZD_OUTPUTS_H
 #define VIZD_OUTPUTS_H
 
-#include "viz/vizd.h"
+#include "vizd.h"
 
 #include <vtkImageData.h>
 #include <vtkSmartPointer.h>

@@ -14,7 +14,7 @@
 //
 // Thread-safety: event() may be called from any thread; mtx_ guards the
 // socket (a ZeroMQ socket is not thread-safe).
-#include "viz/outputs.h"
+#include "outputs.h"
 
 #include <zmq.h>
 

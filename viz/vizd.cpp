@@ -24,8 +24,8 @@
 // dropped. Late joiners learn everything from the first descriptor; a new
 // simulation (another name, grid or field list) resets the assembly.
 #include "memtrim.h"
-#include "viz/outputs.h"
-#include "viz/vizd.h"
+#include "outputs.h"
+#include "vizd.h"
 
 #include <algorithm>
 #include <atomic>

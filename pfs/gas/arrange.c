@@ -6,7 +6,7 @@
  * member), then lay its bytes down in issue order (seq), so that where
  * ranges overlap the last writer's bytes stay. A run's members are sorted
  * by seq in place (they are contiguous in v after the first sort). */
-#include "pfs/gas/arrange.h"
+#include "arrange.h"
 
 #include <stdlib.h>
 #include <string.h>

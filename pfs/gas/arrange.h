@@ -14,7 +14,7 @@
 #ifndef GAS_ARRANGE_H
 #define GAS_ARRANGE_H
 
-#include "pfs/layout.h"
+#include "layout.h"
 
 #include <stddef.h>
 #include <stdint.h>

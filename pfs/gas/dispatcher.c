@@ -35,14 +35,14 @@
  * files_mtx, then file.mtx; srv.mtx is never held with either, nor across a
  * PIO call.
  */
-#include "pfs/gas/arrange.h"
-#include "pfs/gas/wire.h"
-#include "pfs/layout.h"
-#include "pfs/pfs.h"
-#include "libpio/capture.h"
-#include "libpio/mono.h"
-#include "libpio/parse.h"
-#include "pfs/srv.h"
+#include "arrange.h"
+#include "wire.h"
+#include "layout.h"
+#include "pfs.h"
+#include "capture.h"
+#include "mono.h"
+#include "parse.h"
+#include "srv.h"
 #include "pio.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
  * GAS_PAYLOAD_MAX, and must encode to the very same bytes (the encoding is
  * canonical). A broken property ends in __builtin_trap(). Built by `make
  * fuzz` (pfs/module.mk). */
-#include "pfs/gas/wire.h"
+#include "wire.h"
 
 #include <string.h>
 

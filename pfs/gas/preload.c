@@ -11,7 +11,7 @@
  * descriptor is one atomic load of fd's slot in pgas_fds and a compare, on
  * a path a 5-byte prefix compare. The library's own I/O (socket, eventfd,
  * stderr) uses send/recv/ppoll, which are not hooked, or the real functions.
- * What libanco.so does alike lives in libpio/interpose.c, compiled into both
+ * What libanco.so does alike lives in common/interpose.c, compiled into both
  * libraries hidden: libc's functions behind the hooks (PIO_IP_REAL), the
  * descriptor table, open's and fcntl's optional arguments, the fopencookie
  * streams, the one-line messages on stderr (pio_ip_say).
@@ -122,8 +122,8 @@
  * newer coreutils), creat, preadv/pwritev, closefrom, sendfile. isatty,
  * mmap, fchmod and the like are not hooked: the placeholder answers them.
  */
-#include "libpio/interpose.h"
-#include "pfs/gas/wire.h"
+#include "interpose.h"
+#include "wire.h"
 #include "pio.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
  * servers, pieces merged away by the arrangement, and flushes by cause
  * (full, timer, sync). --reset zeroes them after printing (benchmarks).
  * It speaks the socket protocol itself: it is not a PIO application. */
-#include "pfs/gas/wire.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <stdio.h>

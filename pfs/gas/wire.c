@@ -1,6 +1,6 @@
 /* wire.c - the GAS frame header codec (wire.h).
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "pfs/gas/wire.h"
+#include "wire.h"
 
 #include <string.h>
 

@@ -18,7 +18,7 @@ setup() { cd "$PIO_SRC"; }
   assert_output --regexp "gcc .*-std=c11 .*-Werror.*-c -o"
   run make "$BATS_TEST_TMPDIR/b2/lib/libpio.a" B="$BATS_TEST_TMPDIR/b2"
   assert_success
-  assert_output --partial "  CC     libpio/error.c"
+  assert_output --partial "  CC     common/error.c"
   refute_output --partial "-std=c11"
 }
 
@@ -89,4 +89,67 @@ C
   [ "$(wc -l <<<"$declared")" -ge 40 ] || fail "pio.h declares only: $declared"
   missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
   [ -z "$missing" ] || fail "declared in pio.h, not exported: $(echo $missing)"
+}
+
+# probe HEADER: a throw-away source file that includes HEADER
+probe() { printf '#include "%s"\nint pio_probe_ok;\n' "$1" >"$BATS_TEST_TMPDIR/probe.c"; }
+
+@test "each layer's include path: a forbidden include stops the build, an allowed one compiles" {
+  b=$BATS_TEST_TMPDIR/b
+  # a client (pfs) sees pio.h, libpio's second tier and the shared base ...
+  for h in pio.h pio_svc.h capture.h parse.h wire/pcp_proto.h; do
+    probe "$h"
+    run make -s inc-check B="$b" SRC=pfs/client.c PROBE="$BATS_TEST_TMPDIR/probe.c"
+    assert_success
+  done
+  # ... and nothing private of libpio, the transports or piod
+  for h in win.h partner.h transport.h rma.h piod.h core_int.h; do
+    probe "$h"
+    run make -s inc-check B="$b" SRC=pfs/client.c PROBE="$BATS_TEST_TMPDIR/probe.c"
+    assert_failure
+    assert_output --partial "$h: No such file or directory"
+  done
+  # the same for the tools (pio-info once included rma.h)
+  probe rma.h
+  run make -s inc-check B="$b" SRC=tools/pio-info/pio-info.c PROBE="$BATS_TEST_TMPDIR/probe.c"
+  assert_failure
+  assert_output --partial "rma.h: No such file or directory"
+  # transports see the shared base only: not libpio's second tier, not piod
+  probe capture.h
+  run make -s inc-check B="$b" SRC=transport/tcp/tcp.c PROBE="$BATS_TEST_TMPDIR/probe.c"
+  assert_success
+  for h in pio_svc.h win.h piod.h; do
+    probe "$h"
+    run make -s inc-check B="$b" SRC=transport/tcp/tcp.c PROBE="$BATS_TEST_TMPDIR/probe.c"
+    assert_failure
+    assert_output --partial "$h: No such file or directory"
+  done
+  # piod sees the transports but no client (pfs's qos.h) and not libpio's
+  probe transport.h
+  run make -s inc-check B="$b" SRC=piod/core.c PROBE="$BATS_TEST_TMPDIR/probe.c"
+  assert_success
+  for h in qos.h win.h; do
+    probe "$h"
+    run make -s inc-check B="$b" SRC=piod/core.c PROBE="$BATS_TEST_TMPDIR/probe.c"
+    assert_failure
+    assert_output --partial "$h: No such file or directory"
+  done
+  # an example sees the public header alone
+  probe pio.h
+  run make -s inc-check B="$b" SRC=examples/hello.c PROBE="$BATS_TEST_TMPDIR/probe.c"
+  assert_success
+  # (not err.h for the probe: glibc has one of that name)
+  probe capture.h
+  run make -s inc-check B="$b" SRC=examples/hello.c PROBE="$BATS_TEST_TMPDIR/probe.c"
+  assert_failure
+  assert_output --partial "capture.h: No such file or directory"
+}
+
+@test "no source reaches another folder's header by a relative path" {
+  # a quoted include is looked up beside its file first: "../x.h" would get
+  # around the include paths, so none is allowed outside the tests
+  run grep -rnE '^\s*#\s*include\s+"[^"]*\.\./' common transport libpio piod pfs anco viz tools bench \
+    examples bindings
+  assert_failure 1
+  assert_output ""
 }

@@ -5,7 +5,7 @@
  * it up by name in the registry) and calls it only through
  * const struct pio_transport_ops *, so the same code runs over every stream
  * transport (nng's NUTS, libzmq's test_spec_*). What a check expects is the
- * contract written in libpio/transport/transport.h; where a check asks more
+ * contract written in transport/transport.h; where a check asks more
  * than the contract says (numeric addresses, ports in 0..65535), its comment
  * says so.
  *
@@ -20,7 +20,7 @@
  * of its own (conf_netns), before any transport starts a thread (a
  * thread keeps the namespace it was born in).
  */
-#include "tests/conformance/conformance.h"
+#include "conformance.h"
 #include "pio.h"
 #include "transport/transport.h"
 
@@ -514,7 +514,7 @@ int pio_conf_setup(void **state)
     x->caps = spec ? spec->caps : 0;
     x->t = name ? pio_transport_find(name) : NULL;
     if (!x->t) {
-        print_error("transport '%s' is not registered (libpio/transport/registry.c) or lacks a "
+        print_error("transport '%s' is not registered (transport/registry.c) or lacks a "
                     "mandatory op\n",
                     name ? name : "(null)");
         free(x);

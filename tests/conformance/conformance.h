@@ -3,7 +3,7 @@
  *
  * nng's NUTS model (src/testing/nuts.h, NUTS_DECLARE_TRAN_TESTS): each check
  * in conformance.c is written once against const struct pio_transport_ops *
- * (libpio/transport/transport.h) and knows nothing of any backend. A
+ * (transport/transport.h) and knows nothing of any backend. A
  * transport's test file instantiates the whole suite with one line:
  *
  *     #include "tests/conformance/conformance.h"

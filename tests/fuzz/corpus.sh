@@ -5,7 +5,7 @@
 # Usage: FUZZ_DIR=build/default/fuzz BUILD=build/default tests/fuzz/corpus.sh TARGET...
 # Runs the test suites that move real bytes (loopback, test bed, pcp, merged
 # output, viz, pfs, GAS, anco, MPI, Fortran) with PIO_CAPTURE_DIR set: every
-# decoder writes each input it is given once (libpio/capture.h). Then each
+# decoder writes each input it is given once (common/capture.h). Then each
 # TARGET's captures (and, for wire, a valid frame of every type from
 # fuzz_seeds) are merged into tests/fuzz/corpus/TARGET with libFuzzer's
 # -merge=1, which keeps an input only when it adds coverage. Prints the

@@ -1,6 +1,6 @@
 # tests/fuzz/module.mk - run the fuzz targets, and grow their corpora from
 # real traffic. The targets themselves (FUZZ_BINS) come from the components'
-# module.mk files; flags from libpio/wire/module.mk.
+# module.mk files; flags from common/wire/module.mk.
 #
 #   make fuzz [FUZZ_TIME=60] [FUZZ_TARGETS="wire pfs ..."]
 #        build every target, run each FUZZ_TIME seconds from its committed

@@ -24,7 +24,7 @@
  * checked against the local file $ANCO_JOB_LOCAL. */
 #include "anco/anco.h"
 #include "anco/internal.h"
-#include "libpio/pio.h"
+#include "pio.h"
 
 #include <fcntl.h>
 #include <stdio.h>

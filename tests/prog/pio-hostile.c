@@ -1,7 +1,7 @@
 /* pio-hostile.c - a hostile client and peer for tests/bats/hostile.bats.
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * It crafts valid frames with the wire encoder (libpio/wire/wire.c), then
+ * It crafts valid frames with the wire encoder (common/wire/wire.c), then
  * breaks them (lying lengths, huge counts, unknown types, bad magic, another
  * version) and sends them to a piod's process socket or data port; it
  * floods a piod with requests without reading the answers; it sits between
@@ -44,7 +44,7 @@
  * set-up errors, 3 for spray when a send timed out (back-pressure).
  */
 #include "pio.h"
-#include "wire/wire.h"
+#include "common/wire/wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* test_error.c - every status code has distinct words and a name; errno maps.
  * SPDX-License-Identifier: BSD-3-Clause */
 #include "pio.h"
-#include "libpio/err.h"
+#include "common/err.h"
 #include "tests/lib/unit.h"
 
 #include <errno.h>

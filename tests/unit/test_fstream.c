@@ -1,8 +1,8 @@
 /* test_fstream.c - wire frames over a non-blocking stream: splitting, queuing, refusing.
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "err.h"
-#include "fstream.h"
-#include "wire/wire.h"
+#include "common/err.h"
+#include "common/fstream.h"
+#include "common/wire/wire.h"
 #include "tests/lib/unit.h"
 
 #include <fcntl.h>

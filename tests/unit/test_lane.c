@@ -8,8 +8,8 @@
  * every frame exactly once, in number order, and the acks free what the
  * sender kept. */
 #include "piod/lane.h"
-#include "err.h"
-#include "wire/wire.h"
+#include "common/err.h"
+#include "common/wire/wire.h"
 #include "tests/lib/unit.h"
 
 #define N_MSG 3000

@@ -19,7 +19,7 @@
  */
 #include "pio.h"
 #include "transport/rma.h"
-#include "tsan.h"
+#include "common/tsan.h"
 #include "tests/lib/unit.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  * bytes). Conversion is checked for every datatype in both sender byte
  * orders, out of place, in place and at unaligned addresses.
  */
-#include "libpio/types.h"
+#include "common/types.h"
 #include "pio.h"
 #include "tests/lib/unit.h"
 

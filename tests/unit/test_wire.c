@@ -10,7 +10,7 @@
  * the byte layout with a golden frame, and exercise the encoder's errors.
  * Values come from a fixed-seed xorshift, so a failure always reproduces.
  */
-#include "libpio/wire/wire.h"
+#include "common/wire/wire.h"
 #include "pio.h"
 #include "tests/lib/unit.h"
 

@@ -1,5 +1,5 @@
 # tools/pcp/module.mk - pcp (bin) and the file service pio-files (sbin, started by piod).
-# (libpio/wire/pcp_proto.c, the file service protocol, is in libpio:
+# (common/wire/pcp_proto.c, the file service protocol, is in libpio:
 # PIO_File_* speak it too)
 # pio-files writes HDF5-mode merged output with the serial libhdf5 (it uses no MPI).
 PCP_OBJS      := $(B)/tools/pcp/pcp.o $(B)/tools/pcp/orphan.o
@@ -21,10 +21,10 @@ $(B)/sbin/pio-files: $(PIOFILES_OBJS) $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(H5_SERIAL_LIBS)
 
 # `make fuzz`: $(B)/fuzz/fuzz_pcp, libFuzzer + ASan over pcp_msg_decode
-# (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS from libpio/wire/module.mk).
+# (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS from common/wire/module.mk).
 FUZZ_BINS += $(B)/fuzz/fuzz_pcp
-$(B)/fuzz/fuzz_pcp: tools/pcp/fuzz_pcp.c libpio/wire/pcp_proto.c libpio/wire/pcp_proto.h tools/pcp/module.mk \
+$(B)/fuzz/fuzz_pcp: tools/pcp/fuzz_pcp.c common/wire/pcp_proto.c common/wire/pcp_proto.h tools/pcp/module.mk \
   $(FUZZ_CAPTURE)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
-	  tools/pcp/fuzz_pcp.c libpio/wire/pcp_proto.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)
+	  tools/pcp/fuzz_pcp.c common/wire/pcp_proto.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)

@@ -13,7 +13,8 @@
  * and checksum match. A fetched file is written to ".NAME.pcp-part" and
  * renamed into place once verified, as the service does for sent files.
  */
-#include "info.h"
+#include "pio_svc.h"
+#include "wire/wire.h"
 #include "orphan.h"
 #include "wire/pcp_proto.h"
 #include "pio.h"
@@ -870,7 +871,7 @@ static void explain_no_service(void)
     for (uint32_t i = 0; i < f->u.p_info.nchan; i++)
         if (strcmp(f->u.p_info.chan[i].peer, o.host) == 0) {
             known = 1;
-            up |= f->u.p_info.chan[i].state == 2;
+            up |= f->u.p_info.chan[i].state == PIO_WCHAN_UP;
         }
     if (!known)
         err("%s: unknown host: this host's piod has no peer %s (add [peer %s] with its "

@@ -8,8 +8,7 @@
  * offers and would use to another process on this host (like ucx_info -d/-e).
  */
 #include "pio.h"
-#include "info.h"
-#include "transport/rma.h"
+#include "pio_svc.h"
 #include "wire/wire.h"
 
 #include <getopt.h>
@@ -39,30 +38,23 @@ static void human_bytes(uint64_t b, char *out, size_t n)
     snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-/* --rdma: the description (rma.h describe) of the one-sided backend that
- * windows use here (picked by capability, as win.c does). */
+/* --rdma: the description of the one-sided backend that windows use here
+ * (pio_svc.h, picked by capability as win.c does). */
 static int print_rdma(void)
 {
-    const struct pio_rma_ops *r = pio_rma_pick(PIO_RMA_CAP_GETPUT | PIO_RMA_CAP_ATOMICS);
-    struct pio_rma *x = NULL;
-    if (!r) {
+    int stage = 0;
+    int rc = pio_svc_rma_describe(stdout, &stage);
+    if (rc == PIO_OK)
+        return 0;
+    if (stage == 0)
         fprintf(stderr, "pio-info: this libpio has no one-sided backend%s%s\n",
                 getenv("PIO_RMA") ? " called " : "", getenv("PIO_RMA") ? getenv("PIO_RMA") : "");
-        return 1;
-    }
-    int rc = r->init(&x);
-    if (rc != PIO_OK) {
+    else if (stage == 1)
         fprintf(stderr, "pio-info: UCX would not start: %s (UCX_TLS=%s)\n", PIO_Strerror(rc),
                 getenv("UCX_TLS") ? getenv("UCX_TLS") : "unset");
-        return 1;
-    }
-    rc = r->describe(x, stdout);
-    r->fini(x);
-    if (rc != PIO_OK) {
+    else
         fprintf(stderr, "pio-info: cannot describe rdma: %s\n", PIO_Strerror(rc));
-        return 1;
-    }
-    return 0;
+    return 1;
 }
 
 static void print_json(const struct pio_p_info *in)

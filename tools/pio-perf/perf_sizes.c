@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  * One parser, so that the PIO benchmark and its plain-socket baseline always
  * measure the same sizes. No state. */
-#include "tools/pio-perf/perf_sizes.h"
+#include "perf_sizes.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -29,7 +29,7 @@
  * PIO.
  */
 #include "pio.h"
-#include "tools/pio-perf/perf_sizes.h"
+#include "perf_sizes.h"
 
 #include <errno.h>
 #include <getopt.h>

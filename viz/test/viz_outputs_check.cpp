@@ -13,7 +13,7 @@
 //   viz_outputs_check publish ENDPOINT N MS   N events, one every MS ms
 // Each check that fails prints "FAIL ..."; the exit status is 1 then.
 // Rendering starts its own Xvfb when DISPLAY is unset (ensure_display).
-#include "viz/outputs.h"
+#include "outputs.h"
 
 #include <vtkImageData.h>
 #include <vtkNew.h>

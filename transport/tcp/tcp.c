@@ -8,7 +8,7 @@
  * connection to a link (the test bed gives each link its own subnet).
  * shutdown(2) is how another thread unblocks a blocked call. No locks here.
  */
-#include "transport/transport.h"
+#include "transport.h"
 #include "err.h"
 
 #include <arpa/inet.h>

@@ -6,7 +6,7 @@
  * table's mutex guards that table's slot updates and reference counts and
  * is held only for those. The stdio streams call the library's hooks by
  * their public names (read, write, lseek, close), never libc's directly. */
-#include "libpio/interpose.h"
+#include "interpose.h"
 
 #include <dlfcn.h>
 #include <errno.h>

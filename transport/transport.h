@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * A transport is one const struct pio_transport_ops, in its own folder under
- * libpio/transport/, listed in registry.c (the one place backends are named;
+ * transport/, listed in registry.c (the one place backends are named;
  * the only place an #ifdef for an optional backend may appear). Core code
  * calls transports only through the table. The conformance suite
  * (tests/conformance/) runs the same checks over every registered stream

@@ -4,7 +4,7 @@
  * Usage: fuzz_seeds DIR. Writes DIR/NAME.bin for every frame type (and a few
  * variants: eager payloads present and absent, empty lists) with plausible
  * values, checks that each decodes back, and exits non-zero on any failure.
- * Built by `make fuzz` (libpio/wire/module.mk); never installed.
+ * Built by `make fuzz` (common/wire/module.mk); never installed.
  */
 #include "wire.h"
 #include "pio.h"

@@ -2,7 +2,7 @@
  * transports (transport.h). One parser, so every transport reads an address
  * the same way; a transport that cannot carry a family refuses it after.
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "transport/transport.h"
+#include "transport.h"
 #include "err.h"
 
 #include <arpa/inet.h>

@@ -7,7 +7,7 @@
  * the frame is encoded again; the bytes must be the input's bytes (the
  * encoding is canonical), decoding them must give an equal frame, and one
  * byte less must be PIO_EAGAIN. Any broken property ends in __builtin_trap().
- * Built by `make fuzz` (libpio/wire/module.mk) with clang -fsanitize=fuzzer,address.
+ * Built by `make fuzz` (common/wire/module.mk) with clang -fsanitize=fuzzer,address.
  */
 #include "wire.h"
 #include "pio.h"

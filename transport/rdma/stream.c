@@ -42,8 +42,8 @@
  * lock while the endpoint binds it. Connections are freed only by the
  * progress thread, so a UCX callback always finds its connection alive.
  */
-#include "transport/rdma/ucx.h"
-#include "transport/transport.h"
+#include "ucx.h"
+#include "transport.h"
 #include "err.h"
 
 #include <arpa/inet.h>

@@ -1,6 +1,6 @@
 /* parse.c - numbers on command lines and in the environment (parse.h).
  * SPDX-License-Identifier: BSD-3-Clause */
-#include "libpio/parse.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
  * registration checks that every mandatory op is present. "rdma" (UCX),
  * stream (rdma/stream.c) and one-sided (rdma/rma.c), is always built: ucx is
  * in the Makefile's PKG_DEPS. */
-#include "transport/rma.h"
-#include "transport/transport.h"
+#include "rma.h"
+#include "transport.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-# libpio/wire/module.mk - fuzz targets for the decoders (make fuzz).
+# common/wire/module.mk - fuzz targets for the decoders (make fuzz).
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Every decoder that reads bytes from outside has a libFuzzer + ASan target,
@@ -15,32 +15,32 @@
 # whole decoder carries libFuzzer's coverage instrumentation; capture.c comes
 # along (the decoders call pio_capture; off unless PIO_CAPTURE_DIR is set).
 FUZZ_CC      ?= clang
-FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -Ilibpio -I. -Wall -Wextra -Werror \
+FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE $(INC_tests) -Wall -Wextra -Werror \
                 $(call pkg,--cflags,libxxhash)
 FUZZ_LIBS    := $(call pkg,--libs,libxxhash)
-FUZZ_CAPTURE := libpio/capture.c
-FUZZ_COMMON  := libpio/wire/wire.c libpio/error.c libpio/types.c $(FUZZ_CAPTURE)
-FUZZ_HDRS    := libpio/wire/wire.h libpio/pio.h libpio/err.h libpio/types.h libpio/capture.h
+FUZZ_CAPTURE := common/capture.c
+FUZZ_COMMON  := common/wire/wire.c common/error.c common/types.c $(FUZZ_CAPTURE)
+FUZZ_HDRS    := common/wire/wire.h libpio/pio.h common/err.h common/types.h common/capture.h $(PUB_HDRS)
 FUZZ_BINS    := $(B)/fuzz/fuzz_wire $(B)/fuzz/fuzz_fstream $(B)/fuzz/fuzz_win
 
-$(B)/fuzz/fuzz_wire: libpio/wire/fuzz_wire.c $(FUZZ_COMMON) $(FUZZ_HDRS) libpio/wire/module.mk
+$(B)/fuzz/fuzz_wire: common/wire/fuzz_wire.c $(FUZZ_COMMON) $(FUZZ_HDRS) common/wire/module.mk
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
-	  libpio/wire/fuzz_wire.c $(FUZZ_COMMON) $(FUZZ_LIBS)
+	  common/wire/fuzz_wire.c $(FUZZ_COMMON) $(FUZZ_LIBS)
 
-$(B)/fuzz/fuzz_fstream: libpio/fuzz_fstream.c libpio/fstream.c libpio/fstream.h $(FUZZ_COMMON) \
-  $(FUZZ_HDRS) libpio/wire/module.mk
+$(B)/fuzz/fuzz_fstream: common/fuzz_fstream.c common/fstream.c common/fstream.h $(FUZZ_COMMON) \
+  $(FUZZ_HDRS) common/wire/module.mk
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
-	  libpio/fuzz_fstream.c libpio/fstream.c $(FUZZ_COMMON) $(FUZZ_LIBS)
+	  common/fuzz_fstream.c common/fstream.c $(FUZZ_COMMON) $(FUZZ_LIBS)
 
 $(B)/fuzz/fuzz_win: libpio/fuzz_win.c libpio/winctl.c libpio/winctl.h $(FUZZ_CAPTURE) \
-  libpio/wire/module.mk
+  common/wire/module.mk
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
 	  libpio/fuzz_win.c libpio/winctl.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)
 
-$(B)/fuzz/fuzz_seeds: libpio/wire/fuzz_seeds.c $(FUZZ_COMMON) $(FUZZ_HDRS) libpio/wire/module.mk
+$(B)/fuzz/fuzz_seeds: common/wire/fuzz_seeds.c $(FUZZ_COMMON) $(FUZZ_HDRS) common/wire/module.mk
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=address $(FUZZ_CFLAGS) -o $@ \
-	  libpio/wire/fuzz_seeds.c $(FUZZ_COMMON) $(FUZZ_LIBS)
+	  common/wire/fuzz_seeds.c $(FUZZ_COMMON) $(FUZZ_LIBS)

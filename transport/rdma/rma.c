@@ -12,8 +12,8 @@
  * is set) so a peer that died is noticed: its endpoint's error handler marks
  * it failed, UCX fails what was in flight, and later calls fail at once.
  */
-#include "transport/rma.h"
-#include "transport/rdma/ucx.h"
+#include "rma.h"
+#include "ucx.h"
 #include "err.h"
 
 #include <errno.h>

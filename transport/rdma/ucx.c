@@ -7,7 +7,7 @@
  * again), then sleep in poll(2) on the event fd for at most a second. No
  * mutex of ours is held anywhere in this file; u->stop is an atomic.
  */
-#include "transport/rdma/ucx.h"
+#include "ucx.h"
 #include "err.h"
 
 #include <errno.h>
