@@ -171,88 +171,6 @@ int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int fl
 #define PGAS_WHY_BAD    (-2)
 #define PGAS_PREFIX_LEN (sizeof(GAS_PREFIX) - 1)
 
-/* ---- the real functions (PIO_IP_REAL) ---------------------------------- */
-
-PIO_IP_SLOT(open);
-PIO_IP_SLOT(open64);
-PIO_IP_SLOT(openat);
-PIO_IP_SLOT(openat64);
-PIO_IP_SLOT(creat);
-PIO_IP_SLOT(creat64);
-PIO_IP_SLOT(__open_2);
-PIO_IP_SLOT(__open64_2);
-PIO_IP_SLOT(__openat_2);
-PIO_IP_SLOT(__openat64_2);
-PIO_IP_SLOT(fopen);
-PIO_IP_SLOT(fopen64);
-PIO_IP_SLOT(fdopen);
-PIO_IP_SLOT(read);
-PIO_IP_SLOT(write);
-PIO_IP_SLOT(pread);
-PIO_IP_SLOT(pread64);
-PIO_IP_SLOT(pwrite);
-PIO_IP_SLOT(pwrite64);
-PIO_IP_SLOT(__read_chk);
-PIO_IP_SLOT(__pread_chk);
-PIO_IP_SLOT(__pread64_chk);
-PIO_IP_SLOT(readv);
-PIO_IP_SLOT(writev);
-PIO_IP_SLOT(preadv);
-PIO_IP_SLOT(preadv64);
-PIO_IP_SLOT(pwritev);
-PIO_IP_SLOT(pwritev64);
-PIO_IP_SLOT(preadv2);
-PIO_IP_SLOT(preadv64v2);
-PIO_IP_SLOT(pwritev2);
-PIO_IP_SLOT(pwritev64v2);
-PIO_IP_SLOT(lseek);
-PIO_IP_SLOT(lseek64);
-PIO_IP_SLOT(fsync);
-PIO_IP_SLOT(fdatasync);
-PIO_IP_SLOT(close);
-PIO_IP_SLOT(close_range);
-PIO_IP_SLOT(closefrom);
-PIO_IP_SLOT(fstat);
-PIO_IP_SLOT(fstat64);
-PIO_IP_SLOT(__fxstat);
-PIO_IP_SLOT(__fxstat64);
-PIO_IP_SLOT(fstatat);
-PIO_IP_SLOT(fstatat64);
-PIO_IP_SLOT(__fxstatat);
-PIO_IP_SLOT(__fxstatat64);
-PIO_IP_SLOT(stat);
-PIO_IP_SLOT(stat64);
-PIO_IP_SLOT(lstat);
-PIO_IP_SLOT(lstat64);
-PIO_IP_SLOT(__xstat);
-PIO_IP_SLOT(__xstat64);
-PIO_IP_SLOT(__lxstat);
-PIO_IP_SLOT(__lxstat64);
-PIO_IP_SLOT(statx);
-PIO_IP_SLOT(access);
-PIO_IP_SLOT(faccessat);
-PIO_IP_SLOT(unlink);
-PIO_IP_SLOT(unlinkat);
-PIO_IP_SLOT(ftruncate);
-PIO_IP_SLOT(ftruncate64);
-PIO_IP_SLOT(copy_file_range);
-PIO_IP_SLOT(sendfile);
-PIO_IP_SLOT(sendfile64);
-PIO_IP_SLOT(posix_fadvise);
-PIO_IP_SLOT(posix_fadvise64);
-PIO_IP_SLOT(dup);
-PIO_IP_SLOT(dup2);
-PIO_IP_SLOT(dup3);
-PIO_IP_SLOT(fcntl);
-PIO_IP_SLOT(fcntl64);
-PIO_IP_SLOT(ioctl);
-PIO_IP_SLOT(getxattr);
-PIO_IP_SLOT(lgetxattr);
-PIO_IP_SLOT(fgetxattr);
-PIO_IP_SLOT(listxattr);
-PIO_IP_SLOT(llistxattr);
-PIO_IP_SLOT(flistxattr);
-
 /* ---- state ------------------------------------------------------------- */
 
 /* One request waiting for its reply; on the caller's stack. */
@@ -1228,16 +1146,7 @@ static ssize_t pgas_io_fd(int fd, const struct iovec *iov, int cnt, off_t off, i
     return r;
 }
 
-/* pgas_io1 - pgas_io_fd of one buffer; pos: at the position (off unused). */
-static ssize_t pgas_io1(int fd, const void *buf, size_t n, off_t off, int pos, int wr)
-{
-    struct iovec v = {(void *)buf, n};
-
-    if (!pos && off < 0)
-        return pgas_slot(fd) ? pio_ip_fail(EINVAL) : PIO_IP_NOT_OURS;
-    return pgas_io_fd(fd, &v, 1, pos ? -1 : off, wr);
-}
-
+/* pgas_iov - pgas_io_fd at the position (pos), or at off (< 0: EINVAL). */
 static ssize_t pgas_iov(int fd, const struct iovec *iov, int cnt, off_t off, int pos, int wr)
 {
     if (!pos && off < 0)
@@ -1755,256 +1664,65 @@ __attribute__((destructor)) static void pgas_fini(void)
             (void)pgas_close(fd);
 }
 
-/* ---- the hooks --------------------------------------------------------- */
+/* ---- the hooks (PIO_IP_READ_HOOKS, PIO_IP_WRITE_HOOKS) ----------------- */
 
-int open(const char *path, int flags, ...)
+/* the open family, creat: PIO_IP_NOT_OURS, or the pgas open */
+static int serve_open(int dirfd, const char *path, int flags, mode_t mode)
 {
-    mode_t mode;
-    int r;
-
-    PIO_IP_OPEN_MODE(flags, mode);
-    r = pgas_open_hook(AT_FDCWD, path, flags, mode);
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(open)(path, flags, mode));
+    return pgas_open_hook(dirfd, path, flags, mode);
 }
 
-int open64(const char *path, int flags, ...)
+/* libc opened fd: a slot of that number is stale */
+static int serve_opened(int dirfd, const char *path, int flags, mode_t mode, int fd)
 {
-    mode_t mode;
-    int r;
-
-    PIO_IP_OPEN_MODE(flags, mode);
-    r = pgas_open_hook(AT_FDCWD, path, flags, mode);
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(open64)(path, flags, mode));
+    (void)dirfd, (void)path, (void)flags, (void)mode;
+    return pgas_forget(fd);
 }
 
-int openat(int dirfd, const char *path, int flags, ...)
+static FILE *serve_fopen(const char *path, const char *mode,
+                         FILE *(*real)(const char *, const char *))
 {
-    mode_t mode;
-    int r;
-
-    PIO_IP_OPEN_MODE(flags, mode);
-    r = pgas_open_hook(dirfd, path, flags, mode);
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(openat)(dirfd, path, flags, mode));
+    return pgas_is_path(path) ? pgas_fopen(path, mode) : real(path, mode);
 }
 
-int openat64(int dirfd, const char *path, int flags, ...)
+static FILE *serve_fdopen(int fd, const char *mode, FILE *(*real)(int, const char *))
 {
-    mode_t mode;
-    int r;
-
-    PIO_IP_OPEN_MODE(flags, mode);
-    r = pgas_open_hook(dirfd, path, flags, mode);
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(openat64)(dirfd, path, flags, mode));
+    return pgas_slot(fd) ? pio_ip_stream(fd, mode) : real(fd, mode);
 }
 
-int creat(const char *path, mode_t mode)
+/* the read and write families: at the position (pos) or at off; preadv2,
+ * pwritev2: off -1 means the position, the RWF_* flags are ignored */
+static ssize_t serve_readv(int fd, const struct iovec *iov, int cnt, off_t off, int pos)
 {
-    int r = pgas_open_hook(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(creat)(path, mode));
+    return pgas_iov(fd, iov, cnt, off, pos, 0);
 }
 
-int creat64(const char *path, mode_t mode)
+static ssize_t serve_writev(int fd, const struct iovec *iov, int cnt, off_t off, int pos)
 {
-    int r = pgas_open_hook(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(creat64)(path, mode));
+    return pgas_iov(fd, iov, cnt, off, pos, 1);
 }
 
-int __open_2(const char *path, int flags)
+static ssize_t serve_read(int fd, void *buf, size_t n, off_t off, int pos)
 {
-    int r = pgas_open_hook(AT_FDCWD, path, flags, 0);
+    struct iovec v = {buf, n};
 
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(__open_2)(path, flags));
+    return serve_readv(fd, &v, 1, off, pos);
 }
 
-int __open64_2(const char *path, int flags)
+static ssize_t serve_write(int fd, const void *buf, size_t n, off_t off, int pos)
 {
-    int r = pgas_open_hook(AT_FDCWD, path, flags, 0);
+    struct iovec v = {(void *)buf, n};
 
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(__open64_2)(path, flags));
+    return serve_writev(fd, &v, 1, off, pos);
 }
 
-int __openat_2(int dirfd, const char *path, int flags)
+static off_t serve_lseek(int fd, off_t off, int whence)
 {
-    int r = pgas_open_hook(dirfd, path, flags, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(__openat_2)(dirfd, path, flags));
+    return pgas_lseek(fd, off, whence);
 }
 
-int __openat64_2(int dirfd, const char *path, int flags)
-{
-    int r = pgas_open_hook(dirfd, path, flags, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : pgas_forget(PIO_IP_REAL(__openat64_2)(dirfd, path, flags));
-}
-
-FILE *fopen(const char *path, const char *mode)
-{
-    return pgas_is_path(path) ? pgas_fopen(path, mode) : PIO_IP_REAL(fopen)(path, mode);
-}
-
-FILE *fopen64(const char *path, const char *mode)
-{
-    return pgas_is_path(path) ? pgas_fopen(path, mode) : PIO_IP_REAL(fopen64)(path, mode);
-}
-
-FILE *fdopen(int fd, const char *mode)
-{
-    return pgas_slot(fd) ? pio_ip_stream(fd, mode) : PIO_IP_REAL(fdopen)(fd, mode);
-}
-
-ssize_t read(int fd, void *buf, size_t n)
-{
-    ssize_t r = pgas_io1(fd, buf, n, 0, 1, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(read)(fd, buf, n);
-}
-
-ssize_t write(int fd, const void *buf, size_t n)
-{
-    ssize_t r = pgas_io1(fd, buf, n, 0, 1, 1);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(write)(fd, buf, n);
-}
-
-ssize_t pread(int fd, void *buf, size_t n, off_t off)
-{
-    ssize_t r = pgas_io1(fd, buf, n, off, 0, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pread)(fd, buf, n, off);
-}
-
-ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
-{
-    ssize_t r = pgas_io1(fd, buf, n, off, 0, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pread64)(fd, buf, n, off);
-}
-
-ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    ssize_t r = pgas_io1(fd, buf, n, off, 0, 1);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwrite)(fd, buf, n, off);
-}
-
-ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
-{
-    ssize_t r = pgas_io1(fd, buf, n, off, 0, 1);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwrite64)(fd, buf, n, off);
-}
-
-/* The fortified reads: a buffer too small goes to libc, which aborts. */
-ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
-{
-    ssize_t r = n <= buflen ? pgas_io1(fd, buf, n, 0, 1, 0) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__read_chk)(fd, buf, n, buflen);
-}
-
-ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-{
-    ssize_t r = n <= buflen ? pgas_io1(fd, buf, n, off, 0, 0) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__pread_chk)(fd, buf, n, off, buflen);
-}
-
-ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
-{
-    ssize_t r = n <= buflen ? pgas_io1(fd, buf, n, off, 0, 0) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__pread64_chk)(fd, buf, n, off, buflen);
-}
-
-ssize_t readv(int fd, const struct iovec *iov, int cnt)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, 0, 1, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(readv)(fd, iov, cnt);
-}
-
-ssize_t writev(int fd, const struct iovec *iov, int cnt)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, 0, 1, 1);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(writev)(fd, iov, cnt);
-}
-
-ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, off, 0, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv)(fd, iov, cnt, off);
-}
-
-ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, off, 0, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv64)(fd, iov, cnt, off);
-}
-
-ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, off, 0, 1);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwritev)(fd, iov, cnt, off);
-}
-
-ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, off, 0, 1);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwritev64)(fd, iov, cnt, off);
-}
-
-/* preadv2/pwritev2: off -1 means the position; the RWF_* flags are ignored. */
-ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, off, off == -1, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv2)(fd, iov, cnt, off, flags);
-}
-
-ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, off, off == -1, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv64v2)(fd, iov, cnt, off, flags);
-}
-
-ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, off, off == -1, 1);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwritev2)(fd, iov, cnt, off, flags);
-}
-
-ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
-{
-    ssize_t r = pgas_iov(fd, iov, cnt, off, off == -1, 1);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pwritev64v2)(fd, iov, cnt, off, flags);
-}
-
-off_t lseek(int fd, off_t off, int whence)
-{
-    off_t r = pgas_lseek(fd, off, whence);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lseek)(fd, off, whence);
-}
-
-off64_t lseek64(int fd, off64_t off, int whence)
-{
-    off_t r = pgas_lseek(fd, off, whence);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lseek64)(fd, off, whence);
-}
-
-/* pgas_fsync - FSYNC: every earlier request applied and durable. */
-static int pgas_fsync(int fd)
+/* serve_fsync - FSYNC: every earlier request applied and durable. */
+static int serve_fsync(int fd)
 {
     struct pgas_file *f = pgas_get(fd);
     int r;
@@ -2016,44 +1734,22 @@ static int pgas_fsync(int fd)
     return r;
 }
 
-int fsync(int fd)
+static int serve_close(int fd)
 {
-    int r = pgas_fsync(fd);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fsync)(fd);
+    return pgas_close(fd);
 }
 
-int fdatasync(int fd)
+static int serve_close_range(unsigned lo, unsigned hi, int flags,
+                             int (*real)(unsigned, unsigned, int))
 {
-    int r = pgas_fsync(fd);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fdatasync)(fd);
-}
-
-int close(int fd)
-{
-    int r = pgas_close(fd);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(close)(fd);
-}
-
-int close_range(unsigned lo, unsigned hi, int flags)
-{
-    int r = PIO_IP_REAL(close_range)(lo, hi, flags);
+    int r = real(lo, hi, flags);
 
     if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
         pgas_drop_range(lo, hi);
     return r;
 }
 
-void closefrom(int lo)
-{
-    PIO_IP_REAL(closefrom)(lo);
-    if (lo >= 0)
-        pgas_drop_range((unsigned)lo, UINT_MAX);
-}
-
-static int pgas_trunc(int fd, off_t len)
+static int serve_ftruncate(int fd, off_t len)
 {
     struct pgas_file *f = pgas_get(fd);
     int r = -1;
@@ -2068,133 +1764,12 @@ static int pgas_trunc(int fd, off_t len)
     return r;
 }
 
-int ftruncate(int fd, off_t len)
+static int serve_stat(int dirfd, const char *path, int flags, struct stat *st)
 {
-    int r = pgas_trunc(fd, len);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(ftruncate)(fd, len);
+    return pgas_stat_hook(dirfd, path, flags, st);
 }
 
-int ftruncate64(int fd, off64_t len)
-{
-    int r = pgas_trunc(fd, len);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(ftruncate64)(fd, len);
-}
-
-int fstat(int fd, struct stat *st)
-{
-    int r = pgas_stat_hook(fd, "", AT_EMPTY_PATH, st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fstat)(fd, st);
-}
-
-int fstat64(int fd, struct stat64 *st)
-{
-    int r = pgas_stat_hook(fd, "", AT_EMPTY_PATH, (struct stat *)st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fstat64)(fd, st);
-}
-
-int __fxstat(int ver, int fd, struct stat *st)
-{
-    int r = pgas_stat_hook(fd, "", AT_EMPTY_PATH, st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__fxstat)(ver, fd, st);
-}
-
-int __fxstat64(int ver, int fd, struct stat64 *st)
-{
-    int r = pgas_stat_hook(fd, "", AT_EMPTY_PATH, (struct stat *)st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__fxstat64)(ver, fd, st);
-}
-
-int fstatat(int dirfd, const char *path, struct stat *st, int flags)
-{
-    int r = pgas_stat_hook(dirfd, path, flags, st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fstatat)(dirfd, path, st, flags);
-}
-
-int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
-{
-    int r = pgas_stat_hook(dirfd, path, flags, (struct stat *)st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fstatat64)(dirfd, path, st, flags);
-}
-
-int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
-{
-    int r = pgas_stat_hook(dirfd, path, flags, st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__fxstatat)(ver, dirfd, path, st, flags);
-}
-
-int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
-{
-    int r = pgas_stat_hook(dirfd, path, flags, (struct stat *)st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__fxstatat64)(ver, dirfd, path, st, flags);
-}
-
-int stat(const char *path, struct stat *st)
-{
-    int r = pgas_stat_hook(AT_FDCWD, path, 0, st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(stat)(path, st);
-}
-
-int stat64(const char *path, struct stat64 *st)
-{
-    int r = pgas_stat_hook(AT_FDCWD, path, 0, (struct stat *)st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(stat64)(path, st);
-}
-
-int lstat(const char *path, struct stat *st)
-{
-    int r = pgas_stat_hook(AT_FDCWD, path, 0, st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lstat)(path, st);
-}
-
-int lstat64(const char *path, struct stat64 *st)
-{
-    int r = pgas_stat_hook(AT_FDCWD, path, 0, (struct stat *)st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lstat64)(path, st);
-}
-
-int __xstat(int ver, const char *path, struct stat *st)
-{
-    int r = pgas_stat_hook(AT_FDCWD, path, 0, st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__xstat)(ver, path, st);
-}
-
-int __xstat64(int ver, const char *path, struct stat64 *st)
-{
-    int r = pgas_stat_hook(AT_FDCWD, path, 0, (struct stat *)st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__xstat64)(ver, path, st);
-}
-
-int __lxstat(int ver, const char *path, struct stat *st)
-{
-    int r = pgas_stat_hook(AT_FDCWD, path, 0, st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__lxstat)(ver, path, st);
-}
-
-int __lxstat64(int ver, const char *path, struct stat64 *st)
-{
-    int r = pgas_stat_hook(AT_FDCWD, path, 0, (struct stat *)st);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__lxstat64)(ver, path, st);
-}
-
-int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
+static int serve_statx(int dirfd, const char *path, int flags, struct statx *sx)
 {
     struct pgas_attr a;
     uint64_t ino;
@@ -2202,169 +1777,110 @@ int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *s
 
     if (r == 0)
         pgas_fill_statx(&a, ino, sx);
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(statx)(dirfd, path, flags, mask, sx);
+    return r;
 }
 
-int access(const char *path, int mode)
+static int serve_access(int dirfd, const char *path, int mode)
 {
-    int r = pgas_access_hook(AT_FDCWD, path, mode);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(access)(path, mode);
+    return pgas_access_hook(dirfd, path, mode);
 }
 
-int faccessat(int dirfd, const char *path, int mode, int flags)
+static int serve_unlink(int dirfd, const char *path, int flags)
 {
-    int r = pgas_access_hook(dirfd, path, mode);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(faccessat)(dirfd, path, mode, flags);
-}
-
-int unlink(const char *path)
-{
-    int r = pgas_unlink_hook(AT_FDCWD, path, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(unlink)(path);
-}
-
-int unlinkat(int dirfd, const char *path, int flags)
-{
-    int r = pgas_unlink_hook(dirfd, path, flags);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(unlinkat)(dirfd, path, flags);
+    return pgas_unlink_hook(dirfd, path, flags);
 }
 
 /* copy_file_range, sendfile: the kernel would copy into the placeholder.
  * EXDEV makes cp and cat fall back to read/write; Python's shutil falls
  * back on EINVAL from its first sendfile. */
-ssize_t copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t n, unsigned flags)
+static ssize_t serve_copy_file_range(int in, int out)
 {
-    if (pgas_slot(in) || pgas_slot(out))
-        return pio_ip_fail(EXDEV);
-    return PIO_IP_REAL(copy_file_range)(in, inoff, out, outoff, n, flags);
+    return pgas_slot(in) || pgas_slot(out) ? pio_ip_fail(EXDEV) : PIO_IP_NOT_OURS;
 }
 
-ssize_t sendfile(int out, int in, off_t *off, size_t n)
+static ssize_t serve_sendfile(int out, int in, off_t *off, size_t n)
 {
-    if (pgas_slot(in) || pgas_slot(out))
-        return pio_ip_fail(EINVAL);
-    return PIO_IP_REAL(sendfile)(out, in, off, n);
+    (void)off, (void)n;
+    return pgas_slot(in) || pgas_slot(out) ? pio_ip_fail(EINVAL) : PIO_IP_NOT_OURS;
 }
 
-ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
+static int serve_fadvise(int fd)
 {
-    if (pgas_slot(in) || pgas_slot(out))
-        return pio_ip_fail(EINVAL);
-    return PIO_IP_REAL(sendfile64)(out, in, off, n);
+    return pgas_slot(fd) ? 0 : PIO_IP_NOT_OURS;
 }
 
-int posix_fadvise(int fd, off_t off, off_t len, int advice)
-{
-    return pgas_slot(fd) ? 0 : PIO_IP_REAL(posix_fadvise)(fd, off, len, advice);
-}
-
-int posix_fadvise64(int fd, off64_t off, off64_t len, int advice)
-{
-    return pgas_slot(fd) ? 0 : PIO_IP_REAL(posix_fadvise64)(fd, off, len, advice);
-}
-
-int dup(int fd)
+static int serve_dup(int fd, int (*real)(int))
 {
     struct pgas_file *f;
     int r;
 
     if (!pgas_slot(fd) || !pgas_mine() || !(f = pgas_get(fd)))
-        return PIO_IP_REAL(dup)(fd);
-    r = pgas_dup_to(f, PIO_IP_REAL(dup)(fd));
+        return real(fd);
+    r = pgas_dup_to(f, real(fd));
     pgas_release(f);
     return r;
 }
 
-int dup2(int oldfd, int newfd)
+static int serve_dup2(int oldfd, int newfd, int (*real)(int, int))
 {
     if ((!pgas_slot(oldfd) && !pgas_slot(newfd)) || !pgas_mine())
-        return PIO_IP_REAL(dup2)(oldfd, newfd);
+        return real(oldfd, newfd);
     return pgas_dup2(oldfd, newfd, -1);
 }
 
-int dup3(int oldfd, int newfd, int flags)
+static int serve_dup3(int oldfd, int newfd, int flags, int (*real)(int, int, int))
 {
     if ((!pgas_slot(oldfd) && !pgas_slot(newfd)) || !pgas_mine() || flags < 0)
-        return PIO_IP_REAL(dup3)(oldfd, newfd, flags);
+        return real(oldfd, newfd, flags);
     return pgas_dup2(oldfd, newfd, flags);
 }
 
-int fcntl(int fd, int cmd, ...)
+static int serve_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 {
-    void *arg;
-    int r;
+    int r = pgas_fcntl(fd, cmd, arg);
 
-    PIO_IP_OPT_ARG(cmd, arg);
-    r = pgas_fcntl(fd, cmd, arg);
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fcntl)(fd, cmd, arg);
-}
-
-int fcntl64(int fd, int cmd, ...)
-{
-    void *arg;
-    int r;
-
-    PIO_IP_OPT_ARG(cmd, arg);
-    r = pgas_fcntl(fd, cmd, arg);
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(fcntl64)(fd, cmd, arg);
+    return r != PIO_IP_NOT_OURS ? r : real(fd, cmd, arg);
 }
 
 /* ioctl: no pgas file is a terminal, nor clones (cp's FICLONE). */
-int ioctl(int fd, unsigned long req, ...)
+static int serve_ioctl(int fd, unsigned long cmd, void *arg, int (*real)(int, unsigned long, ...))
 {
-    void *arg;
-
-    PIO_IP_OPT_ARG(req, arg);
     if (pgas_slot(fd))
         return pio_ip_fail(ENOTTY);
-    return PIO_IP_REAL(ioctl)(fd, req, arg);
+    return real(fd, cmd, arg);
 }
 
 /* Extended attributes: none on a pgas file (ls asks for the SELinux label). */
-ssize_t getxattr(const char *path, const char *name, void *value, size_t size)
+static ssize_t serve_getxattr(const char *path)
 {
     int r = pgas_xattr_hook(path);
 
     if (r == PIO_IP_NOT_OURS)
-        return PIO_IP_REAL(getxattr)(path, name, value, size);
+        return r;
     return r < 0 ? -1 : pio_ip_fail(ENODATA);
 }
 
-ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size)
+static ssize_t serve_fgetxattr(int fd)
 {
-    int r = pgas_xattr_hook(path);
-
-    if (r == PIO_IP_NOT_OURS)
-        return PIO_IP_REAL(lgetxattr)(path, name, value, size);
-    return r < 0 ? -1 : pio_ip_fail(ENODATA);
+    return pgas_slot(fd) ? pio_ip_fail(ENODATA) : PIO_IP_NOT_OURS;
 }
 
-ssize_t fgetxattr(int fd, const char *name, void *value, size_t size)
+static ssize_t serve_listxattr(const char *path)
 {
-    if (pgas_slot(fd))
-        return pio_ip_fail(ENODATA);
-    return PIO_IP_REAL(fgetxattr)(fd, name, value, size);
+    return pgas_xattr_hook(path);
 }
 
-ssize_t listxattr(const char *path, char *list, size_t size)
+static ssize_t serve_flistxattr(int fd)
 {
-    int r = pgas_xattr_hook(path);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(listxattr)(path, list, size);
+    return pgas_slot(fd) ? 0 : PIO_IP_NOT_OURS;
 }
 
-ssize_t llistxattr(const char *path, char *list, size_t size)
-{
-    int r = pgas_xattr_hook(path);
+PIO_IP_READ_HOOKS(PIO_IP_HOOK)
+PIO_IP_WRITE_HOOKS(PIO_IP_HOOK)
 
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(llistxattr)(path, list, size);
-}
-
-ssize_t flistxattr(int fd, char *list, size_t size)
+void closefrom(int lo)
 {
-    return pgas_slot(fd) ? 0 : PIO_IP_REAL(flistxattr)(fd, list, size);
+    PIO_IP_REAL(closefrom)(lo);
+    if (lo >= 0)
+        pgas_drop_range((unsigned)lo, UINT_MAX);
 }
