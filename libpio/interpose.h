@@ -1,6 +1,7 @@
 /* interpose.h - what the LD_PRELOAD libraries (libpgas.so, libanco.so) share:
- * libc's functions behind our hooks, the descriptor table, the optional
- * arguments of open and fcntl, stdio streams through the hooks.
+ * the one list of the hooks, libc's functions behind them, the descriptor
+ * table, the optional arguments of open and fcntl, stdio streams through
+ * the hooks.
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * Not part of libpio.a or libpio.so: each preload library compiles
