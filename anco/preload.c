@@ -112,44 +112,6 @@ _Static_assert(sizeof(off_t) == 8 && sizeof(off_t) == sizeof(off64_t), "libanco.
 #define APL_BOUNCE    (1u << 20) /* sendfile's buffer, at most */
 #define APL_STATS_ENV "ANCO_STATS"
 
-/* ---- the real functions (PIO_IP_REAL) ---------------------------------- */
-
-PIO_IP_SLOT(open);
-PIO_IP_SLOT(open64);
-PIO_IP_SLOT(openat);
-PIO_IP_SLOT(openat64);
-PIO_IP_SLOT(__open_2);
-PIO_IP_SLOT(__open64_2);
-PIO_IP_SLOT(__openat_2);
-PIO_IP_SLOT(__openat64_2);
-PIO_IP_SLOT(fopen);
-PIO_IP_SLOT(fopen64);
-PIO_IP_SLOT(fdopen);
-PIO_IP_SLOT(read);
-PIO_IP_SLOT(pread);
-PIO_IP_SLOT(pread64);
-PIO_IP_SLOT(__read_chk);
-PIO_IP_SLOT(__pread_chk);
-PIO_IP_SLOT(__pread64_chk);
-PIO_IP_SLOT(readv);
-PIO_IP_SLOT(preadv);
-PIO_IP_SLOT(preadv64);
-PIO_IP_SLOT(preadv2);
-PIO_IP_SLOT(preadv64v2);
-PIO_IP_SLOT(lseek);
-PIO_IP_SLOT(lseek64);
-PIO_IP_SLOT(close);
-PIO_IP_SLOT(close_range);
-PIO_IP_SLOT(closefrom);
-PIO_IP_SLOT(dup);
-PIO_IP_SLOT(dup2);
-PIO_IP_SLOT(dup3);
-PIO_IP_SLOT(fcntl);
-PIO_IP_SLOT(fcntl64);
-PIO_IP_SLOT(copy_file_range);
-PIO_IP_SLOT(sendfile);
-PIO_IP_SLOT(sendfile64);
-
 /* ---- state ------------------------------------------------------------- */
 
 /* One served open; shared by the descriptors dup'ed from it. */
@@ -547,9 +509,9 @@ static int apl_dup_to(int oldfd, int newfd)
     return newfd;
 }
 
-/* apl_fcntl - the fcntl and fcntl64 hooks, real being libc's: what
+/* serve_fcntl - the fcntl and fcntl64 hooks, real being libc's: what
  * F_DUPFD and F_DUPFD_CLOEXEC make shares fd's record. */
-static int apl_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
+static int serve_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 {
     int r = real(fd, cmd, arg);
 
@@ -685,17 +647,23 @@ static ssize_t apl_readv(int fd, const struct iovec *iov, int cnt, off_t off)
     return r;
 }
 
-/* apl_read1 - one buffer: read (pos) or pread (off >= 0). */
-static ssize_t apl_read1(int fd, void *buf, size_t n, off_t off, int pos)
+/* serve_readv - the readv family: at the position (pos) or at off >= 0. */
+static ssize_t serve_readv(int fd, const struct iovec *iov, int cnt, off_t off, int pos)
+{
+    if (!apl_slot(fd) || (!pos && off < 0)) /* libc says EINVAL to a negative offset */
+        return PIO_IP_NOT_OURS;
+    return apl_readv(fd, iov, cnt, pos ? -1 : off);
+}
+
+/* serve_read - one buffer: read (pos) or pread (off >= 0). */
+static ssize_t serve_read(int fd, void *buf, size_t n, off_t off, int pos)
 {
     struct iovec v = {buf, n};
 
-    if (!apl_slot(fd) || (!pos && off < 0)) /* libc says EINVAL to a negative offset */
-        return PIO_IP_NOT_OURS;
-    return apl_readv(fd, &v, 1, pos ? -1 : off);
+    return serve_readv(fd, &v, 1, off, pos);
 }
 
-static off_t apl_lseek(int fd, off_t off, int whence)
+static off_t serve_lseek(int fd, off_t off, int whence)
 {
     struct apl_file *f;
     off_t base, to;
@@ -727,10 +695,10 @@ out:
     return to;
 }
 
-/* apl_sendfile - sendfile from served descriptor in: one piece of at most
- * APL_BOUNCE bytes through the cache, written to out. PIO_IP_NOT_OURS, bytes
- * or -1. */
-static ssize_t apl_sendfile(int out, int in, off_t *offp, size_t count)
+/* serve_sendfile - sendfile from served descriptor in: one piece of at
+ * most APL_BOUNCE bytes through the cache, written to out. PIO_IP_NOT_OURS,
+ * bytes or -1. */
+static ssize_t serve_sendfile(int out, int in, off_t *offp, size_t count)
 {
     struct apl_file *f;
     ssize_t r, w;
@@ -772,10 +740,11 @@ put:
 
 /* ---- stdio ------------------------------------------------------------- */
 
-/* apl_fopen - fopen of a path that may be served: glibc's fopen opens with
- * its internal open, so a served path gets a stream of ours (read-only). */
-static FILE *apl_fopen(const char *path, const char *mode,
-                       FILE *(*real)(const char *, const char *))
+/* serve_fopen - fopen of a path that may be served: glibc's fopen opens
+ * with its internal open, so a served path gets a stream of ours
+ * (read-only). */
+static FILE *serve_fopen(const char *path, const char *mode,
+                         FILE *(*real)(const char *, const char *))
 {
     char abs[PATH_MAX];
     int flags, fd;
@@ -838,188 +807,79 @@ __attribute__((destructor)) static void apl_fini(void)
     apl_inside = 0;
 }
 
-/* ---- the hooks --------------------------------------------------------- */
+/* ---- the hooks (PIO_IP_READ_HOOKS) ------------------------------------ */
 
-int open(const char *path, int flags, ...)
+/* served after libc opened it: serve_opened */
+static int serve_open(int dirfd, const char *path, int flags, mode_t mode)
 {
-    mode_t mode;
-
-    PIO_IP_OPEN_MODE(flags, mode);
-    return apl_opened(AT_FDCWD, path, flags, PIO_IP_REAL(open)(path, flags, mode));
+    (void)dirfd, (void)path, (void)flags, (void)mode;
+    return PIO_IP_NOT_OURS;
 }
 
-int open64(const char *path, int flags, ...)
+static int serve_opened(int dirfd, const char *path, int flags, mode_t mode, int fd)
 {
-    mode_t mode;
-
-    PIO_IP_OPEN_MODE(flags, mode);
-    return apl_opened(AT_FDCWD, path, flags, PIO_IP_REAL(open64)(path, flags, mode));
+    (void)mode;
+    return apl_opened(dirfd, path, flags, fd);
 }
 
-int openat(int dirfd, const char *path, int flags, ...)
-{
-    mode_t mode;
-
-    PIO_IP_OPEN_MODE(flags, mode);
-    return apl_opened(dirfd, path, flags, PIO_IP_REAL(openat)(dirfd, path, flags, mode));
-}
-
-int openat64(int dirfd, const char *path, int flags, ...)
-{
-    mode_t mode;
-
-    PIO_IP_OPEN_MODE(flags, mode);
-    return apl_opened(dirfd, path, flags, PIO_IP_REAL(openat64)(dirfd, path, flags, mode));
-}
-
-int __open_2(const char *path, int flags)
-{
-    return apl_opened(AT_FDCWD, path, flags, PIO_IP_REAL(__open_2)(path, flags));
-}
-
-int __open64_2(const char *path, int flags)
-{
-    return apl_opened(AT_FDCWD, path, flags, PIO_IP_REAL(__open64_2)(path, flags));
-}
-
-int __openat_2(int dirfd, const char *path, int flags)
-{
-    return apl_opened(dirfd, path, flags, PIO_IP_REAL(__openat_2)(dirfd, path, flags));
-}
-
-int __openat64_2(int dirfd, const char *path, int flags)
-{
-    return apl_opened(dirfd, path, flags, PIO_IP_REAL(__openat64_2)(dirfd, path, flags));
-}
-
-FILE *fopen(const char *path, const char *mode)
-{
-    return apl_fopen(path, mode, PIO_IP_REAL(fopen));
-}
-
-FILE *fopen64(const char *path, const char *mode)
-{
-    return apl_fopen(path, mode, PIO_IP_REAL(fopen64));
-}
-
-FILE *fdopen(int fd, const char *mode)
+static FILE *serve_fdopen(int fd, const char *mode, FILE *(*real)(int, const char *))
 {
     struct apl_file *f;
 
     if (!apl_slot(fd) || !apl_read_mode(mode) || !(f = apl_get(fd)))
-        return PIO_IP_REAL(fdopen)(fd, mode);
+        return real(fd, mode);
     apl_put(f);
     return pio_ip_stream(fd, "r");
 }
 
-ssize_t read(int fd, void *buf, size_t n)
-{
-    ssize_t r = apl_read1(fd, buf, n, 0, 1);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(read)(fd, buf, n);
-}
-
-ssize_t pread(int fd, void *buf, size_t n, off_t off)
-{
-    ssize_t r = apl_read1(fd, buf, n, off, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pread)(fd, buf, n, off);
-}
-
-ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
-{
-    ssize_t r = apl_read1(fd, buf, n, off, 0);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(pread64)(fd, buf, n, off);
-}
-
-/* the fortified reads: an overflowing one goes to libc, which aborts */
-ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
-{
-    ssize_t r = n <= buflen ? apl_read1(fd, buf, n, 0, 1) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__read_chk)(fd, buf, n, buflen);
-}
-
-ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-{
-    ssize_t r = n <= buflen ? apl_read1(fd, buf, n, off, 0) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__pread_chk)(fd, buf, n, off, buflen);
-}
-
-ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
-{
-    ssize_t r = n <= buflen ? apl_read1(fd, buf, n, off, 0) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(__pread64_chk)(fd, buf, n, off, buflen);
-}
-
-ssize_t readv(int fd, const struct iovec *iov, int cnt)
-{
-    ssize_t r = apl_slot(fd) ? apl_readv(fd, iov, cnt, -1) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(readv)(fd, iov, cnt);
-}
-
-ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-    ssize_t r = apl_slot(fd) && off >= 0 ? apl_readv(fd, iov, cnt, off) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv)(fd, iov, cnt, off);
-}
-
-ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
-{
-    ssize_t r = apl_slot(fd) && off >= 0 ? apl_readv(fd, iov, cnt, off) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv64)(fd, iov, cnt, off);
-}
-
-/* preadv2: offset -1 is the position; the flags are hints we need not take */
-ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
-{
-    ssize_t r = apl_slot(fd) && off >= -1 ? apl_readv(fd, iov, cnt, off) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv2)(fd, iov, cnt, off, flags);
-}
-
-ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
-{
-    ssize_t r = apl_slot(fd) && off >= -1 ? apl_readv(fd, iov, cnt, off) : PIO_IP_NOT_OURS;
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(preadv64v2)(fd, iov, cnt, off, flags);
-}
-
-off_t lseek(int fd, off_t off, int whence)
-{
-    off_t r = apl_lseek(fd, off, whence);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lseek)(fd, off, whence);
-}
-
-off64_t lseek64(int fd, off64_t off, int whence)
-{
-    off_t r = apl_lseek(fd, off, whence);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(lseek64)(fd, off, whence);
-}
-
-int close(int fd)
+static int serve_close(int fd)
 {
     apl_drop(fd); /* first: the number is free again once libc closed it */
-    return PIO_IP_REAL(close)(fd);
+    return PIO_IP_NOT_OURS;
 }
 
-int close_range(unsigned int first, unsigned int last, int flags)
+static int serve_close_range(unsigned int first, unsigned int last, int flags,
+                             int (*real)(unsigned int, unsigned int, int))
 {
     int hw = atomic_load(&apl_fds.hw);
 
     if (!(flags & CLOSE_RANGE_CLOEXEC))
         for (unsigned int fd = first; fd <= last && fd < (unsigned)hw; fd++)
             apl_drop((int)fd);
-    return PIO_IP_REAL(close_range)(first, last, flags);
+    return real(first, last, flags);
 }
+
+static int serve_dup(int fd, int (*real)(int))
+{
+    return apl_dup_to(fd, real(fd));
+}
+
+static int serve_dup2(int oldfd, int newfd, int (*real)(int, int))
+{
+    return apl_dup_to(oldfd, real(oldfd, newfd));
+}
+
+static int serve_dup3(int oldfd, int newfd, int flags, int (*real)(int, int, int))
+{
+    return apl_dup_to(oldfd, real(oldfd, newfd, flags));
+}
+
+/* refused from a served descriptor: the caller falls back to read and write */
+static ssize_t serve_copy_file_range(int in, int out)
+{
+    struct apl_file *f;
+
+    (void)out;
+    if (apl_slot(in) && (f = apl_get(in))) {
+        apl_put(f);
+        return pio_ip_fail(EXDEV);
+    }
+    return PIO_IP_NOT_OURS;
+}
+
+/* the fortified reads: an overflowing one goes to libc, which aborts;
+ * preadv2: offset -1 is the position, the flags are hints we need not take */
+PIO_IP_READ_HOOKS(PIO_IP_HOOK)
 
 void closefrom(int lowfd)
 {
@@ -1028,62 +888,4 @@ void closefrom(int lowfd)
     for (int fd = lowfd < 0 ? 0 : lowfd; fd < hw; fd++)
         apl_drop(fd);
     PIO_IP_REAL(closefrom)(lowfd);
-}
-
-int dup(int fd)
-{
-    return apl_dup_to(fd, PIO_IP_REAL(dup)(fd));
-}
-
-int dup2(int oldfd, int newfd)
-{
-    return apl_dup_to(oldfd, PIO_IP_REAL(dup2)(oldfd, newfd));
-}
-
-int dup3(int oldfd, int newfd, int flags)
-{
-    return apl_dup_to(oldfd, PIO_IP_REAL(dup3)(oldfd, newfd, flags));
-}
-
-int fcntl(int fd, int cmd, ...)
-{
-    void *arg;
-
-    PIO_IP_OPT_ARG(cmd, arg);
-    return apl_fcntl(fd, cmd, arg, PIO_IP_REAL(fcntl));
-}
-
-int fcntl64(int fd, int cmd, ...)
-{
-    void *arg;
-
-    PIO_IP_OPT_ARG(cmd, arg);
-    return apl_fcntl(fd, cmd, arg, PIO_IP_REAL(fcntl64));
-}
-
-/* refused from a served descriptor: the caller falls back to read and write */
-ssize_t copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t len,
-                        unsigned int flags)
-{
-    struct apl_file *f;
-
-    if (apl_slot(in) && (f = apl_get(in))) {
-        apl_put(f);
-        return pio_ip_fail(EXDEV);
-    }
-    return PIO_IP_REAL(copy_file_range)(in, inoff, out, outoff, len, flags);
-}
-
-ssize_t sendfile(int out, int in, off_t *off, size_t count)
-{
-    ssize_t r = apl_sendfile(out, in, off, count);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(sendfile)(out, in, off, count);
-}
-
-ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
-{
-    ssize_t r = apl_sendfile(out, in, off, count);
-
-    return r != PIO_IP_NOT_OURS ? r : PIO_IP_REAL(sendfile64)(out, in, off, count);
 }

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * Compiled into each preload library, hidden, never into libpio. It owns
- * no state of its own but the slot of libc's write (for pio_ip_say); a
+ * no state of its own but the slots of libc's functions (PIO_IP_REAL); a
  * table's mutex guards that table's slot updates and reference counts and
  * is held only for those. The stdio streams call the library's hooks by
  * their public names (read, write, lseek, close), never libc's directly. */
@@ -14,7 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
-PIO_IP_SLOT(write);
+/* the slots of libc's functions behind every hook in the lists, one per
+ * library (each compiles this file once) */
+#define PIO_IP_SLOT_DEFINE(shape, ret, name, params, args, op, op_args)                            \
+    void *_Atomic pio_ip_sym_##name;
+PIO_IP_READ_HOOKS(PIO_IP_SLOT_DEFINE)
+PIO_IP_WRITE_HOOKS(PIO_IP_SLOT_DEFINE)
 
 void *pio_ip_sym(void *_Atomic *slot, const char *name)
 {

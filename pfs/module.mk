@@ -73,7 +73,9 @@ GAS_OBJS      := $(B)/pfs/gas/arrange.o $(B)/pfs/gas/wire.o
 GAS_DISP_OBJS := $(B)/pfs/gas/dispatcher.o $(B)/pfs/srv.o $(GAS_OBJS)
 GAS_STAT_OBJS := $(B)/pfs/gas/stat.o $(B)/pfs/gas/wire.o
 LIBPGAS_SO    := $(B)/lib/libpgas.so
-LIBPGAS_OBJS  := $(B)/pfs/gas/pic/preload.o $(B)/pfs/gas/pic/wire.o
+LIBPGAS_HOOKS := $(B)/pfs/gas/pic/preload.o
+LIBPGAS_OBJS  := $(LIBPGAS_HOOKS) $(B)/pfs/gas/pic/preload_conn.o $(B)/pfs/gas/pic/preload_file.o \
+  $(B)/pfs/gas/pic/wire.o
 LIBPGAS_IP    := $(B)/pfs/gas/pic/interpose.o
 OBJS  += $(sort $(GAS_OBJS) $(GAS_DISP_OBJS) $(GAS_STAT_OBJS))
 BINS  += $(B)/bin/gas-stat
@@ -89,9 +91,10 @@ $(B)/bin/gas-stat: $(GAS_STAT_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^
 
-# the wire codec and the interposition support are linked in hidden: a
-# program's own symbols never clash with them
-$(B)/pfs/gas/pic/wire.o $(LIBPGAS_IP): PIC_VIS := -fvisibility=hidden
+# everything but the hooks (preload.o) is linked in hidden: a program's own
+# symbols never clash with the connection, the files, the wire codec or the
+# interposition support
+$(filter-out $(LIBPGAS_HOOKS),$(LIBPGAS_OBJS)) $(LIBPGAS_IP): PIC_VIS := -fvisibility=hidden
 $(LIBPGAS_OBJS): $(B)/pfs/gas/pic/%.o: pfs/gas/%.c $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)$(CC) $(CPPFLAGS) $(call inc,$<) $(filter-out $(SANFLAGS),$(CFLAGS)) $(PIC_VIS) -c -o $@ $<
