@@ -2,7 +2,7 @@
 PIO_VERSION   := 0.1.0
 PIO_SOVERSION := 0
 
-LIBPIO_SRCS := libpio/pio.c libpio/memtrim.c libpio/win.c libpio/winctl.c libpio/capture.c libpio/fstream.c libpio/info.c libpio/file.c libpio/wire/pcp_proto.c \
+LIBPIO_SRCS := libpio/pio.c libpio/reader.c libpio/sendrecv.c libpio/memtrim.c libpio/win.c libpio/winctl.c libpio/capture.c libpio/fstream.c libpio/info.c libpio/file.c libpio/wire/pcp_proto.c \
                libpio/feed.c libpio/wire/viz_proto.c libpio/error.c libpio/types.c libpio/parse.c libpio/wire/wire.c libpio/pool.c \
                libpio/transport/registry.c libpio/transport/addr.c libpio/transport/tcp/tcp.c \
                libpio/transport/rdma/ucx.c libpio/transport/rdma/rma.c \
