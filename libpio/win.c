@@ -27,7 +27,7 @@
  * Operations complete at the target before they complete here: a put is
  * followed by a flush of its endpoint; gets and atomics carry their answer.
  * Blocking calls wait on a condition; PIO_Iget / PIO_Iput complete a
- * PIO_Request of pio.c (pio_req_ext_*).
+ * PIO_Request of the message core (sendrecv.c, pio_req_ext_*).
  *
  * Threads and locks: one mutex (W.mtx) guards all state here; it is never
  * held while calling libpio (PIO_Send, PIO_Recv) or a backend op that may

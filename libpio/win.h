@@ -1,5 +1,5 @@
-/* win.h - what the window layer (win.c) and the core (pio.c) ask of each
- * other. Not installed.
+/* win.h - what the window layer (win.c) and the message core (pio.c,
+ * sendrecv.c) ask of each other. Not installed.
  * SPDX-License-Identifier: BSD-3-Clause
  * Thread-safety: all thread-safe. */
 #ifndef PIO_WIN_H
@@ -20,7 +20,7 @@
 void pio_win_exit(void);
 
 /* pio_req_ext_new - a PIO_Request that PIO_Wait / PIO_Test complete, for an
- * operation run outside pio.c. NULL when out of memory. */
+ * operation run outside the message core. NULL when out of memory. */
 struct pio_request *pio_req_ext_new(void);
 
 /* pio_req_ext_done - complete it: status, bytes (PIO_Status.bytes). The

@@ -26,11 +26,12 @@ $(PIOD_BIN): $(B)/piod/main.o $(LIBPIOD_A) $(LIBPIO_A)
 # configuration text) and $(B)/fuzz/fuzz_relay (the relay header); flags
 # from common/wire/module.mk. Their sources are kept out of PIOD_SRCS.
 FUZZ_BINS += $(B)/fuzz/fuzz_config $(B)/fuzz/fuzz_relay
-$(B)/fuzz/fuzz_config: piod/fuzz_config.c piod/config.c piod/config.h common/parse.c \
-  $(FUZZ_CAPTURE) piod/module.mk
+$(B)/fuzz/fuzz_config: piod/fuzz_config.c piod/config.c piod/config_check.c piod/config.h \
+  piod/config_int.h common/parse.c $(FUZZ_CAPTURE) piod/module.mk
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -fsanitize=fuzzer,address $(FUZZ_CFLAGS) -o $@ \
-	  piod/fuzz_config.c piod/config.c common/parse.c $(FUZZ_CAPTURE) $(FUZZ_LIBS)
+	  piod/fuzz_config.c piod/config.c piod/config_check.c common/parse.c $(FUZZ_CAPTURE) \
+	  $(FUZZ_LIBS)
 $(B)/fuzz/fuzz_relay: piod/fuzz_relay.c piod/relayhdr.c piod/relayhdr.h $(FUZZ_CAPTURE) \
   piod/module.mk
 	@mkdir -p $(@D)

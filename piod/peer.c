@@ -389,7 +389,7 @@ void on_ctl_frame(struct piod *d, const char *user, const uint8_t *buf, size_t l
               user ? user : "?");
 }
 
-/* ---- the express lane (chan.c opens and authenticates it) ---- */
+/* ---- the express lane (chan_tx.c opens and chan_rx.c authenticates it) ---- */
 
 /* Our lane to a peer failed; frames take ZeroMQ until the lane's thread
  * has opened a new one. What waited in xo, and what the kernel had taken,

@@ -97,7 +97,7 @@ struct piod_rxchan {
     struct pio_tp_conn *conn;
     atomic_int dead; /* set by the thread when it ends */
     /* 1 while the opener is a stranger (handshake not over), 0 after, 2 when
-     * piod_rx_watchdog shut it down at hs_deadline_ms (chan.c, rx_hs_end) */
+     * piod_rx_watchdog shut it down at hs_deadline_ms (chan_rx.c, rx_hs_end) */
     atomic_int hs;
     uint64_t hs_deadline_ms;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
@@ -461,7 +461,7 @@ void piod_fini(struct piod *d);
 /* piod_post - queue an event for the main thread (any thread). Takes ev. */
 void piod_post(struct piod *d, struct piod_ev *ev);
 
-/* chan.c */
+/* chan.c, chan_tx.c (sender side), chan_rx.c (receiver side, grants) */
 int piod_chan_start(struct piod *d);              /* listeners + tx threads for known peers */
 int piod_txchans_start(struct piod *d, int peer); /* after the peer's H_HELLO */
 void piod_chan_stop(struct piod *d);

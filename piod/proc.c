@@ -223,6 +223,17 @@ static void piod_user_name(uid_t uid, char *buf, size_t cap)
         snprintf(buf, cap, "%s", pw.pw_name);
 }
 
+/* A client of another protocol version: P_WELCOME with PIO_EVERSION and
+ * nothing else, so its PIO_Init says why (the caller logs who it was). */
+static void refuse_version(struct piod *d, uint64_t cid)
+{
+    struct pio_frame w;
+    memset(&w, 0, sizeof(w));
+    w.type = PIO_F_P_WELCOME;
+    w.u.p_welcome.status = PIO_EVERSION;
+    send_cid(d, cid, &w);
+}
+
 static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
 {
     struct pio_frame f;
@@ -665,13 +676,8 @@ static void on_proc_frame(struct piod *d, uint64_t cid, const uint8_t *buf, size
             PIOD_WARN("malformed %s frame from client pid %d (%zu bytes: bad check, a count over "
                       "its bound or a bad body): ignored",
                       len >= PIO_WIRE_HDR ? pio_wire_type_name(buf[5]) : "?", cpid, len);
-        if (rc == PIO_EVERSION) {
-            struct pio_frame w;
-            memset(&w, 0, sizeof(w));
-            w.type = PIO_F_P_WELCOME;
-            w.u.p_welcome.status = PIO_EVERSION;
-            send_cid(d, cid, &w);
-        }
+        if (rc == PIO_EVERSION)
+            refuse_version(d, cid);
         return;
     }
     if (f->type == PIO_F_P_HELLO) {
@@ -787,13 +793,8 @@ void on_conn_ready(struct piod *d, struct piod_conn *c, short revents, struct pi
     if (rc == PIO_EPROTO || rc == PIO_EVERSION) {
         PIOD_WARN("client pid %d sent %s: disconnected", (int)c->pid,
                   rc == PIO_EVERSION ? "another protocol version" : "bytes that are not frames");
-        if (rc == PIO_EVERSION) {
-            struct pio_frame w;
-            memset(&w, 0, sizeof(w));
-            w.type = PIO_F_P_WELCOME;
-            w.u.p_welcome.status = PIO_EVERSION;
-            send_cid(d, cid, &w);
-        }
+        if (rc == PIO_EVERSION)
+            refuse_version(d, cid);
         conn_closed(d, c);
     }
 }

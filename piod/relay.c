@@ -287,7 +287,7 @@ static void *handler_thread(void *arg)
     }
     if (r.kind == PIOD_RELAY_IN) { /* a channel for us, accepted by a member */
         /* handed to the main thread, which runs a receiver on it: the relay
-         * never calls into the channels (chan.c calls the relay) */
+         * never calls into the channels (chan_tx.c and chan_rx.c call the relay) */
         struct piod_ev *ev = calloc(1, sizeof(*ev));
         if (!ev) {
             d->tp->close(c);

@@ -1,0 +1,151 @@
+/* pio_int.h - what the files of libpio's message core share (private to
+ * pio.c, reader.c and sendrecv.c; pio.c's head comment describes them).
+ * SPDX-License-Identifier: BSD-3-Clause
+ * Thread-safety: everything here runs with pio_g.mtx held unless its
+ * comment says otherwise. Each function is documented where it is defined;
+ * all are hidden (-fvisibility=hidden), none leaves libpio.so. */
+#ifndef PIO_INT_H
+#define PIO_INT_H
+
+#include "pio.h"
+#include "fstream.h"
+#include "pool.h"
+#include "wire/wire.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define MAX_PARTNERS 64
+
+enum { READER_NONE = 0, READER_API = 1, READER_PROGRESS = 2 };
+
+enum { REQ_SEND = 1, REQ_RECV = 2, REQ_EXT = 3 /* completed by win.c */ };
+
+struct chunk_note { /* an arrived chunk not copied yet */
+    struct chunk_note *next;
+    uint64_t msg_off, pool_off, len;
+};
+
+struct inmsg {
+    struct inmsg *next;
+    uint64_t key;
+    int partner; /* handle, or -1 */
+    char src_app[PIO_WIRE_NAME];
+    char src_system[PIO_WIRE_NAME];
+    char src_user[PIO_WIRE_NAME];
+    uint32_t src_uid, src_gid; /* stamped by the sender's piod */
+    uint32_t src_proc;
+    int32_t tag;
+    uint32_t datatype, flags;
+    uint64_t size, count;
+    uint8_t *eager;
+    struct chunk_note *chunks;
+    uint64_t arrived; /* bytes the piod said are in the pool (P_MSG_DATA) */
+    uint64_t copied;
+    struct pio_request *req; /* the receive it matched */
+    int canceled;
+};
+
+struct pio_request {
+    struct pio_request *next; /* in pio_g.sends or pio_g.recvs */
+    int kind;
+    int done, status;
+    PIO_Status st;
+    /* send */
+    uint64_t sid, size, next_off;
+    const uint8_t *sbuf;
+    /* sbuf is the first byte of a block inside a larger array (sub_row > 0):
+     * rows of sub_row bytes, sub_ny rows a plane, sub_py bytes from row to
+     * row and sub_pz from plane to plane in memory (pio_send_sub) */
+    uint64_t sub_row, sub_ny, sub_py, sub_pz;
+    int sync, copied_all, done_recv, pumping;
+    int verdict; /* a large PIO_USER send waits for the piod to accept its channel */
+    /* recv */
+    int partner, src, tag, datatype;
+    uint8_t *rbuf;
+    size_t count;
+    struct inmsg *msg;
+};
+
+struct copy_job {
+    struct copy_job *next;
+    struct inmsg *m;
+    uint64_t msg_off, pool_off, len;
+};
+
+struct partner {
+    int named; /* by the application (PIO_Setpartner, PIO_Addpartner) */
+    char name[PIO_WIRE_NAME];
+    char system[PIO_WIRE_NAME];
+    uint32_t nprocs, channels;
+    uint8_t *left;
+};
+
+struct lookup { /* a pending P_PARTNER or P_INFO_REQ */
+    struct lookup *next;
+    uint64_t req;
+    int done;
+    struct pio_frame *f;
+};
+
+/* the state of this process, guarded by mtx (defined in pio.c) */
+struct pio_core {
+    pthread_mutex_t mtx;
+    pthread_cond_t cv;
+    int inited, closed;
+    int fd;              /* the socket to the piod */
+    int evfd;            /* interrupts the reader's poll */
+    int reader, want;    /* who reads the socket; API threads waiting for the role */
+    int in_pass;         /* the reader is handling frames (it runs the copies after) */
+    long spin_us;        /* $PIO_SPIN_US: a reader looks this long before it sleeps */
+    struct pio_fin in;   /* the reader's */
+    struct pio_fout out; /* frames the socket had no room for */
+    pthread_t thr;
+    volatile int stop;
+    char app[PIO_WIRE_NAME];
+    int proc, nprocs;
+    struct pio_p_welcome w;
+    int have_welcome;
+    uint8_t *base;
+    size_t size;
+    struct pio_ralloc send;
+    struct partner partners[MAX_PARTNERS];
+    int npartners;
+    struct inmsg *msgs, *msgs_tail;
+    struct pio_request *recvs, *sends;
+    struct copy_job *jobs, *jobs_tail;
+    int copying; /* the reader runs copies without the lock (run_jobs) */
+    struct lookup *lookups;
+    uint64_t next_sid, next_req;
+};
+
+extern struct pio_core pio_g;
+
+/* pio.c: the connection to the piod */
+void pio_deadline_after(struct timespec *ts, int ms);
+int pio_ms_until(const struct timespec *dl);
+int pio_out_frame(const struct pio_frame *f);
+void pio_out_ranges(int type, uint64_t id, uint64_t msg_off, uint64_t off, uint64_t len);
+void pio_out_done(int type, uint64_t id);
+int pio_partner_by_name(const char *name);
+
+/* reader.c: the reader role, the progress thread */
+void pio_wake_reader(void);
+int pio_wait_until(const struct timespec *dl);
+void pio_fail_everything(int status);
+void pio_trace_open(void);
+void *pio_progress(void *arg);
+
+/* sendrecv.c: requests and messages */
+void pio_req_complete(struct pio_request *r, int status);
+void pio_msg_free(struct inmsg *m);
+void pio_recv_finish(struct pio_request *r);
+void pio_pump_all(void);
+void pio_on_msg_new(struct pio_p_msg_new *n);
+void pio_on_msg_data(struct pio_p_ranges *pr);
+void pio_on_send_done(struct pio_frame *f);
+void pio_on_event(struct pio_p_event *e);
+
+#endif
