@@ -79,13 +79,8 @@
 # ("16K 256K 4M"), ANCO_BENCH_UCX_TLS (sm,tcp), SSHFS_OPTS (options after the
 # key), PIO_BENCH_RESULTS (bench/results), PIO_PIOD_FLAGS (extra piod flags).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
-TB=$ROOT/tests/testbed/pio-testbed
-SCRIPT=anco.sh
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 MB=${ANCO_BENCH_MB:-128}
 RATE=${ANCO_BENCH_RATE:-100mbit}
 PARTS=" ${ANCO_BENCH_PARTS:-seq random strided} "
@@ -107,22 +102,14 @@ READ_MPI=$BUILD/bench/anco-read-mpi
 want() { [[ $PARTS == *" $1 "* ]]; }
 mode_on() { [[ $MODES == *" $1 "* ]]; }
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: anco: needs root (network namespaces for the test bed)"
-  exit 0
-fi
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root skip
 bench_need "$READ" "$READ_MPI" "$BUILD/sbin/piod" "$BUILD/sbin/pio-files" "$BUILD/bin/pio-info" mpirun iperf3 sshd sshfs \
   fusermount3 mountpoint || exit 1
 [[ $MB =~ ^[0-9]+$ ]] && [ "$MB" -ge 16 ] && [ $((MB % 16)) -eq 0 ] ||
   { echo "$SCRIPT: ANCO_BENCH_MB=$MB: a whole number of MiB, a multiple of 16" >&2; exit 1; }
 
 t_start=$(date +%s)
-work=$(mktemp -d /tmp/pio-bench-anco.XXXXXX)
-chmod 755 "$work"
+bench_work
 cleanup() {
   # an sshfs lives in the mount namespace of its `pio-testbed exec`:
   # ending it unmounts
@@ -130,10 +117,8 @@ cleanup() {
   bench_cleanup
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
 
-echo "== anco.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores; h1 (readers) <- h2" \
-  "(file server) over one link at $RATE"
+bench_banner "; h1 (readers) <- h2 (file server) over one link at $RATE"
 echo "   SCALED DOWN: the sequential and strided file is $MB MiB (the issue: 1 GiB;" \
   "ANCO_BENCH_MB=1024 for the full size, ~8 x longer)"
 bench_bed_up anc 2 1 "$RATE" || exit 1

@@ -21,42 +21,18 @@
 # CHANNELS_SECONDS (one-way run length per mode, default 3),
 # PIO_BENCH_RESULTS (default bench/results), PIO_PIOD_FLAGS.
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 PERF=$BUILD/bin/pio-perf
 TCPPP=$BUILD/bench/tcp_pingpong
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 KS=${CHANNELS_KS:-1 2 4 8 16}
 RATE=${CHANNELS_RATE:-100mbit}
 SECS=${CHANNELS_SECONDS:-3}
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "skip: bench/channels.sh needs root (network namespaces for the test bed)"
-  exit 0
-fi
-for b in "$PERF" "$TCPPP" "$BUILD/sbin/piod" "$TB"; do
-  [ -x "$b" ] || { echo "channels.sh: $b is missing: run 'make' first" >&2; exit 1; }
-done
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root skip
+bench_need "$PERF" "$TCPPP" "$BUILD/sbin/piod" "$TB" || exit 1
 
-work=$(mktemp -d /tmp/pio-bench-channels.XXXXXX)
-bed=""
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  pio_piods_stop
-  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
+bench_work
 
 fail=0
 # perf NAME CLIENT_ARGS...: a pio-perf server on B, the client on A (CSV rows
@@ -65,7 +41,7 @@ perf() {
   local name=$1; shift
   PIO_SOCKET=$PIO_SOCK_B "$PERF" --server -q --timeout 120 >"$work/$name.srv" 2>&1 &
   local sp=$! rc=0
-  pids+=("$sp")
+  daemons+=("$sp")
   PIO_SOCKET=$PIO_SOCK_A "$PERF" --timeout 120 --csv "$work/pio.$K.csv" "$@" \
     >"$work/$name.cli" 2>&1 || rc=$?
   [ $rc -eq 0 ] || kill "$sp" 2>/dev/null
@@ -84,7 +60,7 @@ tcp() {
   "$TB" exec "$bed" h2 "$TCPPP" --server -B "$("$TB" addr "$bed" h2 0)" -p "$port" --timeout 60 \
     >"$work/$name.srv" 2>&1 &
   local sp=$! n rc=0
-  pids+=("$sp")
+  daemons+=("$sp")
   for ((n = 0; n < 100; n++)); do
     [ -n "$("$TB" exec "$bed" h2 ss -Hltn "sport = :$port")" ] && break
     sleep 0.05
@@ -101,17 +77,14 @@ tcp() {
   fi
 }
 
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== channels.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x K links at $RATE, K in: $KS"
+bench_banner "; 2 hosts x K links at $RATE, K in: $KS"
 first=1
 for K in $KS; do
-  bed="ch$(printf '%03d' $((RANDOM % 1000)))k$K"
-  bed=${bed:0:8}
-  echo "-- K=$K: bed $bed"
-  if ! "$TB" up "$bed" --hosts 2 --links "$K" --rate "$RATE" >"$work/up.$K.log" 2>&1; then
-    echo "channels.sh: K=$K: bed did not come up:" >&2; cat "$work/up.$K.log" >&2
+  if ! bench_bed_up ch 2 "$K" "$RATE"; then
+    echo "channels.sh: K=$K: bed $bed did not come up" >&2
     fail=1; bed=""; continue
   fi
+  echo "-- K=$K: bed $bed"
   if [ $first -eq 1 ]; then
     first=0
     echo "   baseline: plain TCP over link 0"

@@ -28,43 +28,22 @@
 # CHAOS_LIMIT (s, 5400: the driver stops injecting after this),
 # PIO_BENCH_RESULTS. Needs root (skipped otherwise).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 MINUTES=${CHAOS_MINUTES:-22}
 export CHAOS_SECONDS_SEND=${CHAOS_SECONDS_SEND:-$((MINUTES * 60))}
 export CHAOS_RATE=${CHAOS_RATE:-1gbit}
 LIMIT=${CHAOS_LIMIT:-5400}
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "chaos.sh: needs root (network namespaces for the test bed): skipped"
-  echo "SKIP: chaos: needs root"
-  exit 0
-fi
-[ -x "$BUILD/tests/prog/pio-chaos" ] || { echo "chaos.sh: run 'make' first" >&2; exit 1; }
-work=$(mktemp -d /tmp/pio-bench-chaos.XXXXXX)
-export BATS_FILE_TMPDIR=$work # the helpers' cleanup registry
-load() { :; }                 # helpers.bash loads Bats libraries we do not need
-# shellcheck source=../tests/lib/helpers.bash
-source "$ROOT/tests/lib/helpers.bash"
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
+bench_root skip
+bench_need "$BUILD/tests/prog/pio-chaos" || exit 1
+bench_work
+bench_helpers
 # shellcheck source=../tests/lib/chaos.bash
 source "$ROOT/tests/lib/chaos.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
-cleanup() {
-  pio_cleanup
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 mkdir -p "$RESULTS"
 
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== chaos.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x $CHAOS_LINKS links at" \
+bench_banner "; 2 hosts x $CHAOS_LINKS links at" \
   "$CHAOS_RATE; 4 senders (one PIO_SYNC) for $MINUTES min each; default piod settings"
 chaos_bed_up "$work/run" || { echo "chaos.sh: the bed or the piods did not come up" >&2; exit 1; }
 chaos_start 1 1

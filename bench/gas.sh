@@ -23,13 +23,8 @@
 # Writes gas.csv, gas_sweep.csv, gas_btio.png, gas_sweep.png.
 # SPDX-License-Identifier: BSD-3-Clause
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD
-TB=$ROOT/tests/testbed/pio-testbed
-SCRIPT=bench/gas.sh
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 GRID=${GAS_GRID:-32}
 STEPS=${GAS_STEPS:-5}
 PROCS=${GAS_PROCS:-16}
@@ -37,26 +32,19 @@ SWEEP=${GAS_SWEEP:-4K 16K 64K 256K 1M 4M}
 REPS=${GAS_REPS:-2}
 export PFS_PROC_POOL=${PFS_PROC_POOL:-256M}
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: $SCRIPT needs root (network namespaces)"
-  exit 0
-fi
+bench_root skip "network namespaces"
 
-source "$ROOT/tests/lib/piod.bash"
 source "$ROOT/tests/lib/pfs.bash"
-source "$ROOT/bench/lib.bash"
 BTIO=$BUILD/bench/gas-btio
 BTIO_MPI=$BUILD/bench/gas-btio-mpi
 PGAS=$BUILD/lib/libpgas.so
 bench_need "$BUILD/sbin/pfs-iod" "$BUILD/sbin/pfs-mds" "$BUILD/bin/pfs" "$BUILD/sbin/gas-dispatcher" \
   "$BUILD/bin/gas-stat" "$BTIO" "$BTIO_MPI" "$PGAS" mpirun iperf3 || exit 1
 
-work=$(mktemp -d /tmp/pio-bench-gas.XXXXXX)
-bed=""
-trap 'bench_cleanup' EXIT
+bench_work
 mkdir -p "$RESULTS"
 
-bed=gas$(printf '%05d' $(($$ % 100000)))
+bench_bed_name gas
 echo "bed $bed: 7 hosts, 1 Gbit/s links; 4 I/O servers; BTIO-like grid $GRID^3, $STEPS steps, $PROCS processes"
 pfs_cluster_up "$work/c" "$bed" 1gbit || { echo "FAIL: cluster did not come up" >&2; exit 1; }
 for h in 1 2 3 4; do pfs_iod_start "$work/c" "$h" "pfs.iod.$h" --threads 4 --qos off; done
@@ -162,7 +150,7 @@ for sb in $SWEEP; do
   gas_run noarrange "$sb" --no-arrange || exit 1
 done
 
-"$PY" - "$work/runs.txt" "$RESULTS" "$GRID" "$STEPS" "$PROCS" "$link_mbs" <<'EOF'
+bench_summary "" "$work/runs.txt" "$RESULTS" "$GRID" "$STEPS" "$PROCS" "$link_mbs" <<'EOF'
 import csv, os, sys
 runs_f, out, grid, steps, procs, link_mbs = sys.argv[1:7]
 grid, steps, procs = int(grid), int(steps), int(procs)

@@ -20,30 +20,14 @@
 # work. Writes bench/results/isolation.csv (every round) and isolation.png.
 # Environment: BUILD, ISO_ROUNDS (5), ISO_N (20000), PIO_BENCH_RESULTS.
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 ROUNDS=${ISO_ROUNDS:-5}
 N=${ISO_N:-20000}
 CHECK=$BUILD/tests/prog/pio-check
-[ -x "$CHECK" ] || { echo "isolation.sh: run 'make' first" >&2; exit 1; }
-work=$(mktemp -d /tmp/pio-bench-iso.XXXXXX)
-export BATS_FILE_TMPDIR=$work
-load() { :; }
-# shellcheck source=../tests/lib/helpers.bash
-source "$ROOT/tests/lib/helpers.bash"
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
-cleanup() {
-  pio_cleanup >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_need "$CHECK" || exit 1
+bench_work
+bench_helpers
 mkdir -p "$RESULTS"
 
 D=$work/pair
@@ -57,8 +41,7 @@ _pio_wait_sock "$D/A.sock" && _pio_wait_sock "$D/B.sock" &&
   { echo "isolation.sh: the piods did not come up" >&2; exit 1; }
 cpu() { awk '{ print $14 + $15 }' "/proc/$(cat "$D/$1.pid")/stat"; }
 
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== isolation.sh: $date_s on $(hostname), $(nproc) cores; loopback, one channel, default" \
+bench_banner "; loopback, one channel, default" \
   "settings; 3 pairs x $N messages, $ROUNDS rounds of each kind"
 echo "round,kind,seconds,cpu_a_ticks,cpu_b_ticks,ok" >"$RESULTS/isolation.csv"
 fail=0

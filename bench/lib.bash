@@ -1,16 +1,119 @@
-# lib.bash - what the test-bed benchmarks share: a python with matplotlib, the
-# iperf3 ceiling measurement, and for the file benchmarks (pcp.sh, merge.sh)
-# the bed's set-up and tear-down, a piod pair whose B exports a folder and an
-# sshd in h2. Sourced by bench/*.sh after they set TB (the pio-testbed tool)
-# and, for the piods, after tests/lib/piod.bash; $bed names the current bed
-# (hosts h1 -> h2).
+# lib.bash - what the benchmarks share: their start-up (the build, the root
+# check, a scratch folder and its clean-up, the banner, the summary), a python
+# with matplotlib, the iperf3 ceiling measurement, and for the test-bed
+# benchmarks the bed's set-up and tear-down, a piod pair whose B exports a
+# folder and an sshd in h2. Sourced first by every bench/*.sh (after `set -u`;
+# a script with piod flags of its own sets PIO_PIOD_FLAGS before). Sourcing it
+# sets ROOT (the repo), BUILD (absolute; default build/default, relative to
+# ROOT), TB (the pio-testbed tool), RESULTS ($PIO_BENCH_RESULTS, default
+# bench/results), SCRIPT (the script's file name, for messages) and PY;
+# exports PIO_SRC, PIO_BUILD and PIO_PIOD_FLAGS; and sources
+# tests/lib/piod.bash. $bed names the current bed (hosts h1 -> h2).
 # SPDX-License-Identifier: BSD-3-Clause
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build/default}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+TB=$ROOT/tests/testbed/pio-testbed
+RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+SCRIPT=$(basename "$0")
+# shellcheck source=../tests/lib/piod.bash
+source "$ROOT/tests/lib/piod.bash"
 
 # PY: a python3 that has matplotlib if any has (plots are skipped otherwise).
 PY=python3
 for p in python3 /usr/bin/python3; do
   if "$p" -c 'import matplotlib' 2>/dev/null; then PY=$p; break; fi
 done
+
+# ---- start-up: every benchmark ----
+# The scripts keep the pids of the daemons they start in the array daemons;
+# bench_work's EXIT trap (bench_cleanup) ends them.
+bed=""
+daemons=()
+
+# bench_root skip|fail [WHY]: unless root, say so and end the script: skip
+# (a SKIP: line, exit 0) or fail (exit 2). WHY: what root is needed for
+# (default: network namespaces for the test bed).
+bench_root() {
+  [ "$(id -u)" -eq 0 ] && return 0
+  local why=${2:-network namespaces for the test bed}
+  if [ "$1" = skip ]; then
+    echo "SKIP: ${SCRIPT%.sh}: needs root ($why)"
+    exit 0
+  fi
+  echo "$SCRIPT: needs root ($why)" >&2
+  exit 2
+}
+
+# bench_need PROG...: every PROG (a path, or a command in PATH or /usr/sbin)
+# is there, else say which is missing and fail.
+bench_need() {
+  local b
+  for b in "$@"; do
+    command -v "$b" >/dev/null || [ -x "$b" ] || [ -x "/usr/sbin/$b" ] ||
+      { echo "$SCRIPT: $b is missing: run 'make deps' and 'make' first" >&2; return 1; }
+  done
+}
+
+# bench_work: a scratch folder work (in $BENCH_TMPDIR, default /tmp; readable
+# by all: the bed's daemons may run as another user), removed on exit by
+# bench_cleanup (trap on EXIT; INT and TERM exit 130). A script with more to
+# undo sets its own EXIT trap afterwards, a function that ends in
+# bench_cleanup.
+bench_work() {
+  work=$(mktemp -d "${BENCH_TMPDIR:-/tmp}/pio-bench-${SCRIPT%.sh}.XXXXXX") || exit 1
+  chmod 755 "$work"
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+# bench_helpers: the tests' helpers (tests/lib/helpers.bash: pio_wait_until,
+# pio_cleanup ...) outside Bats; their clean-up registry lives in $work.
+bench_helpers() {
+  export BATS_FILE_TMPDIR=$work
+  load() { :; } # helpers.bash loads Bats libraries we do not need
+  # shellcheck source=../tests/lib/helpers.bash
+  source "$ROOT/tests/lib/helpers.bash"
+}
+
+# bench_cleanup: end the daemons and piods started here (and what the tests'
+# helpers recorded), tear the bed down, remove the scratch folder.
+bench_cleanup() {
+  local p
+  for p in "${daemons[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${daemons[@]}"; do wait "$p" 2>/dev/null; done
+  pio_piods_stop
+  declare -F pio_cleanup >/dev/null && pio_cleanup >/dev/null 2>&1
+  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
+  rm -rf "${work:-}"
+}
+
+# bench_banner [TEXT...]: set date_s (now, UTC) and print the run's first
+# line, "== SCRIPT: date on host, N cores" and TEXT (its own separator first;
+# several words are joined by spaces, as echo does).
+bench_banner() {
+  date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
+  echo "== $SCRIPT: $date_s on $(hostname), $(nproc) cores$*"
+}
+
+# bench_summary "FILE..." ARG...: make RESULTS, run the python summary on
+# stdin (table, CSV, plot) with ARG...; fail the script if it fails, else say
+# it wrote the FILEs (names in RESULTS; none: say nothing).
+bench_summary() {
+  local files=() f i out=""
+  read -ra files <<<"$1"
+  shift
+  mkdir -p "$RESULTS"
+  "$PY" - "$@" || { echo "$SCRIPT: the summary failed" >&2; exit 1; }
+  [ ${#files[@]} -gt 0 ] || return 0
+  for ((i = 0; i < ${#files[@]}; i++)); do
+    f=$RESULTS/${files[i]}
+    if [ "$i" -eq 0 ]; then out=$f; elif [ "$i" -eq $((${#files[@]} - 1)) ]; then out+=" and $f"; else out+=", $f"; fi
+  done
+  echo "wrote $out"
+}
 
 # iperf_rate JSON...: sum of receiver-side rates in MB/s (10^6 B/s); fails
 # (with the reason) if a file holds no result.
@@ -72,22 +175,7 @@ iperf_clients() {
 # links K: 0 1 .. K-1
 links() { seq 0 $(($1 - 1)); }
 
-# ---- the file benchmarks (pcp.sh, merge.sh): bed, piods, sshd, clean-up ----
-# They set SCRIPT (their name, for messages) and work (a scratch folder), keep
-# the pids of the daemons they start in the array daemons, and call
-# bench_cleanup from their EXIT trap.
-bed=${bed:-}
-declare -p daemons >/dev/null 2>&1 || daemons=()
-
-# bench_need PROG...: every PROG (a path, or a command in PATH or /usr/sbin)
-# is there, else say which is missing and fail.
-bench_need() {
-  local b
-  for b in "$@"; do
-    command -v "$b" >/dev/null || [ -x "$b" ] || [ -x "/usr/sbin/$b" ] ||
-      { echo "$SCRIPT: $b is missing: run 'make deps' and 'make' first" >&2; return 1; }
-  done
-}
+# ---- the test bed: bed, piods, sshd ----
 
 # bench_bytes SIZE: SIZE (digits with an optional K, M or G, binary) in bytes;
 # fails on anything else.
@@ -95,24 +183,27 @@ bench_bytes() {
   "$PY" -c 'import re,sys; m=re.fullmatch(r"([0-9]+)([kKmMgG]?)", sys.argv[1]); print(int(m.group(1)) << {"":0,"k":10,"m":20,"g":30}[m.group(2).lower()])' "$1" 2>/dev/null
 }
 
-# bench_bed_up PREFIX HOSTS LINKS [RATE]: bring up a bed (links unshaped without RATE) named PREFIX and this
-# shell's pid (8 characters in all: unique while the script runs) and set bed.
-bench_bed_up() {
-  local w=$((8 - ${#1})) rate=()
+# bench_bed_name PREFIX: set bed to PREFIX and digits of this shell's pid (8
+# characters in all), or, while the bed list holds that name (`up` would tear
+# that bed down), random digits.
+bench_bed_name() {
+  local w=$((8 - ${#1})) n
   bed=$(printf '%s%0*d' "$1" "$w" $(($$ % 10 ** w)))
+  for ((n = 0; n < 50; n++)); do
+    "$TB" list 2>/dev/null | grep -qx "$bed" || return 0
+    bed=$(printf '%s%0*d' "$1" "$w" $(((RANDOM * 32768 + RANDOM) % 10 ** w)))
+  done
+}
+
+# bench_bed_up PREFIX HOSTS LINKS [RATE]: bring up a bed (links unshaped
+# without RATE) named by bench_bed_name PREFIX, its log in $work/up.log (shown
+# on failure).
+bench_bed_up() {
+  local rate=()
+  bench_bed_name "$1"
   [ -n "${4:-}" ] && rate=(--rate "$4")
   "$TB" up "$bed" --hosts "$2" --links "$3" "${rate[@]}" >"$work/up.log" 2>&1 ||
     { cat "$work/up.log" >&2; return 1; }
-}
-
-# bench_cleanup: end the daemons and piods started here, tear the bed down,
-# remove the scratch folder.
-bench_cleanup() {
-  local p
-  for p in "${daemons[@]}"; do kill "$p" 2>/dev/null; done
-  pio_piods_stop
-  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
-  rm -rf "$work"
 }
 
 # bench_piods DIR K EXPORT: a piod pair over links 0 .. K-1 of the bed, one

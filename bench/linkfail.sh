@@ -58,13 +58,9 @@
 # 8), PIO_BENCH_RESULTS (default bench/results), PIO_PIOD_FLAGS (extra piod
 # flags).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 CHECK=$BUILD/tests/prog/pio-check
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 K=${LINKFAIL_LINKS:-4}
 RATE=${LINKFAIL_RATE:-100mbit}
 CUT=${LINKFAIL_CUT:-2}
@@ -73,56 +69,22 @@ RESTORE_AT=${LINKFAIL_RESTORE_AT:-8}
 SECS=${LINKFAIL_SECONDS:-14}
 CSECS=${LINKFAIL_CEIL_SECONDS:-8}
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "linkfail.sh: needs root (network namespaces for the test bed): skipped"
-  echo "SKIP: linkfail: needs root"
-  exit 0
-fi
-for b in "$CHECK" "$BUILD/sbin/piod" "$BUILD/bin/pio-info" "$TB"; do
-  [ -x "$b" ] || { echo "linkfail.sh: $b is missing: run 'make' first" >&2; exit 1; }
-done
-command -v iperf3 >/dev/null || { echo "linkfail.sh: iperf3 is missing (make deps)" >&2; exit 1; }
+bench_root skip
+bench_need "$CHECK" "$BUILD/sbin/piod" "$BUILD/bin/pio-info" "$TB" iperf3 || exit 1
 if [ "$CUT" -ge "$K" ] || [ "$K" -lt 2 ]; then
   echo "linkfail.sh: LINKFAIL_CUT=$CUT must name one of LINKFAIL_LINKS=$K (>= 2) links" >&2; exit 1
 fi
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
 
-work=$(mktemp -d /tmp/pio-bench-linkfail.XXXXXX)
-bed=""
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  pio_piods_stop
-  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_work
 
-
-
-
-
-# a bed name no one else uses now (`up` would tear an existing one down)
-for ((n = 0; n < 50; n++)); do
-  cand="lf$(printf '%05d' $(( (RANDOM * 32768 + RANDOM) % 100000 )))"
-  "$TB" list 2>/dev/null | grep -qx "$cand" || break
-done
-
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== linkfail.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x $K links at $RATE;" \
+bench_banner "; 2 hosts x $K links at $RATE;" \
   "link $CUT cut at t=${CUT_AT}s, restored at t=${RESTORE_AT}s"
 fail=0
-bed=$cand
-echo "-- bed $bed"
-if ! "$TB" up "$bed" --hosts 2 --links "$K" --rate "$RATE" >"$work/up.log" 2>&1; then
-  echo "linkfail.sh: the bed did not come up:" >&2; cat "$work/up.log" >&2
+if ! bench_bed_up lf 2 "$K" "$RATE"; then
+  echo "linkfail.sh: the bed $bed did not come up" >&2
   bed=""; exit 1
 fi
+echo "-- bed $bed"
 
 ceil=""
 if iperf_servers $(links "$K") && iperf_clients "$work/ceil" "$CSECS" $(links "$K") &&
@@ -149,11 +111,11 @@ if pio_pair_testbed "$work/pair" "$bed" "$K"; then
   ( PIO_SOCKET=$PIO_SOCK_B timeout 180 "$CHECK" recv sizes -a lf-r -p lf-s -S "${mib}M" \
       >"$work/recv.log" 2>&1
     echo $? >"$work/recv.rc" ) &
-  rp=$!; pids+=("$rp")
+  rp=$!; daemons+=("$rp")
   ( PIO_SOCKET=$PIO_SOCK_A timeout 180 "$CHECK" send sizes -a lf-s -p lf-r -S "${mib}M" -c DYNAMIC \
       >"$work/send.log" 2>&1
     echo $? >"$work/send.rc" ) &
-  sp=$!; pids+=("$sp")
+  sp=$!; daemons+=("$sp")
   # the sampler: drives the cut and the restore, stops when the receiver is done
   "$PY" - "$PIO_SOCK_A" "$PIO_INFO" "$TB" "$bed" "$CUT" "$CUT_AT" "$RESTORE_AT" \
     "$work" "$K" <<'EOF'
@@ -283,8 +245,7 @@ bed=""
 
 [ -f "$work/samples.csv" ] || {
   echo "linkfail.sh: FAILED: no samples" >&2; exit 1; }
-mkdir -p "$RESULTS"
-"$PY" - "$work/samples.csv" "$work/events.json" "${ceil:-}" "$ok_pio" "$K" "$CUT" "$RATE" \
+bench_summary "linkfail.csv linkfail-summary.csv linkfail.png" "$work/samples.csv" "$work/events.json" "${ceil:-}" "$ok_pio" "$K" "$CUT" "$RATE" \
   "$date_s" "$mib" "$RESULTS/linkfail.csv" "$RESULTS/linkfail-summary.csv" \
   "$RESULTS/linkfail.png" <<'EOF'
 import csv, json, sys
@@ -479,8 +440,5 @@ ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4)
 fig.tight_layout()
 fig.savefig(out_png, dpi=110)
 EOF
-rc=$?
-[ $rc -eq 0 ] || { echo "linkfail.sh: the summary failed" >&2; exit 1; }
-echo "wrote $RESULTS/linkfail.csv, $RESULTS/linkfail-summary.csv and $RESULTS/linkfail.png"
 [ $fail -eq 0 ] || { echo "linkfail.sh: FAILED: not every measurement completed" >&2; exit 1; }
 exit 0

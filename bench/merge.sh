@@ -53,12 +53,8 @@
 # SSHFS_OPTS (Ciphers=aes128-gcm@openssh.com,Compression=no),
 # PIO_BENCH_RESULTS (default bench/results), PIO_PIOD_FLAGS (extra piod flags).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 MB=${MERGE_MB:-400}
 RATE=${MERGE_RATE:-100mbit}
 SSHFS_OPTS=${SSHFS_OPTS:-Ciphers=aes128-gcm@openssh.com,Compression=no}
@@ -66,26 +62,17 @@ K=4  # links
 NP=4 # writing processes
 RUNS=" ${MERGE_RUNS:-ceiling pio-merged pio-hdf5 pio-1proc pio-1proc-1chan sshfs} "
 want() { [[ $RUNS == *" $1 "* ]]; }
-SCRIPT=merge.sh
 MO=$BUILD/examples/merged_output
 MD=$BUILD/examples/merged_dataset
 H5PY=/usr/bin/python3 # Debian's, which has h5py (mk/deps.sh)
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: merge: needs root (network namespaces for the test bed)"
-  exit 0
-fi
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root skip
 bench_need "$MO" "$MD" "$BUILD/sbin/pio-files" "$BUILD/sbin/piod" "$BUILD/bin/pio-info" mpirun iperf3 sshd \
   sshfs fusermount3 mountpoint || exit 1
 [[ $MB =~ ^[0-9]+$ ]] && [ "$MB" -ge "$NP" ] && [ $((MB % NP)) -eq 0 ] ||
   { echo "merge.sh: MERGE_MB=$MB: a whole number of MB, a multiple of $NP" >&2; exit 1; }
 
-work=$(mktemp -d /tmp/pio-bench-merge.XXXXXX)
-chmod 755 "$work"
+bench_work
 cleanup() {
   # sshfs lives in the mount namespace of its `pio-testbed exec`: ending it
   # unmounts (and the namespace goes with the last process in it)
@@ -93,10 +80,8 @@ cleanup() {
   bench_cleanup
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
 
-echo "== merge.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores, $K links at $RATE," \
-  "$NP processes x $((MB / NP)) blocks of 1 MB: one $MB MB file"
+bench_banner ", $K links at $RATE, $NP processes x $((MB / NP)) blocks of 1 MB: one $MB MB file"
 bench_bed_up mrg 2 "$K" "$RATE" || exit 1
 mkdir -p "$work/dst" "$work/mnt"
 chmod 777 "$work/dst"

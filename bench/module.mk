@@ -8,8 +8,10 @@ BENCH_BINS  := $(BENCH_PROGS:%=$(B)/bench/%)
 TEST_BINS   += $(BENCH_BINS) $(B)/bench/skew
 OBJS        += $(BENCH_PROGS:%=$(B)/bench/%.o) $(B)/bench/skew.o
 
-# the size syntax and data pattern are pio-perf's own (one parser for both)
-$(BENCH_BINS): $(B)/bench/%: $(B)/bench/%.o $(B)/tools/pio-perf/perf_sizes.o
+# the size syntax, data pattern and measuring loop are pio-perf's own (one
+# parser, one loop for both: tools/pio-perf/perf_sizes.c, perf_loop.c)
+$(BENCH_BINS): $(B)/bench/%: $(B)/bench/%.o $(B)/tools/pio-perf/perf_sizes.o \
+		$(B)/tools/pio-perf/perf_loop.o
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^
 
 # copy-pipe is the loopback baseline of bench/scale.sh: PIO's four copies

@@ -33,32 +33,19 @@
 # gridftp-p4; `make demo` makes four), PIO_BENCH_RESULTS (default
 # bench/results).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 SIZE=${PCP_SIZE:-1G}
 RATE=${PCP_RATE:-100mbit}
 K=4
 RUNS=" ${PCP_RUNS:-ceiling pcp-n1 pcp-n2 pcp-n4 pcp-dynamic pcp-dynamic-noverify scp rsync gridftp-p1 gridftp-p4} "
 want() { [[ $RUNS == *" $1 "* ]]; }
-SCRIPT=pcp.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "skip: pcp.sh needs root (network namespaces for the test bed)"
-  exit 0
-fi
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root skip
 bench_need "$BUILD/bin/pcp" "$BUILD/sbin/pio-files" "$BUILD/sbin/piod" scp rsync sshd \
   globus-gridftp-server globus-url-copy iperf3 || exit 1
 
-work=$(mktemp -d /tmp/pio-bench-pcp.XXXXXX)
-chmod 755 "$work"
+bench_work
 netns_etc=()
 cleanup() {
   local p
@@ -66,11 +53,10 @@ cleanup() {
   bench_cleanup
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 bytes=$(bench_bytes "$SIZE") ||
   { echo "pcp.sh: PCP_SIZE=$SIZE: use bytes with K, M or G" >&2; exit 1; }
-echo "== pcp.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores, $K links at $RATE, file $SIZE"
+bench_banner ", $K links at $RATE, file $SIZE"
 bench_bed_up pcp 2 "$K" "$RATE" || exit 1
 h2a=$("$TB" addr "$bed" h2 0)
 mkdir -p "$work/src" "$work/dst"

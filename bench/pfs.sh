@@ -46,13 +46,8 @@
 # (200mbit), PFS_QOS ("off 10:90 20:80 30:70"), PFS_STRIPES ("1 policy max"),
 # PFS_PROC_POOL (256M: piod proc-pool), PIO_BENCH_RESULTS (bench/results).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD
-TB=$ROOT/tests/testbed/pio-testbed
-SCRIPT=bench/pfs.sh
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 SIZES=${PFS_SIZES:-16 24 32 48 64 80 96 128}
 JOBS=${PFS_JOBS:-8}
 STAGERS=${PFS_STAGERS:-2}
@@ -68,23 +63,16 @@ IDLE_S=6
 # behind them (probe p99 3.5 x idle with QoS 20:80, against 2.2 x at 256M)
 export PFS_PROC_POOL=${PFS_PROC_POOL:-256M}
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: $SCRIPT needs root (network namespaces)"
-  exit 0
-fi
+bench_root skip "network namespaces"
 
-source "$ROOT/tests/lib/piod.bash"
 source "$ROOT/tests/lib/pfs.bash"
-source "$ROOT/bench/lib.bash"
 CHECK=$BUILD/tests/prog/pfs-check
 bench_need "$BUILD/sbin/pfs-iod" "$BUILD/sbin/pfs-mds" "$BUILD/bin/pfs" "$CHECK" iperf3 || exit 1
 
-work=$(mktemp -d /tmp/pio-bench-pfs.XXXXXX)
-bed=""
-trap 'bench_cleanup' EXIT
+bench_work
 mkdir -p "$RESULTS"
 
-bed=pfs$(printf '%05d' $(($$ % 100000)))
+bench_bed_name pfs
 echo "bed $bed: 7 hosts; I/O server links $IOD_LINK, clients 1gbit; device $DISK_RATE/s, $DISK_LANES lanes, $THREADS threads"
 pfs_cluster_up "$work/c" "$bed" 1gbit || { echo "FAIL: cluster did not come up" >&2; exit 1; }
 for h in 1 2 3 4; do "$TB" rate "$bed" "h$h" 0 "$IOD_LINK" || exit 1; done
@@ -186,7 +174,7 @@ for stripe in $STRIPE_LIST; do
   done
 done
 
-"$PY" - "$work/runs.txt" "$work/probe.txt" "$RESULTS" "$total_mib" "$link_mbs" "$one_mbs" \
+bench_summary "" "$work/runs.txt" "$work/probe.txt" "$RESULTS" "$total_mib" "$link_mbs" "$one_mbs" \
   "$DISK_RATE" "$IOD_LINK" "$work/qos.txt" <<'EOF'
 import csv, os, sys
 runs_f, probe_f, out, total_mib, link_mbs, one_mbs, disk, link, qos_f = sys.argv[1:10]

@@ -19,34 +19,17 @@
 # (default 64M), PINGPONG_ROUNDS (stream runs of each, taking turns; the
 # medians are compared; default 3), PIO_BENCH_RESULTS (default bench/results).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 PERF=$BUILD/bin/pio-perf
 TCPPP=$BUILD/bench/tcp_pingpong
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 SIZES=${PINGPONG_SIZES:-8:64M}
 STREAM=${PINGPONG_STREAM:-64M}
 ROUNDS=${PINGPONG_ROUNDS:-3}
 K=1
 
-for b in "$PERF" "$TCPPP" "$BUILD/sbin/piod"; do
-  [ -x "$b" ] || { echo "pingpong.sh: $b is missing: run 'make' first" >&2; exit 1; }
-done
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-
-work=$(mktemp -d /tmp/pio-bench-pingpong.XXXXXX)
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  pio_piods_stop
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_need "$PERF" "$TCPPP" "$BUILD/sbin/piod" || exit 1
+bench_work
 
 fail=0
 # run NAME SERVER_CMD... -- CLIENT_CMD...: server in the background, client in
@@ -58,7 +41,7 @@ run() {
   shift; cli=("$@")
   "${srv[@]}" >"$work/$name.srv.log" 2>&1 &
   local sp=$! rc src
-  pids+=("$sp")
+  daemons+=("$sp")
   "${cli[@]}"
   rc=$?
   if [ $rc -ne 0 ]; then kill "$sp" 2>/dev/null; fi
@@ -71,7 +54,7 @@ run() {
   fi
 }
 
-echo "== pingpong.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores, loopback, K=$K"
+bench_banner ", loopback, K=$K"
 echo "-- starting a piod pair on loopback (K=$K)"
 if ! pio_pair_loopback "$work/pair" "$K"; then
   echo "pingpong.sh: the piod pair did not come up" >&2
@@ -112,12 +95,7 @@ if [ $fail -ne 0 ] || [ ! -s "$work/pio.csv" ] || [ ! -s "$work/tcp.csv" ]; then
   exit 1
 fi
 
-mkdir -p "$RESULTS"
-PY=python3
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import matplotlib' 2>/dev/null; then PY=$p; break; fi
-done
-"$PY" - "$work/pio.csv" "$work/tcp.csv" "$RESULTS/pingpong.csv" "$RESULTS/pingpong.png" <<'EOF'
+bench_summary "pingpong.csv pingpong.png" "$work/pio.csv" "$work/tcp.csv" "$RESULTS/pingpong.csv" "$RESULTS/pingpong.png" <<'EOF'
 import csv, sys
 pio_f, tcp_f, out_csv, out_png = sys.argv[1:5]
 
@@ -201,6 +179,3 @@ a2.set_title("Bandwidth, loopback"); a2.grid(True, which="both", alpha=0.3); a2.
 fig.tight_layout()
 fig.savefig(out_png, dpi=110)
 EOF
-rc=$?
-[ $rc -eq 0 ] || { echo "pingpong.sh: the summary failed" >&2; exit 1; }
-echo "wrote $RESULTS/pingpong.csv and $RESULTS/pingpong.png"

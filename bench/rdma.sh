@@ -35,12 +35,8 @@
 # plot then hold that part only), RDMA_READ_SIZES (1024 .. 4194304),
 # RDMA_ROUNDS (5: rounds per read size; the tables give medians).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 DISK_MBPS=${RDMA_DISK_MBPS:-500}
 WIN=$BUILD/tests/prog/pio-win
 RREAD=$BUILD/tests/prog/pio-rread
@@ -51,18 +47,10 @@ PARTS=${RDMA_PARTS:-lat read}
 ROUNDS=${RDMA_ROUNDS:-5}
 READ_SIZES=${RDMA_READ_SIZES:-1024 4096 16384 65536 131072 262144 1048576 4194304}
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: rdma: needs root (network namespaces, drop_caches, cgroups)"
-  exit 0
-fi
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root skip "network namespaces, drop_caches, cgroups"
 bench_need "$WIN" "$RREAD" "$TCPPP" "$BUILD/sbin/piod" "$BUILD/sbin/pio-files" "$PIO_INFO" || exit 1
 
-work=$(mktemp -d /var/tmp/pio-bench-rdma.XXXXXX) # on the disk, not tmpfs
-chmod 755 "$work"
+BENCH_TMPDIR=/var/tmp bench_work # on the disk, not tmpfs
 CG=/sys/fs/cgroup/blkio/pio-bench-rdma.$$
 cleanup() {
   if [ -d "$CG" ]; then
@@ -72,9 +60,8 @@ cleanup() {
   bench_cleanup
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
 
-echo "== rdma.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores; disk reads throttled to" \
+bench_banner "; disk reads throttled to" \
   "$([ "$DISK_MBPS" = 0 ] && echo "(none)" || echo "$DISK_MBPS MB/s")"
 bench_bed_up rdma 2 1 10gbit || exit 1
 mkdir -p "$work/exp"
@@ -174,8 +161,7 @@ done
 fi
 UCXV=$(ucx_info -v 2>/dev/null | head -1)
 
-mkdir -p "$RESULTS"
-"$PY" - "$RESULTS" "$work/lat.csv" "$work/read.csv" "$DISK_MBPS" "$UCXV" <<'PYEOF'
+bench_summary "" "$RESULTS" "$work/lat.csv" "$work/read.csv" "$DISK_MBPS" "$UCXV" <<'PYEOF'
 import sys, collections
 res, latf, readf, disk, ucxv = sys.argv[1:6]
 L = collections.defaultdict(dict)

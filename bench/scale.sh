@@ -47,11 +47,8 @@
 # with SCALE_COPY_RING rings; its own 64-pair/1-pair ratio says what the
 # machine's memory and scheduler allow that many processes.
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 NS=${SCALE_NS:-1 4 16 32 64}
 ROUNDS=${SCALE_ROUNDS:-3}
 SECS=${SCALE_SECONDS:-6}
@@ -63,29 +60,12 @@ CP_RING=${SCALE_COPY_RING:-32M}
 SC=$BUILD/tests/prog/pio-scale
 CP=$BUILD/bench/copy-pipe
 CR=$BUILD/bench/copy-rotate
-TB=$ROOT/tests/testbed/pio-testbed
-[ -x "$SC" ] && [ -x "$CP" ] && [ -x "$CR" ] || { echo "scale.sh: run 'make' first" >&2; exit 1; }
-work=$(mktemp -d /tmp/pio-bench-scale.XXXXXX)
-export BATS_FILE_TMPDIR=$work
-load() { :; }
-# shellcheck source=../tests/lib/helpers.bash
-source "$ROOT/tests/lib/helpers.bash"
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
-bed=""
-cleanup() {
-  pio_cleanup >/dev/null 2>&1
-  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_need "$SC" "$CP" "$CR" || exit 1
+bench_work
+bench_helpers
 mkdir -p "$RESULTS"
 
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== scale.sh: $date_s on $(hostname), $(nproc) cores; N pairs (blocking PIO_Send," \
+bench_banner "; N pairs (blocking PIO_Send," \
   "DYNAMIC) through one piod pair at default settings"
 echo "   benchmark-only setting: receivers check each message's numbered words (--check ends)"
 CSV=$RESULTS/scale.csv

@@ -26,38 +26,17 @@
 # Environment: BUILD (build/default), SEAL_LOOP_MB (2048), SEAL_BED_RATE
 # (1gbit), SEAL_BED_SECONDS (8), PIO_BENCH_RESULTS (bench/results).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 PERF=$BUILD/bin/pio-perf
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 LOOP_MB=${SEAL_LOOP_MB:-2048}
 RATE=${SEAL_BED_RATE:-1gbit}
 SECS=${SEAL_BED_SECONDS:-8}
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "seal.sh: needs root (network namespaces for the test bed)" >&2
-  exit 2
-fi
-for b in "$PERF" "$BUILD/sbin/piod" "$TB"; do
-  [ -x "$b" ] || { echo "seal.sh: $b is missing: run 'make' first" >&2; exit 1; }
-done
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root fail
+bench_need "$PERF" "$BUILD/sbin/piod" "$TB" || exit 1
 
-work=$(mktemp -d /tmp/pio-bench-seal.XXXXXX)
-bed=""
-cleanup() {
-  pio_piods_stop
-  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_work
 
 # cpu_of PID...: utime + stime of the processes, in clock ticks
 cpu_of() {
@@ -95,8 +74,7 @@ stream() {
   printf '   %-9s %-7s K=%s  %9.2f MB/s\n' "$place" "$sealed" "$k" "$mbps"
 }
 
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== seal.sh: $date_s on $(hostname), $(nproc) cores"
+bench_banner
 echo "place,sealed,k,MBps,cpu_s_per_GB" >"$work/rows.csv"
 fail=0
 
@@ -130,9 +108,8 @@ for k in 1 4; do
 done
 
 # ---- test bed, 4 links -------------------------------------------------------
-bed="seal$(printf '%04d' $((RANDOM % 10000)))"
 ceil=""
-if "$TB" up "$bed" --hosts 2 --links 4 --rate "$RATE" >"$work/up.log" 2>&1; then
+if bench_bed_up seal 2 4 "$RATE" 2>/dev/null; then
   if iperf_servers 0 1 2 3 && iperf_clients "$work/ceil" "$SECS" 0 1 2 3 &&
     ceil=$(iperf_rate "$work"/ceil.*.json); then
     echo "   bed ceiling (4 x iperf3 at $RATE): $ceil MB/s"
@@ -156,10 +133,9 @@ else
   echo "seal.sh: the bed did not come up:" >&2; cat "$work/up.log" >&2; fail=1
 fi
 
-mkdir -p "$RESULTS"
 cipher=chacha20-poly1305
 grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo && cipher=aes-256-gcm
-"$PY" - "$work/rows.csv" "$RESULTS/seal.csv" "$RESULTS/seal.png" "${lo_tcp:-}" "${ceil:-}" "$RATE" "$date_s" "$cipher" "$work/verdict" <<'EOF'
+bench_summary "seal.csv seal.png" "$work/rows.csv" "$RESULTS/seal.csv" "$RESULTS/seal.png" "${lo_tcp:-}" "${ceil:-}" "$RATE" "$date_s" "$cipher" "$work/verdict" <<'EOF'
 import csv, sys
 src, out_csv, out_png, lo_tcp, ceil, rate, date, cipher, verdict = sys.argv[1:10]
 rows = list(csv.DictReader(open(src)))
@@ -243,7 +219,5 @@ fig.suptitle("Sealed channels and lanes (%s; * ChaCha20-Poly1305) vs --no-encryp
 fig.tight_layout()
 fig.savefig(out_png, dpi=110)
 EOF
-[ $? -eq 0 ] || { echo "seal.sh: the summary failed" >&2; exit 1; }
-echo "wrote $RESULTS/seal.csv and $RESULTS/seal.png"
 [ $fail -eq 0 ] || { echo "seal.sh: FAILED: not every run completed" >&2; exit 1; }
 [ "$(cat "$work/verdict" 2>/dev/null)" = pass ] || { echo "seal.sh: a target was missed" >&2; exit 1; }

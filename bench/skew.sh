@@ -35,13 +35,9 @@
 # K/M/G binary suffixes, whole MiB), PIO_BENCH_RESULTS (default
 # bench/results), PIO_PIOD_FLAGS (extra piod flags).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 SKEW=$BUILD/bench/skew
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 RATE=${SKEW_RATE:-25mbit}
 TOTAL_ARG=${SKEW_TOTAL:-512M}
 K=16
@@ -49,19 +45,8 @@ SECS=8 # iperf3 ceiling run
 T_IDEAL=1.07
 T_RATIO=2.13
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: skew: needs root"
-  exit 0
-fi
-for b in "$SKEW" "$BUILD/sbin/piod" "$BUILD/bin/pio-info" "$TB"; do
-  [ -x "$b" ] || { echo "skew.sh: $b is missing: run 'make' first" >&2; exit 1; }
-done
-command -v iperf3 >/dev/null || { echo "skew.sh: iperf3 is missing (make deps)" >&2; exit 1; }
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
-
+bench_root skip
+bench_need "$SKEW" "$BUILD/sbin/piod" "$BUILD/bin/pio-info" "$TB" iperf3 || exit 1
 
 # amounts in MiB, one a line: proportional to 16^(i/15), largest remainder
 # rounding to whole MiB summing to the total.
@@ -93,20 +78,7 @@ TOTAL_MIB=0
 for a in "${AMT[@]}"; do TOTAL_MIB=$((TOTAL_MIB + a)); done
 TOTAL=$((TOTAL_MIB << 20))
 
-work=$(mktemp -d /tmp/pio-bench-skew.XXXXXX)
-bed=""
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  pio_piods_stop
-  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
+bench_work
 
 # ceiling: K iperf3 at once, one per link; prints the summed MB/s.
 ceiling() {
@@ -126,7 +98,7 @@ run() {
   PIO_SOCKET=$PIO_SOCK_B "$SKEW" recv -a "$papp" -p "$app" -n "$TOTAL" \
     >"$work/recv.$mode.out" 2>"$work/recv.$mode.err" &
   rp=$!
-  pids+=("$rp")
+  daemons+=("$rp")
   sleep 0.5 # the receiver joins (its PIO_Setpartner then waits for the senders)
   # the senders join first and wait at a start barrier (gate/ready.N, then
   # gate/go): the time is the transfer's, not 16 processes joining on 2 cores
@@ -136,7 +108,7 @@ run() {
     PIO_SOCKET=$PIO_SOCK_A "$SKEW" send -r "$i" -P "$K" -c "$mode" -b "$((AMT[i] << 20))" \
       -a "$app" -p "$papp" -g "$gate" >"$work/send.$mode.$i.log" 2>&1 &
     sp+=($!)
-    pids+=($!)
+    daemons+=($!)
   done
   for ((n = 0; n < 1200; n++)); do
     [ "$(find "$gate" -name 'ready.*' | wc -l)" -ge "$K" ] && break
@@ -149,7 +121,7 @@ run() {
   for i in "${sp[@]}"; do
     wait "$i" || { echo "skew.sh: $mode: a sender failed:" >&2; rc=1; }
   done
-  pids=()
+  daemons=()
   if [ $rc -ne 0 ] || ! grep -qx OK "$work/recv.$mode.out"; then
     echo "skew.sh: $mode: the run failed (receiver exit $rc):" >&2
     sed 's/^/  recv | /' "$work/recv.$mode.out" "$work/recv.$mode.err" >&2
@@ -169,18 +141,15 @@ ch = {c["index"]: c["tx_bytes"] for c in json.load(sys.stdin)["channels"] if c["
 print(" ".join(str(ch.get(i, 0)) for i in range(k)))' "$K"
 }
 
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== skew.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x $K links at $RATE;" \
+bench_banner "; 2 hosts x $K links at $RATE;" \
   "$K senders, $TOTAL_MIB MiB in all"
 echo "   amounts (MiB, sender 0..$((K - 1))): ${AMT[*]}"
 fail=0
-bed="sk$(printf '%04d' $(((RANDOM + $$) % 10000)))"
-echo "-- bed $bed"
-if ! "$TB" up "$bed" --hosts 2 --links "$K" --rate "$RATE" >"$work/up.log" 2>&1; then
-  echo "skew.sh: the bed did not come up:" >&2
-  cat "$work/up.log" >&2
+if ! bench_bed_up sk 2 "$K" "$RATE"; then
+  echo "skew.sh: the bed $bed did not come up" >&2
   exit 1
 fi
+echo "-- bed $bed"
 
 ceil=""
 if ceil=$(ceiling); then
@@ -220,8 +189,7 @@ pio_piods_stop
 "$TB" down "$bed" >/dev/null 2>&1
 bed=""
 
-mkdir -p "$RESULTS"
-"$PY" - "$work/skew.csv" "$RESULTS/skew.csv" "$RESULTS/skew.png" "$RATE" "$TOTAL" "$ceil" \
+bench_summary "skew.csv skew.png" "$work/skew.csv" "$RESULTS/skew.csv" "$RESULTS/skew.png" "$RATE" "$TOTAL" "$ceil" \
   "$T_IDEAL" "$T_RATIO" "$date_s" "${AMT[*]}" <<'EOF'
 import csv, sys
 src, out_csv, out_png, rate, total, ceil, t_ideal, t_ratio, date, amts = sys.argv[1:11]
@@ -296,7 +264,4 @@ ax.grid(True, axis="y", alpha=0.3)
 fig.tight_layout()
 fig.savefig(out_png, dpi=110)
 EOF
-rc=$?
-[ $rc -eq 0 ] || { echo "skew.sh: the summary failed" >&2; exit 1; }
-echo "wrote $RESULTS/skew.csv and $RESULTS/skew.png"
 [ $fail -eq 0 ] || { echo "skew.sh: FAILED: not every measurement completed" >&2; exit 1; }

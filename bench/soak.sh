@@ -98,13 +98,8 @@
 # SOAK_VIZ_STEPS (12), SOAK_KEEP (1: keep the scratch folder),
 # PIO_BENCH_RESULTS (bench/results), PIO_PIOD_FLAGS (extra piod flags).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
-SCRIPT=soak.sh
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 SAMPLE=${SOAK_SAMPLE:-10}
 K=${SOAK_LINKS:-3}
 RATE=${SOAK_RATE:-100mbit}
@@ -131,14 +126,7 @@ MD=$BUILD/examples/merged_dataset
 VIZD=$BUILD/bin/pio-vizd
 SYSPY=/usr/bin/python3 # Debian's: h5py and VTK's Python modules (mk/deps.sh)
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "soak.sh: needs root (network namespaces for the test bed)" >&2
-  exit 2
-fi
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root fail
 bench_need "$CHECK" "$PCP" "$PFS" "$HEAT" "$MO" "$MD" "$VIZD" "$BUILD/sbin/piod" "$BUILD/sbin/pio-files" \
   "$BUILD/sbin/pfs-mds" "$BUILD/sbin/pfs-iod" "$PIO_INFO" mpirun cmp || exit 2
 
@@ -172,9 +160,7 @@ want viz && { "$SYSPY" -c 'import vtkmodules.vtkIOXML, numpy' 2>/dev/null ||
   { echo "soak.sh: $SYSPY cannot import VTK's Python modules (python3-vtk9)" >&2; exit 2; }; }
 SEED=${SOAK_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}
 
-work=$(mktemp -d /tmp/pio-bench-soak.XXXXXX)
-chmod 755 "$work"
-bed=""
+bench_work
 loops=()
 cutter=""
 sampler=""
@@ -207,8 +193,7 @@ ev() {
 stopping() { [ -e "$work/stop" ]; }
 
 # ---- the bed and the servers -------------------------------------------------
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== soak.sh: $date_s on $(hostname), $(nproc) cores; 3 hosts x $K links at $RATE;" \
+bench_banner "; 3 hosts x $K links at $RATE;" \
   "${DURATION} s (warm-up $WARMUP s), sample ${SAMPLE} s, seed $SEED"
 echo "   clients: $CLIENTS; a link cut every $CUT_EVERY s for $CUT_FOR s"
 bench_bed_up soak 3 "$K" "$RATE" || { echo "soak.sh: the bed did not come up" >&2; exit 2; }

@@ -30,11 +30,11 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "perf_loop.h"
 #include "perf_sizes.h"
 
 #define TP_MAGIC     UINT64_C(0x5443505050494f31) /* "TCPPPIO1" */
 #define TP_MAX_SIZES 256
-#define TP_TARGET_S  0.5
 
 enum { T_PINGPONG = 0, T_STREAM = 1, T_REQREP = 2 };
 enum { H_MAGIC, H_TEST, H_SIZE, H_WARMUP, H_ITERS, H_ROUND, H_N };
@@ -79,13 +79,6 @@ static int parse_sizes(const char *arg)
     return perf_parse_sizes(arg, opt.sizes, TP_MAX_SIZES, &opt.nsizes);
 }
 
-#define pat perf_pat
-
-static inline uint8_t expect(size_t p, uint64_t stamp)
-{
-    return p < 8 ? (uint8_t)(stamp >> (8 * p)) ^ pat(p) : pat(p);
-}
-
 static void buffers_need(size_t size)
 {
     if (size <= buf_size && sbuf)
@@ -97,41 +90,17 @@ static void buffers_need(size_t size)
     sbuf = s;
     rbuf = r;
     for (size_t i = buf_size; i < n; i++)
-        sbuf[i] = pat(i);
+        sbuf[i] = perf_pat(i);
     buf_size = n;
-}
-
-static void stamp(uint8_t *buf, size_t size, uint64_t st)
-{
-    for (size_t p = 0; p < size && p < 8; p++)
-        buf[p] = expect(p, st);
-}
-
-static void poison(uint8_t *buf, size_t size, uint64_t st)
-{
-    if (!size)
-        return;
-    for (size_t p = 0; p < size && p < 8; p++)
-        buf[p] = (uint8_t)~expect(p, st);
-    buf[size / 2] = (uint8_t)~expect(size / 2, st);
-    buf[size - 1] = (uint8_t)~expect(size - 1, st);
 }
 
 static void verify(const uint8_t *buf, size_t size, uint64_t st, const char *who)
 {
-    if (!size)
-        return;
-    size_t pos[10];
-    int n = 0;
-    for (size_t p = 0; p < size && p < 8; p++)
-        pos[n++] = p;
-    pos[n++] = size / 2;
-    pos[n++] = size - 1;
-    for (int i = 0; i < n; i++)
-        if (buf[pos[i]] != expect(pos[i], st))
-            die("data check failed (%s): message %" PRIu64 " of %zu bytes: byte %zu is 0x%02x, "
-                "expected 0x%02x",
-                who, st, size, pos[i], buf[pos[i]], expect(pos[i], st));
+    long bad = perf_verify(buf, size, st);
+    if (bad >= 0)
+        die("data check failed (%s): message %" PRIu64 " of %zu bytes: byte %ld is 0x%02x, "
+            "expected 0x%02x",
+            who, st, size, bad, buf[bad], perf_expect((size_t)bad, st));
 }
 
 /* ---- socket I/O ---- */
@@ -224,7 +193,7 @@ static int run_server(void)
         if (h[H_TEST] == T_PINGPONG) {
             for (uint64_t i = 0; i < h[H_WARMUP] + h[H_ITERS]; i++) {
                 uint64_t st = ++msg_counter;
-                poison(rbuf, size, st);
+                perf_poison(rbuf, size, st);
                 read_full(rbuf, size, 0);
                 verify(rbuf, size, st, "server, ping");
                 write_full(rbuf, size);
@@ -233,7 +202,7 @@ static int run_server(void)
             for (uint64_t i = 0; i < h[H_WARMUP] + h[H_ITERS]; i++) {
                 uint64_t req;
                 read_full(&req, sizeof(req), 0);
-                stamp(sbuf, size, req);
+                perf_stamp(sbuf, size, req);
                 write_full(sbuf, size);
             }
         } else {
@@ -243,7 +212,7 @@ static int run_server(void)
                     continue;
                 for (uint64_t i = 0; i < phases[ph]; i++) {
                     uint64_t st = ++msg_counter;
-                    poison(rbuf, size, st);
+                    perf_poison(rbuf, size, st);
                     read_full(rbuf, size, 0);
                     verify(rbuf, size, st, "server, stream");
                 }
@@ -260,8 +229,11 @@ static int run_server(void)
 
 static uint64_t round_id;
 
-static double client_round(size_t size, uint64_t warmup, uint64_t iters)
+/* One round (perf_round_fn): the header both ways, then the test. */
+static double client_round(void *ctx, size_t size, uint64_t warmup, uint64_t iters, double *op_usec)
 {
+    (void)ctx;
+    (void)op_usec;
     uint64_t h[H_N] = {TP_MAGIC, (uint64_t)opt.test, size, warmup, iters, ++round_id}, r[H_N];
     write_full(h, sizeof(h));
     read_full(r, sizeof(r), 0);
@@ -273,8 +245,8 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
             if (i == warmup)
                 t0 = now_ns();
             uint64_t st = ++msg_counter;
-            stamp(sbuf, size, st);
-            poison(rbuf, size, st);
+            perf_stamp(sbuf, size, st);
+            perf_poison(rbuf, size, st);
             write_full(sbuf, size);
             read_full(rbuf, size, 0);
             verify(rbuf, size, st, "client, pong");
@@ -285,7 +257,7 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
             if (i == warmup)
                 t0 = now_ns();
             uint64_t st = ++msg_counter;
-            poison(rbuf, size, st);
+            perf_poison(rbuf, size, st);
             write_full(&st, sizeof(st));
             read_full(rbuf, size, 0);
             verify(rbuf, size, st, "client, reply");
@@ -299,7 +271,7 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
             if (ph == 1)
                 t0 = now_ns();
             for (uint64_t i = 0; i < phases[ph]; i++) {
-                stamp(sbuf, size, ++msg_counter);
+                perf_stamp(sbuf, size, ++msg_counter);
                 write_full(sbuf, size);
             }
             uint8_t ack = 0;
@@ -311,16 +283,6 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
         }
     }
     return (double)(t1 - t0) / 1e9;
-}
-
-static void print_row(FILE *f, int csv, size_t size, uint64_t iters, double usec, double mbps)
-{
-    if (csv)
-        fprintf(f, "%s,%zu,%" PRIu64 ",tcp,blocking,%.3f,%.3f\n", test_names[opt.test], size, iters,
-                usec, mbps);
-    else
-        fprintf(f, "%-9s %12zu %9" PRIu64 " %-8s %-9s %12.3f %12.3f\n", test_names[opt.test], size,
-                iters, "tcp", "blocking", usec, mbps);
 }
 
 static int run_client(void)
@@ -350,56 +312,28 @@ static int run_client(void)
     freeaddrinfo(ai);
     tune(fd);
 
-    size_t maxsize = 0;
-    for (int i = 0; i < opt.nsizes; i++)
-        if (opt.sizes[i] > maxsize)
-            maxsize = opt.sizes[i];
-    buffers_need(maxsize);
+    buffers_need(perf_max_size(opt.sizes, opt.nsizes));
 
     FILE *csv = NULL;
-    if (opt.csv) {
-        csv = fopen(opt.csv, "a");
-        if (!csv)
-            die("--csv %s: %s", opt.csv, strerror(errno));
-        if (ftell(csv) == 0)
-            fprintf(csv, "test,size,iters,balance,mode,usec_per_op,MBps\n");
-    }
+    if (opt.csv && !(csv = perf_csv_open(opt.csv)))
+        die("--csv %s: %s", opt.csv, strerror(errno));
     printf("# tcp_pingpong: %s, plain TCP to %s port %s (TCP_NODELAY)\n", test_names[opt.test],
            opt.host, opt.port);
     printf("# usec/op: %s; MB/s: 1 MB = 10^6 bytes\n",
            opt.test == T_PINGPONG ? "half the round trip; MB/s = size / (usec/op)"
            : opt.test == T_REQREP ? "the round trip (8-byte request, size-byte reply)"
                                   : "stream time (first send to ack) / messages");
-    printf("%-9s %12s %9s %-8s %-9s %12s %12s\n", "#test", "size", "iters", "balance", "mode",
-           "usec/op", "MB/s");
-    fflush(stdout);
-    for (int s = 0; s < opt.nsizes; s++) {
-        size_t size = opt.sizes[s];
-        uint64_t warmup = opt.warmup >= 0 ? (uint64_t)opt.warmup : (size < (1u << 20) ? 10 : 2);
-        uint64_t iters;
-        if (opt.iters > 0) {
-            iters = (uint64_t)opt.iters;
-        } else {
-            uint64_t probe = 1;
-            double t = client_round(size, warmup, probe);
-            warmup = 0;
-            while (t < 0.02 && probe < 1000000) {
-                probe *= 10;
-                t = client_round(size, 0, probe);
-            }
-            double n = t > 0 ? TP_TARGET_S * (double)probe / t : 1e6;
-            iters = n < 3 ? 3 : n > 1e7 ? 10000000 : (uint64_t)n;
-        }
-        double sec = client_round(size, warmup, iters);
-        double usec = sec * 1e6 / (double)iters / (opt.test == T_PINGPONG ? 2.0 : 1.0);
-        double mbps = usec > 0 ? (double)size / usec : 0.0;
-        print_row(stdout, 0, size, iters, usec, mbps);
-        fflush(stdout);
-        if (csv) {
-            print_row(csv, 1, size, iters, usec, mbps);
-            fflush(csv);
-        }
-    }
+    struct perf_loop loop = {.sizes = opt.sizes,
+                             .nsizes = opt.nsizes,
+                             .iters = opt.iters,
+                             .warmup = opt.warmup,
+                             .half = opt.test == T_PINGPONG,
+                             .test = test_names[opt.test],
+                             .balance = "tcp",
+                             .mode = "blocking",
+                             .csv = csv,
+                             .round = client_round};
+    perf_loop_run(&loop);
     if (csv && fclose(csv) != 0)
         die("--csv %s: %s", opt.csv, strerror(errno));
     close(fd);

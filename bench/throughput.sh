@@ -25,59 +25,26 @@
 # absolute), THROUGHPUT_KS (default "1 2 4 8"), THROUGHPUT_RATE (100mbit),
 # THROUGHPUT_SECONDS (8), PIO_BENCH_RESULTS (default bench/results).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 PERF=$BUILD/bin/pio-perf
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 KS=${THROUGHPUT_KS:-1 2 4 8}
 RATE=${THROUGHPUT_RATE:-100mbit}
 SECS=${THROUGHPUT_SECONDS:-8}
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "throughput.sh: needs root (network namespaces for the test bed)" >&2
-  exit 2
-fi
-for b in "$PERF" "$BUILD/sbin/piod" "$TB"; do
-  [ -x "$b" ] || { echo "throughput.sh: $b is missing: run 'make' first" >&2; exit 1; }
-done
-command -v iperf3 >/dev/null || { echo "throughput.sh: iperf3 is missing (make deps)" >&2; exit 1; }
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root fail
+bench_need "$PERF" "$BUILD/sbin/piod" "$TB" iperf3 || exit 1
+bench_work
 
-work=$(mktemp -d /tmp/pio-bench-throughput.XXXXXX)
-bed=""
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  pio_piods_stop
-  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-
-
-
-
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== throughput.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x K links at $RATE, K in: $KS"
+bench_banner "; 2 hosts x K links at $RATE, K in: $KS"
 echo "K,ceiling_MBps,single_MBps,pio_MBps,pio_over_ceiling" >"$work/tp.csv"
 fail=0
 for K in $KS; do
-  bed="tp$(printf '%04d' $((RANDOM % 10000)))k$K"
-  bed=${bed:0:8}
-  echo "-- K=$K: bed $bed"
-  if ! "$TB" up "$bed" --hosts 2 --links "$K" --rate "$RATE" >"$work/up.$K.log" 2>&1; then
-    echo "throughput.sh: K=$K: bed did not come up:" >&2; cat "$work/up.$K.log" >&2
+  if ! bench_bed_up tp 2 "$K" "$RATE"; then
+    echo "throughput.sh: K=$K: bed $bed did not come up" >&2
     fail=1; bed=""; continue
   fi
+  echo "-- K=$K: bed $bed"
   ceil="" single="" pio=""
   if iperf_servers $(links "$K") && iperf_clients "$work/ceil.$K" "$SECS" $(links "$K") &&
     ceil=$(iperf_rate "$work"/ceil."$K".*.json); then
@@ -95,7 +62,7 @@ for K in $KS; do
   n=$(( (K * 12000000 * SECS + 1048575) / 1048576 ))
   if pio_pair_testbed "$work/pio$K" "$bed" "$K"; then
     PIO_SOCKET=$PIO_SOCK_B "$PERF" --server -q >"$work/srv.$K.log" 2>&1 &
-    sp=$!; pids+=("$sp")
+    sp=$!; daemons+=("$sp")
     if PIO_SOCKET=$PIO_SOCK_A "$PERF" -t stream -s 1M -n "$n" -w 2 -b DYNAMIC \
       --timeout 120 --csv "$work/pio.$K.csv" >"$work/cli.$K.log" 2>&1; then
       wait "$sp" || echo "throughput.sh: K=$K: pio-perf server exit $?" >&2
@@ -120,8 +87,7 @@ for K in $KS; do
   echo "$K,${ceil:-},${single:-},${pio:-}," >>"$work/tp.csv"
 done
 
-mkdir -p "$RESULTS"
-"$PY" - "$work/tp.csv" "$RESULTS/throughput.csv" "$RESULTS/throughput.png" "$RATE" "$date_s" <<'EOF'
+bench_summary "throughput.csv throughput.png" "$work/tp.csv" "$RESULTS/throughput.csv" "$RESULTS/throughput.png" "$RATE" "$date_s" <<'EOF'
 import csv, sys
 src, out_csv, out_png, rate, date = sys.argv[1:6]
 rows = list(csv.DictReader(open(src)))
@@ -177,7 +143,4 @@ ax.grid(True, axis="y", alpha=0.3)
 fig.tight_layout()
 fig.savefig(out_png, dpi=110)
 EOF
-rc=$?
-[ $rc -eq 0 ] || { echo "throughput.sh: the summary failed" >&2; exit 1; }
-echo "wrote $RESULTS/throughput.csv and $RESULTS/throughput.png"
 [ $fail -eq 0 ] || { echo "throughput.sh: FAILED: not every measurement completed" >&2; exit 1; }

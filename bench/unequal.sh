@@ -39,47 +39,18 @@
 # UNEQUAL_FAST (400mbit, link 1), PIO_BENCH_RESULTS (default bench/results),
 # PIO_PIOD_FLAGS (extra piod flags).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:-}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 PERF=$BUILD/bin/pio-perf
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
 SECS=${UNEQUAL_SECONDS:-8}
 SLOW=${UNEQUAL_SLOW:-100mbit}
 FAST=${UNEQUAL_FAST:-400mbit}
 TARGET=0.93
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "skip: unequal.sh needs root (network namespaces for the test bed)"
-  exit 0
-fi
-for b in "$PERF" "$BUILD/sbin/piod" "$BUILD/bin/pio-info" "$TB"; do
-  [ -x "$b" ] || { echo "unequal.sh: $b is missing: run 'make' first" >&2; exit 1; }
-done
-command -v iperf3 >/dev/null || { echo "unequal.sh: iperf3 is missing (make deps)" >&2; exit 1; }
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root skip
+bench_need "$PERF" "$BUILD/sbin/piod" "$BUILD/bin/pio-info" "$TB" iperf3 || exit 1
 
-work=$(mktemp -d /tmp/pio-bench-unequal.XXXXXX)
-bed=""
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  pio_piods_stop
-  [ -n "$bed" ] && "$TB" down "$bed" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-
-
-
+bench_work
 
 # iperf_run NAME LINK...: servers, then clients at once; prints the summed MB/s.
 iperf_run() {
@@ -112,10 +83,9 @@ v = v * 8 if m.group(3) == "bps" else v
 print("%.3f" % (v / 8e6 * 0.956))' "$1"
 }
 
-date_s=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "== unequal.sh: $date_s on $(hostname), $(nproc) cores; 2 hosts x 2 links: link 0 at $SLOW, link 1 at $FAST"
+bench_banner "; 2 hosts x 2 links: link 0 at $SLOW, link 1 at $FAST"
 fail=0
-bed="ue$(printf '%04d' $(((RANDOM + $$) % 10000)))"
+bench_bed_name ue
 echo "-- bed $bed"
 if ! { "$TB" up "$bed" --hosts 2 --links 2 --rate "$SLOW" &&
   "$TB" rate "$bed" h1 1 "$FAST" && "$TB" rate "$bed" h2 1 "$FAST"; } >"$work/up.log" 2>&1; then
@@ -170,7 +140,7 @@ if pio_pair_testbed "$work/pio" "$bed" 2; then
         label="USER -k 2" ;;
     esac
     PIO_SOCKET=$PIO_SOCK_B "$PERF" --server -q >"$work/srv.$mode.log" 2>&1 &
-    sp=$!; pids+=("$sp")
+    sp=$!; daemons+=("$sp")
     before=$(chan_tx) || before=""
     pio=""
     if PIO_SOCKET=$PIO_SOCK_A "$PERF" -t stream -s 1M -n "$n" -w 2 "${bal[@]}" \
@@ -208,8 +178,7 @@ pio_piods_stop
 "$TB" down "$bed" >/dev/null 2>&1
 bed=""
 
-mkdir -p "$RESULTS"
-"$PY" - "$work/ue.csv" "$RESULTS/unequal.csv" "$RESULTS/unequal.png" "$SLOW" "$FAST" "$TARGET" \
+bench_summary "unequal.csv unequal.png" "$work/ue.csv" "$RESULTS/unequal.csv" "$RESULTS/unequal.png" "$SLOW" "$FAST" "$TARGET" \
   "$date_s" <<'EOF'
 import csv, sys
 src, out_csv, out_png, slow, fast, target, date = sys.argv[1:8]
@@ -270,7 +239,4 @@ ax.grid(True, axis="y", alpha=0.3)
 fig.tight_layout()
 fig.savefig(out_png, dpi=110)
 EOF
-rc=$?
-[ $rc -eq 0 ] || { echo "unequal.sh: the summary failed" >&2; exit 1; }
-echo "wrote $RESULTS/unequal.csv and $RESULTS/unequal.png"
 [ $fail -eq 0 ] || { echo "unequal.sh: FAILED: not every measurement completed" >&2; exit 1; }

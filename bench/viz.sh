@@ -47,43 +47,28 @@
 # VIZ_RATE (100mbit), VIZ_RUN_S (8), VIZ_ROUNDS (3), VIZ_PIN (1), PIO_BENCH_RESULTS
 # (bench/results).
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-build/default}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 # each rank's pool must hold two steps in flight (its send region is half of
 # --proc-pool: 2 x 24 MiB per rank at 256^3 on 8 ranks needs 128M)
-export PIO_SRC=$ROOT PIO_BUILD=$BUILD PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:---pool 2G --proc-pool 128M}
-TB=$ROOT/tests/testbed/pio-testbed
-RESULTS=${PIO_BENCH_RESULTS:-$ROOT/bench/results}
+PIO_PIOD_FLAGS=${PIO_PIOD_FLAGS:---pool 2G --proc-pool 128M}
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 SIZES=${VIZ_SIZES:-64 128 256}
 NP=${VIZ_NP:-8}
 RATE=${VIZ_RATE:-100mbit}
 RUN_S=${VIZ_RUN_S:-8}
 ROUNDS=${VIZ_ROUNDS:-3}
 K=4
-SCRIPT=viz.sh
 HEAT=$BUILD/examples/heat3d
 VIZD=$BUILD/bin/pio-vizd
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: viz: needs root (network namespaces for the test bed)"
-  exit 0
-fi
-# shellcheck source=../tests/lib/piod.bash
-source "$ROOT/tests/lib/piod.bash"
-# shellcheck source=lib.bash
-source "$ROOT/bench/lib.bash"
+bench_root skip
 bench_need "$HEAT" "$VIZD" "$BUILD/sbin/piod" mpirun iperf3 || exit 1
 
-work=$(mktemp -d /tmp/pio-bench-viz.XXXXXX)
-chmod 755 "$work"
-trap bench_cleanup EXIT
-trap 'exit 130' INT TERM
+bench_work
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np "$NP")
 
-echo "== viz.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $(nproc) cores, $K links at $RATE," \
-  "$NP ranks, sizes $SIZES"
+bench_banner ", $K links at $RATE, $NP ranks, sizes $SIZES"
 bench_bed_up viz 2 "$K" "$RATE" || exit 1
 echo "-- ceiling: $K x iperf3 at once, one per link"
 files=()

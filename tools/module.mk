@@ -1,4 +1,7 @@
 # tools/module.mk - command-line tools linked with libpio: tools/NAME/*.c -> bin/NAME.
+# Every .c of a tool's folder is linked in: pio-perf's perf_sizes.c and
+# perf_loop.c (its size syntax and measuring loop) also go into
+# bench/tcp_pingpong (bench/module.mk).
 TOOLS := pio-info pio-perf
 
 define tool_rule

@@ -29,6 +29,7 @@
  * PIO.
  */
 #include "pio.h"
+#include "perf_loop.h"
 #include "perf_sizes.h"
 
 #include <errno.h>
@@ -51,7 +52,6 @@
 #define PERF_MAGIC     UINT64_C(0x50494f5045524631) /* "PIOPERF1" */
 #define PERF_NCTRL     10
 #define PERF_MAX_SIZES 256
-#define PERF_TARGET_S  0.5 /* default: each size takes about this long */
 
 enum { OP_RUN = 1, OP_QUIT = 2 };
 enum { T_PINGPONG = 0, T_STREAM = 1, T_ONEWAY = 2 };
@@ -86,7 +86,6 @@ static uint8_t *sbuf, *rbuf; /* sbuf: pattern + stamps; rbuf: receive target */
 static size_t buf_size;
 static uint64_t msg_counter;       /* stamps: unique per message in this run */
 static uint8_t *wbuf[PERF_WINDOW]; /* nonblocking oneway: one buffer per outstanding send */
-static double post_usec;           /* oneway: mean time in the send call, last round */
 
 /* ---- progress watchdog ---- */
 
@@ -153,8 +152,6 @@ static int parse_sizes(const char *arg)
     return perf_parse_sizes(arg, opt.sizes, PERF_MAX_SIZES, &opt.nsizes);
 }
 
-#define pat perf_pat
-
 static void buffers_need(size_t size)
 {
     if (size <= buf_size && sbuf)
@@ -166,7 +163,7 @@ static void buffers_need(size_t size)
     sbuf = s;
     rbuf = r;
     for (size_t i = buf_size; i < n; i++)
-        sbuf[i] = pat(i);
+        sbuf[i] = perf_pat(i);
     if (opt.mode == M_NONBLOCKING)
         for (int w = 0; w < PERF_WINDOW; w++) {
             uint8_t *b = realloc(wbuf[w], n);
@@ -177,46 +174,16 @@ static void buffers_need(size_t size)
     buf_size = n;
 }
 
-/* Expected byte at position p of a message of `size` bytes stamped `stamp`. */
-static inline uint8_t expect(size_t p, uint64_t stamp)
-{
-    return p < 8 ? (uint8_t)(stamp >> (8 * p)) ^ pat(p) : pat(p);
-}
-
-static void stamp(uint8_t *buf, size_t size, uint64_t st)
-{
-    for (size_t p = 0; p < size && p < 8; p++)
-        buf[p] = expect(p, st);
-}
-
-static void poison(uint8_t *buf, size_t size, uint64_t st)
-{
-    if (!size)
-        return;
-    for (size_t p = 0; p < size && p < 8; p++)
-        buf[p] = (uint8_t)~expect(p, st);
-    buf[size / 2] = (uint8_t)~expect(size / 2, st);
-    buf[size - 1] = (uint8_t)~expect(size - 1, st);
-}
-
 static void verify(const uint8_t *buf, size_t size, uint64_t st, size_t got, const char *who)
 {
     if (got != size)
         die("data check failed (%s): message %" PRIu64 " has %zu bytes, expected %zu", who, st, got,
             size);
-    if (!size)
-        return;
-    size_t pos[10];
-    int n = 0;
-    for (size_t p = 0; p < size && p < 8; p++)
-        pos[n++] = p;
-    pos[n++] = size / 2;
-    pos[n++] = size - 1;
-    for (int i = 0; i < n; i++)
-        if (buf[pos[i]] != expect(pos[i], st))
-            die("data check failed (%s): message %" PRIu64 " of %zu bytes: byte %zu is 0x%02x, "
-                "expected 0x%02x (lost, stale or reordered data)",
-                who, st, size, pos[i], buf[pos[i]], expect(pos[i], st));
+    long bad = perf_verify(buf, size, st);
+    if (bad >= 0)
+        die("data check failed (%s): message %" PRIu64 " of %zu bytes: byte %ld is 0x%02x, "
+            "expected 0x%02x (lost, stale or reordered data)",
+            who, st, size, bad, buf[bad], perf_expect((size_t)bad, st));
 }
 
 /* ---- PIO helpers ---- */
@@ -313,7 +280,7 @@ static void serve_pingpong(const uint64_t *c)
     int mode = (int)c[C_MODE], bal = (int)c[C_BAL], k = (int)c[C_K];
     for (uint64_t i = 0; i < total; i++) {
         uint64_t st = ++msg_counter;
-        poison(rbuf, size, st);
+        perf_poison(rbuf, size, st);
         size_t got = recv_data(PERF_TAG_DATA, rbuf, size, mode, "server: receiving a ping");
         verify(rbuf, size, st, got, "server, ping");
         send_data(rbuf, size, conn_for(bal, k, i), mode, "server: sending a pong");
@@ -332,7 +299,7 @@ static void serve_stream(const uint64_t *c)
             continue;
         for (uint64_t i = 0; i < phases[ph]; i++) {
             uint64_t st = ++msg_counter;
-            poison(rbuf, size, st);
+            perf_poison(rbuf, size, st);
             size_t got = recv_data(PERF_TAG_DATA, rbuf, size, mode, "server: receiving a stream");
             verify(rbuf, size, st, got, "server, stream");
         }
@@ -383,9 +350,11 @@ static int run_server(void)
 
 static uint64_t round_id;
 
-/* Run one round on both sides; returns the seconds of its timed part. */
-static double client_round(size_t size, uint64_t warmup, uint64_t iters)
+/* Run one round on both sides (perf_round_fn); returns the seconds of its
+ * timed part; oneway: *op_usec is the mean time in the send call. */
+static double client_round(void *ctx, size_t size, uint64_t warmup, uint64_t iters, double *op_usec)
 {
+    (void)ctx;
     uint64_t c[PERF_NCTRL] = {
         PERF_MAGIC,        OP_RUN,          (uint64_t)opt.test, size,      warmup, iters,
         (uint64_t)opt.bal, (uint64_t)opt.k, (uint64_t)opt.mode, ++round_id};
@@ -404,8 +373,8 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
             if (i == warmup)
                 t0 = now_ns();
             uint64_t st = ++msg_counter;
-            stamp(sbuf, size, st);
-            poison(rbuf, size, st);
+            perf_stamp(sbuf, size, st);
+            perf_poison(rbuf, size, st);
             send_data(sbuf, size, conn_for(opt.bal, opt.k, i), opt.mode, "client: sending a ping");
             size_t got =
                 recv_data(PERF_TAG_DATA, rbuf, size, opt.mode, "client: waiting for a pong");
@@ -427,7 +396,7 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
                 uint64_t st = ++msg_counter;
                 int conn = conn_for(opt.bal, opt.k, i);
                 if (opt.mode != M_NONBLOCKING) {
-                    stamp(sbuf, size, st);
+                    perf_stamp(sbuf, size, st);
                     long long a = now_ns();
                     send_data(sbuf, size, conn, opt.mode, "client: sending one-way");
                     in_call += now_ns() - a;
@@ -439,7 +408,7 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
                     pio_check(PIO_Wait(&req[w], PIO_WAIT_FOREVER, NULL), "PIO_Wait", "(oneway)");
                 }
                 memcpy(wbuf[w], sbuf, size);
-                stamp(wbuf[w], size, st);
+                perf_stamp(wbuf[w], size, st);
                 progress("client: posting one-way");
                 long long a = now_ns();
                 pio_check(PIO_Isend(partner_h, 0, PERF_TAG_DATA, conn, wbuf[w], PIO_BYTE, size,
@@ -460,7 +429,7 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
             if (ph == 1)
                 t1 = now_ns();
         }
-        post_usec = iters ? (double)in_call / 1e3 / (double)iters : 0;
+        *op_usec = iters ? (double)in_call / 1e3 / (double)iters : 0;
     } else {
         uint64_t phases[2] = {warmup, iters};
         t1 = 0;
@@ -471,7 +440,7 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
                 t0 = now_ns();
             for (uint64_t i = 0; i < phases[ph]; i++) {
                 uint64_t st = ++msg_counter;
-                stamp(sbuf, size, st);
+                perf_stamp(sbuf, size, st);
                 send_data(sbuf, size, conn_for(opt.bal, opt.k, i), opt.mode,
                           "client: sending a stream");
             }
@@ -485,16 +454,6 @@ static double client_round(size_t size, uint64_t warmup, uint64_t iters)
         }
     }
     return (double)(t1 - t0) / 1e9;
-}
-
-static void print_row(FILE *f, int csv, size_t size, uint64_t iters, double usec, double mbps)
-{
-    if (csv)
-        fprintf(f, "%s,%zu,%" PRIu64 ",%s,%s,%.3f,%.3f\n", test_names[opt.test], size, iters,
-                bal_names[opt.bal], mode_names[opt.mode], usec, mbps);
-    else
-        fprintf(f, "%-9s %12zu %9" PRIu64 " %-8s %-9s %12.3f %12.3f\n", test_names[opt.test], size,
-                iters, bal_names[opt.bal], mode_names[opt.mode], usec, mbps);
 }
 
 static int run_client(void)
@@ -515,20 +474,11 @@ static int run_client(void)
     if (opt.bal == B_USER && nch > 0 && opt.k > nch)
         die("-k %d: the bundle to %s has only %d channels", opt.k, ai.system, nch);
 
-    size_t maxsize = 0;
-    for (int i = 0; i < opt.nsizes; i++)
-        if (opt.sizes[i] > maxsize)
-            maxsize = opt.sizes[i];
-    buffers_need(maxsize);
+    buffers_need(perf_max_size(opt.sizes, opt.nsizes));
 
     FILE *csv = NULL;
-    if (opt.csv) {
-        csv = fopen(opt.csv, "a");
-        if (!csv)
-            die("--csv %s: %s", opt.csv, strerror(errno));
-        if (ftell(csv) == 0)
-            fprintf(csv, "test,size,iters,balance,mode,usec_per_op,MBps\n");
-    }
+    if (opt.csv && !(csv = perf_csv_open(opt.csv)))
+        die("--csv %s: %s", opt.csv, strerror(errno));
 
     printf("# pio-perf %d.%d.%d: %s, %s -> %s (system %s, %d channel%s, %d up), balance %s",
            PIO_VERSION_MAJOR, PIO_VERSION_MINOR, PIO_VERSION_PATCH, test_names[opt.test], app,
@@ -541,40 +491,17 @@ static int run_client(void)
            : opt.test == T_ONEWAY ? "time in the send call per message (until the application "
                                     "may continue); MB/s: messages x size / (first send to ack)"
                                   : "stream time (first send to ack) / messages");
-    printf("%-9s %12s %9s %-8s %-9s %12s %12s\n", "#test", "size", "iters", "balance", "mode",
-           "usec/op", "MB/s");
-    fflush(stdout);
-
-    for (int s = 0; s < opt.nsizes; s++) {
-        size_t size = opt.sizes[s];
-        uint64_t warmup = opt.warmup >= 0 ? (uint64_t)opt.warmup : (size < (1u << 20) ? 10 : 2);
-        uint64_t iters;
-        if (opt.iters > 0) {
-            iters = (uint64_t)opt.iters;
-        } else {
-            /* probe: 1, 10, 100 ... until a round takes 20 ms, then scale */
-            uint64_t probe = 1;
-            double t = client_round(size, warmup, probe);
-            warmup = 0;
-            while (t < 0.02 && probe < 1000000) {
-                probe *= 10;
-                t = client_round(size, 0, probe);
-            }
-            double n = t > 0 ? PERF_TARGET_S * (double)probe / t : 1e6;
-            iters = n < 3 ? 3 : n > 1e7 ? 10000000 : (uint64_t)n;
-        }
-        double sec = client_round(size, warmup, iters);
-        double usec = sec * 1e6 / (double)iters / (opt.test == T_PINGPONG ? 2.0 : 1.0);
-        double mbps = usec > 0 ? (double)size / usec : 0.0; /* bytes per usec = MB/s */
-        if (opt.test == T_ONEWAY)
-            usec = post_usec; /* MB/s stays the one-way rate */
-        print_row(stdout, 0, size, iters, usec, mbps);
-        fflush(stdout);
-        if (csv) {
-            print_row(csv, 1, size, iters, usec, mbps);
-            fflush(csv);
-        }
-    }
+    struct perf_loop loop = {.sizes = opt.sizes,
+                             .nsizes = opt.nsizes,
+                             .iters = opt.iters,
+                             .warmup = opt.warmup,
+                             .half = opt.test == T_PINGPONG,
+                             .test = test_names[opt.test],
+                             .balance = bal_names[opt.bal],
+                             .mode = mode_names[opt.mode],
+                             .csv = csv,
+                             .round = client_round};
+    perf_loop_run(&loop);
     uint64_t q[PERF_NCTRL] = {PERF_MAGIC, OP_QUIT};
     send_ctrl(q, PERF_NCTRL, "client: telling the server to stop");
     if (csv && fclose(csv) != 0)
