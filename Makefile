@@ -121,6 +121,7 @@ MANS :=          # Markdown man pages (docs/man/NAME.SECTION.md)
 INSTALL_LIBS :=      # more libraries installed under lib/ (libpiof.a)
 INSTALL_INCLUDES :=  # more files installed under include/ (pio.mod)
 INSTALL_SOS :=       # shared objects installed under lib/ as they are (libpgas.so)
+INSTALL_VERSIONED_SOS := # shared libraries installed as NAME.so.VERSION with links (libpfs.so)
 
 include libpio/module.mk
 include common/wire/module.mk
@@ -156,7 +157,7 @@ inc-check: $(PUB_HDRS)
 	$(Q)$(CC) $(CPPFLAGS) $(call inc,$(SRC)) $(CFLAGS) -fsyntax-only -o /dev/null $(PROBE)
 
 .PHONY: all deps test demo demo-viz bench install uninstall clean format format-check check-root
-all: $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_SOS) $(INSTALL_INCLUDES) $(BINS) $(SBINS) $(UNIT_TESTS) \
+all: $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_SOS) $(INSTALL_VERSIONED_SOS) $(INSTALL_INCLUDES) $(BINS) $(SBINS) $(UNIT_TESTS) \
   $(TEST_BINS) $(MAN_ROFF)
 
 deps:
@@ -216,6 +217,10 @@ install: all
 	install -m 644 libpio/pio.h $(INSTALL_INCLUDES) $(DESTDIR)$(PREFIX)/include/
 	$(if $(strip $(INSTALL_LIBS)),install -m 644 $(INSTALL_LIBS) $(DESTDIR)$(PREFIX)/lib/)
 	$(if $(strip $(INSTALL_SOS)),install -m 755 $(INSTALL_SOS) $(DESTDIR)$(PREFIX)/lib/)
+	@for so in $(INSTALL_VERSIONED_SOS); do n=$${so##*/}; \
+	  install -m 755 $$so $(DESTDIR)$(PREFIX)/lib/$$n.$(PIO_VERSION) && \
+	  ln -sf $$n.$(PIO_VERSION) $(DESTDIR)$(PREFIX)/lib/$$n.$(PIO_SOVERSION) && \
+	  ln -sf $$n.$(PIO_SOVERSION) $(DESTDIR)$(PREFIX)/lib/$$n; done
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(PIO_VERSION)|; s|@REQUIRES@|$(PKG_DEPS)|' \
 	  libpio/pio.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pio.pc
 	$(if $(strip $(BINS)),install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)

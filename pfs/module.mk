@@ -7,6 +7,7 @@ PFS_CORE_OBJS := $(B)/pfs/proto.o $(B)/pfs/layout.o $(B)/pfs/perm.o
 # the API.
 LIBPFS_OBJS   := $(PFS_CORE_OBJS) $(B)/pfs/client.o $(B)/common/capture.o
 LIBPFS_A      := $(B)/lib/libpfs.a
+LIBPFS_SO     := $(B)/lib/libpfs.so
 PFS_MDS_OBJS  := $(B)/pfs/mds.o $(B)/pfs/mdb.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
 PFS_IOD_OBJS  := $(B)/pfs/iod.o $(B)/pfs/qos.o $(B)/pfs/iostat.o $(B)/pfs/store_posix.o $(B)/pfs/srv.o $(PFS_CORE_OBJS)
 PFS_CLI_OBJS  := $(B)/pfs/cli.o
@@ -14,6 +15,7 @@ OBJS  += $(sort $(LIBPFS_OBJS) $(PFS_MDS_OBJS) $(PFS_IOD_OBJS) $(PFS_CLI_OBJS))
 BINS  += $(B)/bin/pfs
 SBINS += $(B)/sbin/pfs-mds $(B)/sbin/pfs-iod
 INSTALL_LIBS += $(LIBPFS_A)
+INSTALL_VERSIONED_SOS += $(LIBPFS_SO)
 INSTALL_INCLUDES += pfs/pfs.h
 
 SQLITE_LIBS := $(call pkg,--libs,sqlite3)
@@ -21,6 +23,15 @@ SQLITE_LIBS := $(call pkg,--libs,sqlite3)
 $(LIBPFS_A): $(LIBPFS_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
+
+# libpfs.so exports the API of pfs.h alone, as libpio.so does pio.h's: its
+# objects are hidden but for what pfs.h declares (build.bats checks nm -D).
+# It needs libpio.so (the API of pio.h).
+$(LIBPFS_OBJS): CFLAGS += -fvisibility=hidden
+$(LIBPFS_SO): $(LIBPFS_OBJS) pfs/libpfs.map $(LIBPIO_SO)
+	@mkdir -p $(@D)
+	$(call msg,LD,$@)$(CC) -shared -Wl,-soname,libpfs.so.$(PIO_SOVERSION) \
+	  -Wl,--version-script=pfs/libpfs.map $(LDFLAGS) -o $@ $(LIBPFS_OBJS) $(LIBPIO_SO) $(LDLIBS)
 
 $(B)/bin/pfs: $(PFS_CLI_OBJS) $(LIBPFS_A) $(LIBPIO_A)
 	@mkdir -p $(@D)

@@ -33,6 +33,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* libpfs is built with hidden visibility: what this header declares is
+ * what libpfs.so exports (pfs/libpfs.map), and nothing else. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(default)
+#endif
 
 typedef struct pfs_fs pfs_fs;
 typedef struct pfs_file pfs_file;
@@ -201,6 +206,9 @@ int pfs_grow(pfs_fs *fs, uint64_t fid, uint64_t size);
  * none): the server's own words, or which server failed. */
 const char *pfs_errtext(void);
 
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
 #ifdef __cplusplus
 }
 #endif

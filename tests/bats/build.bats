@@ -47,7 +47,8 @@ C
   run bash -c "cc $san -o '$BATS_TEST_TMPDIR/p' '$BATS_TEST_TMPDIR/p.c' \$(pkg-config --cflags --libs pio) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/p'"
   assert_success
   assert_output "timed out"
-  # a pfs client builds from the installed pfs.h and libpfs.a alone
+  [ -L "$prefix/lib/libpfs.so" ]
+  # a pfs client builds from the installed pfs.h and libpfs alone
   cat >"$BATS_TEST_TMPDIR/f.c" <<'C'
 #include <pfs.h>
 #include <pio.h>
@@ -89,6 +90,22 @@ C
   [ "$(wc -l <<<"$declared")" -ge 40 ] || fail "pio.h declares only: $declared"
   missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
   [ -z "$missing" ] || fail "declared in pio.h, not exported: $(echo $missing)"
+}
+
+@test "libpfs.so exports the API of pfs.h and nothing else (nm -D)" {
+  run nm -D --defined-only "$PIO_BUILD/lib/libpfs.so"
+  assert_success
+  exported=$(awk '$2 ~ /^[A-Z]$/ { print $3 }' <<<"$output" | sort)
+  declared=$(grep -oE '\bpfs_[a-z0-9_]+\(' pfs/pfs.h | tr -d '(' | sort -u)
+  [ "$(wc -l <<<"$declared")" -ge 30 ] || fail "pfs.h declares only: $declared"
+  # exactly the functions pfs.h declares: none missing, nothing more (the
+  # message codec, the layout and the capture hook inside stay hidden)
+  run comm -3 <(echo "$declared") <(echo "$exported")
+  assert_success
+  assert_output ""
+  run readelf -d "$PIO_BUILD/lib/libpfs.so"
+  assert_success
+  assert_output --partial "Shared library: [libpio.so.0]"
 }
 
 # probe HEADER: a throw-away source file that includes HEADER

@@ -269,6 +269,23 @@ static void join(const char *app, const char *partner)
              opt.server ? "(the client)" : "--server");
     progress("waiting for the partner (PIO_Setpartner)");
     pio_check(PIO_Setpartner(partner, &partner_h), "PIO_Setpartner", ctx);
+    /* A partner of the same name that has left (the previous run's, when
+     * runs follow each other) is known to the piods and named at once, and
+     * a send to it fails with PIO_EGONE: wait until a process of it is
+     * joined, so a client and a server started together find each other
+     * in either order. */
+    progress("waiting for the partner to be joined (PIO_Getappinfo)");
+    for (long waited_ms = 0;; waited_ms += 10) {
+        PIO_Appinfo ai;
+        pio_check(PIO_Getappinfo(partner_h, &ai), "PIO_Getappinfo", ctx);
+        if (ai.joined > 0)
+            break;
+        if (waited_ms >= (long)opt.timeout_s * 1000)
+            die("%s: the partner has left and did not join again in %d s %s", partner,
+                opt.timeout_s, ctx);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* ---- server ---- */
