@@ -20,6 +20,8 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 
 /* Entry points glibc exports but declares only under _FORTIFY_SOURCE; the
@@ -133,6 +135,14 @@ ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
     X(CALL, int, __lxstat, (int ver, const char *path, struct stat *st), (ver, path, st), stat, (AT_FDCWD, path, 0, st)) \
     X(CALL, int, __lxstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), stat, (AT_FDCWD, path, 0, (struct stat *)st)) \
     X(CALL, int, statx, (int dirfd, const char *path, int flags, unsigned mask, struct statx *sx), (dirfd, path, flags, mask, sx), statx, (dirfd, path, flags, sx)) \
+    X(CALL, int, statfs, (const char *path, struct statfs *sf), (path, sf), statfs, (-1, path, sf)) \
+    X(CALL, int, statfs64, (const char *path, struct statfs64 *sf), (path, sf), statfs, (-1, path, (struct statfs *)sf)) \
+    X(CALL, int, fstatfs, (int fd, struct statfs *sf), (fd, sf), statfs, (fd, NULL, sf)) \
+    X(CALL, int, fstatfs64, (int fd, struct statfs64 *sf), (fd, sf), statfs, (fd, NULL, (struct statfs *)sf)) \
+    X(CALL, int, statvfs, (const char *path, struct statvfs *sv), (path, sv), statvfs, (-1, path, sv)) \
+    X(CALL, int, statvfs64, (const char *path, struct statvfs64 *sv), (path, sv), statvfs, (-1, path, (struct statvfs *)sv)) \
+    X(CALL, int, fstatvfs, (int fd, struct statvfs *sv), (fd, sv), statvfs, (fd, NULL, sv)) \
+    X(CALL, int, fstatvfs64, (int fd, struct statvfs64 *sv), (fd, sv), statvfs, (fd, NULL, (struct statvfs *)sv)) \
     X(CALL, int, access, (const char *path, int mode), (path, mode), access, (AT_FDCWD, path, mode)) \
     X(CALL, int, faccessat, (int dirfd, const char *path, int mode, int flags), (dirfd, path, mode, flags), access, (dirfd, path, mode)) \
     X(CALL, int, unlink, (const char *path), (path), unlink, (AT_FDCWD, path, 0)) \

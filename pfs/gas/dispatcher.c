@@ -645,7 +645,8 @@ static int serve(struct conn *c, const struct gas_hdr *q, const uint8_t *p)
     struct gas_hdr rep = {0};
     char path[PFS_PATH_MAX], why[256];
     int rc = PIO_OK;
-    if (q->op == GAS_OP_OPEN || q->op == GAS_OP_STAT || q->op == GAS_OP_UNLINK) {
+    if (q->op == GAS_OP_OPEN || q->op == GAS_OP_STAT || q->op == GAS_OP_UNLINK ||
+        q->op == GAS_OP_STATFS) {
         if (q->plen == 0 || q->plen >= sizeof(path) || p[0] != '/' || memchr(p, 0, q->plen))
             return fail_text(c, q, PIO_EINVAL, "bad path");
         memcpy(path, p, q->plen);
@@ -658,6 +659,15 @@ static int serve(struct conn *c, const struct gas_hdr *q, const uint8_t *p)
                          0);
         pfs_stat st;
         rc = pfs_stat_path(fs, path, &st);
+        if (rc == PIO_OK && q->op == GAS_OP_STATFS) {
+            /* the space of every I/O server, as `pfs df` sums it */
+            for (int i = 0; i < pfs_nservers(fs) && rc == PIO_OK; i++) {
+                uint64_t u = 0, a = 0, o = 0;
+                rc = pfs_df(fs, i, &u, &a, &o);
+                rep.off += u, rep.len += a, rep.aux += o;
+            }
+            return reply(c, q, &rep, rc, NULL, 0);
+        }
         if (rc == PIO_OK) {
             rep.off = st.size;
             rep.len = (st.is_dir ? GAS_MODE_DIR : 0) | (st.mode & 07777);

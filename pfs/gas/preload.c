@@ -271,6 +271,32 @@ static int serve_stat(int dirfd, const char *path, int flags, struct stat *st)
     return gas_pl_stat_hook(dirfd, path, flags, st);
 }
 
+static int serve_statfs(int fd, const char *path, struct statfs *sf)
+{
+    return gas_pl_statfs_hook(fd, path, sf);
+}
+
+/* statvfs is statfs in other words (glibc's own statvfs does not go
+ * through statfs's symbol, so both are hooked) */
+static int serve_statvfs(int fd, const char *path, struct statvfs *sv)
+{
+    struct statfs sf;
+    int r = gas_pl_statfs_hook(fd, path, &sf);
+    if (r != 0)
+        return r;
+    memset(sv, 0, sizeof(*sv));
+    sv->f_bsize = (unsigned long)sf.f_bsize;
+    sv->f_frsize = (unsigned long)sf.f_frsize;
+    sv->f_blocks = sf.f_blocks;
+    sv->f_bfree = sf.f_bfree;
+    sv->f_bavail = sf.f_bavail;
+    sv->f_files = sf.f_files;
+    sv->f_ffree = sf.f_ffree;
+    sv->f_favail = sf.f_ffree;
+    sv->f_namemax = (unsigned long)sf.f_namelen;
+    return 0;
+}
+
 static int serve_statx(int dirfd, const char *path, int flags, struct statx *sx)
 {
     return gas_pl_statx_hook(dirfd, path, flags, sx);

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -143,6 +144,11 @@ off_t gas_pl_lseek(int fd, off_t off, int whence);
 int gas_pl_is_path(const char *path);
 int gas_pl_stat_hook(int dirfd, const char *path, int flags, struct stat *st);
 int gas_pl_statx_hook(int dirfd, const char *path, int flags, struct statx *sx);
+/* gas_pl_statfs_hook - statfs of path, or fstatfs of fd when path is NULL:
+ * for a pgas file system, the space `pfs df` shows summed over its I/O
+ * servers (blocks of 4 KiB). 0 with *sf filled, -1 (errno), or
+ * PIO_IP_NOT_OURS. */
+int gas_pl_statfs_hook(int fd, const char *path, struct statfs *sf);
 int gas_pl_access_hook(int dirfd, const char *path, int mode);
 int gas_pl_xattr_hook(const char *path);
 int gas_pl_unlink_hook(int dirfd, const char *path, int flags);

@@ -457,6 +457,39 @@ int gas_pl_statx_hook(int dirfd, const char *path, int flags, struct statx *sx)
     return r;
 }
 
+#define PGAS_FS_MAGIC 0x50474153 /* "PGAS": f_type of a pgas file system */
+#define PGAS_FS_BLOCK 4096u
+
+int gas_pl_statfs_hook(int fd, const char *path, struct statfs *sf)
+{
+    char pfs[PATH_MAX];
+    struct pgas_attr a;
+
+    if (!path) {
+        struct pgas_file *f = gas_pl_get(fd);
+        if (!f)
+            return PIO_IP_NOT_OURS;
+        snprintf(pfs, sizeof(pfs), "%s", f->path);
+        gas_pl_release(f);
+    } else {
+        int k = pgas_at(AT_FDCWD, path, pfs, sizeof(pfs));
+        if (k <= 0)
+            return k < 0 ? -1 : PIO_IP_NOT_OURS;
+    }
+    if (gas_pl_path_rpc(GAS_OP_STATFS, 0, pfs, &a) < 0)
+        return -1;
+    /* the reply: size = bytes used, mode = bytes available, mtime_ns = objects */
+    memset(sf, 0, sizeof(*sf));
+    sf->f_type = PGAS_FS_MAGIC;
+    sf->f_bsize = sf->f_frsize = PGAS_FS_BLOCK;
+    sf->f_bfree = sf->f_bavail = a.mode / PGAS_FS_BLOCK;
+    sf->f_blocks = a.size / PGAS_FS_BLOCK + sf->f_bfree;
+    sf->f_ffree = sf->f_bfree; /* a free block can hold another object */
+    sf->f_files = a.mtime_ns + sf->f_ffree;
+    sf->f_namelen = 255;
+    return 0;
+}
+
 static int pgas_access(const char *pfs, int mode)
 {
     struct pgas_attr a;

@@ -80,7 +80,8 @@ int gas_hdr_decode(const uint8_t *in, struct gas_hdr *h)
 
 const char *gas_op_name(unsigned op)
 {
-    static const char *const names[] = {"?",     "OPEN", "WRITE", "READ",   "FSYNC", "CLOSE",
-                                        "FSTAT", "STAT", "TRUNC", "UNLINK", "STATS", "REPLY"};
+    static const char *const names[] = {"?",     "OPEN",  "WRITE", "READ",  "FSYNC",
+                                        "CLOSE", "FSTAT", "STAT",  "TRUNC", "UNLINK",
+                                        "STATS", "REPLY", "STATFS"};
     return op < GAS_OP_END_ ? names[op] : "?";
 }

@@ -35,6 +35,9 @@
  *   UNLINK  payload = path; flags GAS_F_DIR: remove an empty directory
  *   STATS   flags GAS_F_RESET: zero the counters after reading -> payload =
  *           text, one "key=value ..." line
+ *   STATFS  payload = path (must exist) -> the file system's space, summed
+ *           over its I/O servers as `pfs df` shows it: off = bytes used by
+ *           objects, len = bytes available, aux = objects
  * Reply: op GAS_OP_REPLY, id echoed, status = a PIO status (pio.h, PIO_OK 0);
  * on failure the payload is the explanation (text, no NUL). A synchronous
  * write is all or nothing. A queued write's failure is reported by every
@@ -67,6 +70,7 @@ enum gas_op {
     GAS_OP_UNLINK,
     GAS_OP_STATS,
     GAS_OP_REPLY,
+    GAS_OP_STATFS,
     GAS_OP_END_ /* one past the last */
 };
 

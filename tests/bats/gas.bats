@@ -111,6 +111,41 @@ io_sum() {
   cmp "$W/skip.local" "$W/skip"
 }
 
+@test "statfs, statvfs and fstatvfs of a pgas: path answer pfs df's space and objects" {
+  head -c $((3 * MIB)) /dev/urandom >"$W/s"
+  run gas_on "$DIR/gas.sock" cp "$W/s" pgas:/t/sfs
+  assert_success
+  run pfs_on 7 pfs --mds pfs.gmds df
+  assert_success
+  total=$(awk '$1 == "total" { print $2, $3, $4 }' <<<"$output")
+  read -r used avail objects <<<"$total"
+  [ "$objects" -ge 4 ] || fail "pfs df: $output"
+  # statfs (stat -f): 4 KiB blocks; used blocks and objects are exact, the
+  # free space moves with whatever else writes to the servers' disks
+  run gas_on "$DIR/gas.sock" stat -f -c '%S %b %f %a %c %d' pgas:/t
+  assert_success
+  read -r bs blocks bfree bavail files ffree <<<"$output"
+  assert_equal "$bs" 4096
+  assert_equal "$((blocks - bfree))" "$((used / 4096))"
+  assert_equal "$((files - ffree))" "$objects"
+  assert_equal "$bfree" "$bavail"
+  [ $(((bavail * 4096 - avail) / MIB)) -le 512 ] || fail "avail $bavail blocks vs pfs df $avail"
+  [ $(((avail - bavail * 4096) / MIB)) -le 512 ] || fail "avail $bavail blocks vs pfs df $avail"
+  # statvfs and fstatvfs (python's os module)
+  run gas_on "$DIR/gas.sock" python3 -c '
+import os
+s = os.statvfs("pgas:/t/sfs")
+fd = os.open("pgas:/t/sfs", os.O_RDONLY)
+f = os.fstatvfs(fd)
+os.close(fd)
+print(s.f_frsize, s.f_blocks - s.f_bfree, s.f_files - s.f_ffree, f.f_blocks - f.f_bfree, f.f_files - f.f_ffree)'
+  assert_success
+  assert_output "4096 $((used / 4096)) $objects $((used / 4096)) $objects"
+  # a missing path: statfs fails with ENOENT, as on any file system
+  run ! gas_on "$DIR/gas.sock" stat -f pgas:/t/no-such-file
+  assert_output --partial "No such file"
+}
+
 @test "16 processes' interleaved 40-byte records equal their local file; after close h7 reads them" {
   gas_on "$DIR/gas.sock" gas-stat --socket "$DIR/gas.sock" --reset >/dev/null
   run gas_on "$DIR/gas.sock" "$BTIO" --procs 16 --grid 16 --steps 3 --out pgas:/t/btio
