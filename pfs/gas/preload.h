@@ -79,6 +79,7 @@ struct pgas_file {
     uint32_t handle;
     int accmode;       /* O_RDONLY, O_WRONLY (asynchronous writes) or O_RDWR */
     atomic_int append; /* O_APPEND */
+    int sync;          /* O_SYNC or O_DSYNC: each write applied before it returns */
     pthread_mutex_t mtx;
     off_t pos; /* under mtx */
     uint64_t ino;

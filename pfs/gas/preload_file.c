@@ -197,9 +197,15 @@ static ssize_t pgas_xfer(struct pgas_file *f, void *buf, size_t n, off_t off, in
 {
     if (!wr)
         return pgas_read_sync(f, buf, n, off);
-    if (f->accmode == O_WRONLY)
-        return pgas_write_async(f, buf, n, off);
-    return pgas_write_sync(f, buf, n, off);
+    /* write-behind for every open that can write, O_WRONLY and O_RDWR
+     * (issue 30): the frames of a connection are queued and served in
+     * order, so a later READ, FSTAT (size, SEEK_END) or TRUNC of this
+     * process reaches the dispatcher after them, and the dispatcher
+     * applies the writes it holds before it answers. O_SYNC and O_DSYNC
+     * opens ask for each write to be applied before it returns. */
+    if (f->sync)
+        return pgas_write_sync(f, buf, n, off);
+    return pgas_write_async(f, buf, n, off);
 }
 
 /* pgas_vec - iov[cnt] from/to off; stops at the first short transfer. */
@@ -591,6 +597,7 @@ static struct pgas_file *pgas_file_new(struct pgas_conn *c, const char *pfs, int
     f->conn = c;
     f->handle = handle;
     f->accmode = flags & O_PATH ? O_RDONLY : flags & O_ACCMODE;
+    f->sync = (flags & (O_SYNC | O_DSYNC)) != 0;
     atomic_init(&f->append, (flags & O_APPEND) != 0);
     f->rec.refs = 1;
     pthread_mutex_init(&f->mtx, NULL);
