@@ -47,16 +47,28 @@ int gas_arrange(struct gas_req *v, size_t n, struct gas_extent *out, size_t *nou
         if (len > cap - pos)
             return -1;
         qsort(v + i, j - i, sizeof(*v), by_seq); /* last writer last */
-        for (size_t k = i; k < j; k++)
+        uint32_t count = 0;
+        for (size_t k = i; k < j; k++) {
             if (v[k].len)
                 memcpy(buf + pos + (v[k].off - start), v[k].data, (size_t)v[k].len);
+            count += v[k].count ? v[k].count : 1;
+        }
         out[*nout] = (struct gas_extent){
-            .file = v[i].file, .off = start, .len = len, .pos = pos, .nreq = (uint32_t)(j - i)};
+            .file = v[i].file, .off = start, .len = len, .pos = pos, .nreq = count};
         (*nout)++;
         pos += (size_t)len;
         i = j;
     }
     return 0;
+}
+
+void gas_whole_blocks(uint64_t off, uint64_t len, uint64_t block, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t end = off + len;
+    *lo = (off + block - 1) / block * block;
+    *hi = end / block * block;
+    if (*lo >= *hi)
+        *lo = *hi = off; /* no whole block */
 }
 
 struct pfs_piece gas_split(const struct pfs_layout *l, uint64_t block, uint64_t off, uint64_t len)

@@ -26,6 +26,7 @@ struct gas_req {
     uint64_t len;
     uint64_t seq; /* issue order: a later write has a higher seq */
     const uint8_t *data;
+    uint32_t count; /* the writes it stands for (a held-back extent: several; 0 counts as 1) */
 };
 
 /* One merged extent: its bytes are in the caller's output buffer at pos. */
@@ -34,7 +35,7 @@ struct gas_extent {
     uint64_t off;
     uint64_t len;
     size_t pos;
-    uint32_t nreq; /* requests merged into it */
+    uint32_t nreq; /* requests merged into it (the sum of their counts) */
 };
 
 /* gas_arrange - sort v (n requests; reordered in place) and merge it into
@@ -44,6 +45,12 @@ struct gas_extent {
  * small (nothing usable in out). */
 int gas_arrange(struct gas_req *v, size_t n, struct gas_extent *out, size_t *nout, uint8_t *buf,
                 size_t cap);
+
+/* gas_whole_blocks - the whole blocks of `block` bytes inside [off,
+ * off + len): *lo and *hi (lo <= hi) bound the largest block-aligned range
+ * in it; lo == hi when it holds no whole block. The bytes before lo and
+ * after hi are the extent's partial blocks. */
+void gas_whole_blocks(uint64_t off, uint64_t len, uint64_t block, uint64_t *lo, uint64_t *hi);
 
 /* gas_split - the first piece of a write of len bytes at file offset off
  * (len > 0) that stays within one block of `block` bytes of the file (0:

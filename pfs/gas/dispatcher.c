@@ -16,19 +16,34 @@
  *               sub-buffer; the other requests wait for the "barrier" of
  *               their file (below), then run against pfs directly.
  *   flusher     one per I/O server: swaps the filling sub-buffer out when it
- *               is full, older than --interval, or a barrier asks, arranges
- *               it and writes it with pfs_batch_write (16 requests in
- *               flight), so the servers are written in parallel while the
- *               connections fill the other half of each double buffer.
+ *               is full, when no write came for --interval, or when a
+ *               barrier asks, arranges it and writes it with
+ *               pfs_batch_write (16 requests in flight), so the servers are
+ *               written in parallel while the connections fill the other
+ *               half of each double buffer.
+ *
+ * What goes out: a barrier's flush writes everything. A full or idle
+ * buffer writes only its runs of whole blocks (--block) and holds the
+ * partial blocks back for the next flush, where later writes may complete
+ * them: how a server's requests are cut then depends on the bytes, not on
+ * when the buffer happened to fill (the BTIO pattern's 40-byte records from
+ * 16 processes complete each 4 KiB block in any order). Held bytes go out at
+ * the latest after --max-age. Sizes adapt: a sub-buffer starts at
+ * --sub-buffer and doubles after a full flush whose requests merged at
+ * least 2 to 1 or whose partial blocks filled half of it, up to
+ * --sub-buffer-max (within --memory over all servers); after 10 s without a
+ * write it returns to the start size.
  *
  * Generations: each server's filling buffer has a generation number; the
- * flusher publishes the generation it finished (done). A barrier on a file
- * asks every server of the file's layout to flush what it holds and waits
+ * flusher publishes the generation it finished (done): every generation up
+ * to done is applied, so while bytes of generation g are held back, done
+ * stays below g. A barrier on a file asks every server of the file's
+ * layout to flush what it holds (everything, held bytes too) and waits
  * until done reaches the generation that held the connection's last piece,
  * so every earlier write of that process to that file is applied at the
- * servers. Writes of a write-only open are acknowledged by nothing but the
- * barrier of its fsync or close; a write that failed at a server marks its
- * file, and the file's next barrier reports it (sticky: the bytes are lost).
+ * servers. Writes are acknowledged by nothing but the barrier of an fsync,
+ * a close or a read; a write that failed at a server marks its file, and
+ * the file's next barrier reports it (sticky: the bytes are lost).
  *
  * Locks: srv.mtx guards one server's buffers and generations; files_mtx the
  * table of open files; file.mtx one file's pfs handle and sizes. Order:
@@ -73,16 +88,25 @@ static struct {
     const char *mds;
     const char *cls;
     char name[PIO_NAME_MAX];
-    uint64_t sub_buffer; /* bytes of one sub-buffer */
-    uint64_t block;      /* writes are cut at block boundaries */
-    int64_t interval_ns; /* a sub-buffer older than this is flushed */
+    uint64_t sub_buffer;     /* a server's sub-buffer starts with this many bytes */
+    uint64_t sub_buffer_max; /* ... and grows while its writes merge, up to this */
+    uint64_t memory;         /* ... within this for all servers' buffers */
+    uint64_t block;          /* writes are cut at block boundaries */
+    int64_t interval_ns;     /* a sub-buffer without a new write for this long goes out */
+    int64_t max_age_ns;      /* partial blocks are held back at most this long */
     int arrange;
     int any_user;
-} cfg = {.sub_buffer = 64u << 10, .block = 4096, .interval_ns = 100000000, .arrange = 1};
+} cfg = {.sub_buffer = 64u << 10,
+         .sub_buffer_max = 8u << 20,
+         .memory = 256u << 20,
+         .block = 4096,
+         .interval_ns = 100000000,
+         .max_age_ns = 30000000000LL,
+         .arrange = 1};
 
 static struct {
-    atomic_uint_fast64_t received, bytes, pieces, sent, sent_bytes, merged, flushes, full, timer,
-        sync, errors, conns;
+    atomic_uint_fast64_t received, bytes, pieces, sent, sent_bytes, pieces_out, held, grown,
+        flushes, full, timer, sync, errors, conns;
 } ctr;
 
 static pfs_fs *fs;
@@ -131,34 +155,63 @@ struct sbuf {
     struct gas_req *req;
     size_t nreq, capreq;
     uint8_t *data;
-    size_t used;
+    size_t used, cap;
 };
 
 struct server {
     int idx;
     pthread_mutex_t mtx;
-    pthread_cond_t work;    /* the flusher waits for a full, old or wanted buffer */
+    pthread_cond_t work;    /* the flusher waits for a full, idle or wanted buffer */
     pthread_cond_t room;    /* writers wait for the full buffer to be swapped out */
     pthread_cond_t done_cv; /* barriers wait for done to advance */
     struct sbuf fill;       /* connections append here */
     uint64_t gen;           /* generation of fill */
     uint64_t done;          /* every generation <= done is applied */
-    int64_t first_ns;       /* when fill got its first piece */
-    int want;               /* flush fill now: a barrier or a full buffer asks */
-    int full;               /* ... because it was full */
+    uint64_t held_gen;      /* 0, or the oldest generation with bytes held back (below) */
+    int64_t last_ns;        /* when fill got its last piece */
+    int want;               /* flush everything now: a barrier asks */
+    int full;               /* fill is full: flush its whole blocks */
+    atomic_size_t size;     /* bytes of a sub-buffer now (it grows; for gas-stat) */
     pthread_t th;
 };
 
 static struct server *srvs;
 static int nsrv;
+static size_t size_max; /* a sub-buffer grows up to this: --sub-buffer-max within --memory */
 
-static int sbuf_init(struct sbuf *b)
+/* grow - make room for want items of sz bytes at *p (capacity *cap). */
+static int grow(void **p, size_t *cap, size_t want, size_t sz)
 {
-    b->capreq = cfg.sub_buffer / 8 + 16; /* room for 8-byte pieces */
-    b->req = malloc(b->capreq * sizeof(*b->req));
-    b->data = malloc(cfg.sub_buffer);
-    b->nreq = b->used = 0;
-    return b->req && b->data ? 0 : -1;
+    if (want <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 256;
+    while (n < want)
+        n *= 2;
+    void *q = realloc(*p, n * sz);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* sbuf_size - give the empty buffer b cap bytes of data. */
+static int sbuf_size(struct sbuf *b, size_t cap)
+{
+    if (b->cap == cap)
+        return 0;
+    if (cap == 0) {
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
+        return 0;
+    }
+    uint8_t *d = realloc(b->data, cap);
+    if (!d)
+        return -1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
 }
 
 static void sbuf_free(struct sbuf *b)
@@ -174,24 +227,25 @@ static uint64_t server_append(struct server *s, uint64_t fid, uint64_t off, cons
                               size_t len)
 {
     pthread_mutex_lock(&s->mtx);
-    while (s->fill.used + len > cfg.sub_buffer || s->fill.nreq == s->fill.capreq) {
-        s->want = s->full = 1;
+    struct sbuf *b = &s->fill;
+    while (b->used + len > b->cap ||
+           grow((void **)&b->req, &b->capreq, b->nreq + 1, sizeof(*b->req)) != 0) {
+        s->full = 1;
         pthread_cond_signal(&s->work); /* only the flusher waits there */
         pthread_cond_wait(&s->room, &s->mtx);
     }
-    struct sbuf *b = &s->fill;
-    if (b->nreq == 0)
-        s->first_ns = pfs_now_ns();
+    s->last_ns = pfs_now_ns();
     memcpy(b->data + b->used, p, len);
     b->req[b->nreq++] = (struct gas_req){.file = fid,
                                          .off = off,
                                          .len = len,
                                          .seq = atomic_fetch_add(&next_seq, 1),
-                                         .data = b->data + b->used};
+                                         .data = b->data + b->used,
+                                         .count = 1};
     b->used += len;
     uint64_t gen = s->gen;
-    if (b->used == cfg.sub_buffer) { /* exactly full: go now */
-        s->want = s->full = 1;
+    if (b->used == b->cap) { /* exactly full: go now */
+        s->full = 1;
         pthread_cond_signal(&s->work);
     }
     pthread_mutex_unlock(&s->mtx);
@@ -199,16 +253,21 @@ static uint64_t server_append(struct server *s, uint64_t fid, uint64_t off, cons
 }
 
 /* server_barrier - wait until generation gen of s is applied, asking for a
- * flush if it is still filling. */
+ * flush of everything while gen's pieces are still filling or held back. */
 static void server_barrier(struct server *s, uint64_t gen)
 {
     pthread_mutex_lock(&s->mtx);
-    if (gen == s->gen && s->fill.nreq > 0) {
-        s->want = 1;
-        pthread_cond_signal(&s->work);
-    }
-    while (s->done < gen && !(gen == s->gen && s->fill.nreq == 0))
+    while (s->done < gen) {
+        int filling = gen == s->gen && s->fill.nreq > 0;
+        int held = s->held_gen && s->held_gen <= gen;
+        if (gen == s->gen && !filling && !held)
+            break; /* nothing of gen is here */
+        if ((filling || held) && !s->want) {
+            s->want = 1;
+            pthread_cond_signal(&s->work);
+        }
         pthread_cond_wait(&s->done_cv, &s->mtx);
+    }
     pthread_mutex_unlock(&s->mtx);
 }
 
@@ -221,93 +280,225 @@ static void server_flush(struct server *s)
     server_barrier(s, gen);
 }
 
-/* flush_out - arrange b (unless --no-arrange) and write it to server s. */
-static void flush_out(struct server *s, pfs_batch *batch, struct sbuf *b, struct gas_extent *ext,
-                      pfs_extent *out, uint8_t *merged)
+/* What one flusher owns: the buffer it writes, the bytes it holds back, and
+ * the arrays of the arrange step (grown to the largest flush seen). */
+struct flusher {
+    struct sbuf out;  /* the swapped-out sub-buffer */
+    struct sbuf held; /* partial blocks held back for later writes to complete */
+    int64_t held_ns;  /* when the oldest held bytes were written (about) */
+    struct gas_req *v;
+    struct gas_extent *ext;
+    pfs_extent *pe;
+    size_t capv, capext, cappe;
+    uint8_t *merged;
+    size_t capm;
+    size_t size; /* the sub-buffer size now */
+    pfs_batch *batch;
+};
+
+/* hold - keep bytes [off, off + len) of file fid (at p) for the next flush;
+ * they stand for count writes. The room was made beforehand. */
+static void hold(struct flusher *fl, uint64_t fid, uint64_t off, uint64_t len, const uint8_t *p,
+                 uint32_t count)
 {
-    size_t n = 0;
-    if (cfg.arrange) {
-        if (gas_arrange(b->req, b->nreq, ext, &n, merged, cfg.sub_buffer) != 0)
-            n = 0; /* cannot happen: the merged bytes never exceed the pieces' */
-        for (size_t i = 0; i < n; i++)
-            out[i] = (pfs_extent){.fid = ext[i].file,
-                                  .off = ext[i].off,
-                                  .len = ext[i].len,
-                                  .data = merged + ext[i].pos};
-    } else {
+    struct sbuf *h = &fl->held;
+    memcpy(h->data + h->used, p, (size_t)len);
+    /* seq 0: older than every write still to come, and held extents never overlap */
+    h->req[h->nreq++] = (struct gas_req){
+        .file = fid, .off = off, .len = len, .seq = 0, .data = h->data + h->used, .count = count};
+    h->used += (size_t)len;
+}
+
+/* flush_out - write fl->out (and what fl->held kept) to server s. Arranged,
+ * a flush that is not `all` (a full or idle buffer) writes only the runs of
+ * whole blocks and holds the partial blocks back: a later write may complete
+ * them, so how the requests are cut does not depend on when the flush came.
+ * Returns 1 when the sub-buffer should grow (its requests keep merging, or
+ * partial blocks fill half of it). */
+static int flush_out(struct server *s, struct flusher *fl, int all)
+{
+    struct sbuf *b = &fl->out, *h = &fl->held;
+    size_t nin = h->nreq + b->nreq, n = 0, k = 0, nheld = 0;
+    uint64_t pieces = 0, bytes = 0, partial = 0;
+    int grow_it = 0;
+    if (!cfg.arrange) { /* gathering off: every piece its own request, in order */
+        if (grow((void **)&fl->pe, &fl->cappe, b->nreq + 1, sizeof(*fl->pe)) != 0)
+            goto nomem;
         for (size_t i = 0; i < b->nreq; i++)
-            out[i] = (pfs_extent){.fid = b->req[i].file,
-                                  .off = b->req[i].off,
-                                  .len = b->req[i].len,
-                                  .data = b->req[i].data};
-        n = b->nreq;
+            fl->pe[i] = (pfs_extent){.fid = b->req[i].file,
+                                     .off = b->req[i].off,
+                                     .len = b->req[i].len,
+                                     .data = b->req[i].data};
+        k = b->nreq;
+        pieces = b->nreq;
+        bytes = b->used;
+        goto write;
     }
-    atomic_fetch_add(&ctr.sent, n);
-    atomic_fetch_add(&ctr.sent_bytes, b->used);
-    atomic_fetch_add(&ctr.merged, b->nreq - n);
+    if (grow((void **)&fl->v, &fl->capv, nin, sizeof(*fl->v)) != 0 ||
+        grow((void **)&fl->ext, &fl->capext, nin, sizeof(*fl->ext)) != 0 ||
+        grow((void **)&fl->pe, &fl->cappe, 2 * nin + 1, sizeof(*fl->pe)) != 0 ||
+        grow((void **)&fl->merged, &fl->capm, h->used + b->used, 1) != 0)
+        goto nomem;
+    memcpy(fl->v, h->req, h->nreq * sizeof(*fl->v));
+    memcpy(fl->v + h->nreq, b->req, b->nreq * sizeof(*fl->v));
+    if (gas_arrange(fl->v, nin, fl->ext, &n, fl->merged, fl->capm) != 0)
+        goto nomem;        /* cannot happen: the merged bytes never exceed the pieces' */
+    h->nreq = h->used = 0; /* its bytes are in merged now */
+    if (!all) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t lo, hi;
+            gas_whole_blocks(fl->ext[i].off, fl->ext[i].len, cfg.block, &lo, &hi);
+            partial += fl->ext[i].len - (hi - lo);
+        }
+        if (partial > fl->size / 2) {
+            if (fl->size < size_max)
+                grow_it = 1;
+            else
+                all = 1; /* as large as it gets: no more holding back */
+        }
+    }
+    if (!all && (grow((void **)&h->req, &h->capreq, 2 * n, sizeof(*h->req)) != 0 ||
+                 (h->cap < partial && sbuf_size(h, (size_t)partial) != 0)))
+        all = 1; /* no memory to hold: write it all */
+    for (size_t i = 0; i < n; i++) {
+        const struct gas_extent *e = &fl->ext[i];
+        const uint8_t *p = fl->merged + e->pos;
+        uint64_t lo = e->off, hi = e->off + e->len;
+        if (!all)
+            gas_whole_blocks(e->off, e->len, cfg.block, &lo, &hi);
+        if (hi == lo) { /* no whole block: held back, all of it */
+            hold(fl, e->file, e->off, e->len, p, e->nreq);
+            nheld++;
+            continue;
+        }
+        fl->pe[k++] =
+            (pfs_extent){.fid = e->file, .off = lo, .len = hi - lo, .data = p + (lo - e->off)};
+        pieces += e->nreq;
+        bytes += hi - lo;
+        if (lo > e->off) /* the partial blocks at its ends stand for no write of their own */
+            hold(fl, e->file, e->off, lo - e->off, p, 0), nheld++;
+        if (hi < e->off + e->len)
+            hold(fl, e->file, hi, e->off + e->len - hi, p + (hi - e->off), 0), nheld++;
+    }
+    /* merging pays: a larger buffer would merge more */
+    if (!all && nin >= 2 * (k + nheld) && fl->size < size_max)
+        grow_it = 1;
+write:
+    atomic_fetch_add(&ctr.sent, k);
+    atomic_fetch_add(&ctr.sent_bytes, bytes);
+    atomic_fetch_add(&ctr.pieces_out, pieces);
+    atomic_fetch_add(&ctr.held, nheld);
     atomic_fetch_add(&ctr.flushes, 1);
-    int rc = pfs_batch_write(batch, s->idx, out, n);
+    int rc = k ? pfs_batch_write(fl->batch, s->idx, fl->pe, k) : PIO_OK;
     if (rc == PIO_OK)
-        return;
+        return grow_it;
     atomic_fetch_add(&ctr.errors, 1);
     char text[256];
     snprintf(text, sizeof(text), "%s", pfs_errtext()[0] ? pfs_errtext() : PIO_Strerror(rc));
     pfs_log("writing to I/O server %s: %s", pfs_server_name(fs, s->idx), text);
-    for (size_t i = 0; i < b->nreq;
-         i++) /* every file of the buffer: which part failed is unknown */
+    for (size_t i = 0; i < k; i++) /* every file of the flush: which part failed is unknown */
+        if (i == 0 || fl->pe[i].fid != fl->pe[i - 1].fid)
+            file_fail(fl->pe[i].fid, rc, text);
+    return 0;
+nomem:
+    /* out of memory for the arrange step: the pieces go as they are */
+    atomic_fetch_add(&ctr.errors, 1);
+    pfs_log("server %d: out of memory arranging a sub-buffer: its writes fail", s->idx);
+    for (size_t i = 0; i < b->nreq; i++)
         if (i == 0 || b->req[i].file != b->req[i - 1].file)
-            file_fail(b->req[i].file, rc, text);
+            file_fail(b->req[i].file, PIO_ENOMEM, "out of memory in the dispatcher");
+    for (size_t i = 0; i < h->nreq; i++)
+        file_fail(h->req[i].file, PIO_ENOMEM, "out of memory in the dispatcher");
+    h->nreq = h->used = 0;
+    return 0;
 }
+
+/* flusher_free - the flusher's arrays and buffers (keeping none). */
+static void flusher_free(struct flusher *fl)
+{
+    sbuf_free(&fl->out);
+    sbuf_free(&fl->held);
+    free(fl->v);
+    free(fl->ext);
+    free(fl->pe);
+    free(fl->merged);
+    pfs_batch_free(fl->batch);
+    memset(fl, 0, sizeof(*fl));
+}
+
+#define QUIET_SHRINK_NS                                                                            \
+    (10 * 1000000000LL) /* after this long without a write: back to the start size */
 
 static void *flusher(void *arg)
 {
     struct server *s = arg;
-    struct sbuf out;
-    pfs_batch *batch = NULL;
-    size_t cap = cfg.sub_buffer / 8 + 16;
-    struct gas_extent *ext = malloc(cap * sizeof(*ext));
-    pfs_extent *pe = malloc(cap * sizeof(*pe));
-    uint8_t *merged = malloc(cfg.sub_buffer);
-    if (sbuf_init(&out) != 0 || !ext || !pe || !merged || pfs_batch_new(fs, &batch) != PIO_OK) {
+    struct flusher fl = {.size = (size_t)cfg.sub_buffer};
+    if (sbuf_size(&fl.out, fl.size) != 0 || pfs_batch_new(fs, &fl.batch) != PIO_OK) {
         pfs_log("server %d: out of memory: its writes will not go out", s->idx);
+        flusher_free(&fl);
         atomic_store(&stopping, 1);
         return NULL;
     }
     pthread_mutex_lock(&s->mtx);
     for (;;) {
         int64_t now = pfs_now_ns();
-        int expired = s->fill.nreq > 0 && now - s->first_ns >= cfg.interval_ns;
-        if (s->fill.nreq > 0 && (s->want || expired || atomic_load(&stopping))) {
+        int filled = s->fill.nreq > 0, held = fl.held.nreq > 0;
+        int idle = (filled || held) && now - s->last_ns >= cfg.interval_ns;
+        int aged = held && now - fl.held_ns >= cfg.max_age_ns;
+        int all = s->want || aged || atomic_load(&stopping);
+        if ((filled && (s->full || idle || all)) || (held && all)) {
             struct sbuf t = s->fill; /* swap: the connections fill the other half */
-            s->fill = out;
-            out = t;
+            s->fill = fl.out;
+            fl.out = t;
             uint64_t gen = s->gen++;
-            atomic_fetch_add(s->full ? &ctr.full : s->want ? &ctr.sync : &ctr.timer, 1);
+            atomic_fetch_add(s->want ? &ctr.sync : all || !s->full ? &ctr.timer : &ctr.full, 1);
             s->want = s->full = 0;
             pthread_cond_broadcast(&s->room);
             pthread_mutex_unlock(&s->mtx);
-            flush_out(s, batch, &out, ext, pe, merged);
-            out.nreq = out.used = 0;
+            int more = flush_out(s, &fl, all);
+            fl.out.nreq = fl.out.used = 0;
+            if (fl.held.nreq > 0 && !held)
+                fl.held_ns = now;
+            if (more && fl.size < size_max) {
+                fl.size = fl.size * 2 < size_max ? fl.size * 2 : size_max;
+                atomic_store(&s->size, fl.size);
+                atomic_fetch_add(&ctr.grown, 1);
+            }
+            sbuf_size(&fl.out, fl.size); /* on failure it keeps its old size */
             pthread_mutex_lock(&s->mtx);
-            s->done = gen;
+            if (fl.held.nreq == 0) {
+                s->held_gen = 0;
+                s->done = gen;
+            } else {
+                if (!s->held_gen)
+                    s->held_gen = gen; /* else an older one may still be held */
+                s->done = s->held_gen - 1;
+            }
             pthread_cond_broadcast(&s->done_cv);
             continue;
         }
-        if (atomic_load(&stopping) && s->fill.nreq == 0)
+        if (atomic_load(&stopping) && !filled && !held)
             break;
-        struct timespec ts;
-        int64_t wait = s->fill.nreq > 0 ? s->first_ns + cfg.interval_ns - now : 200000000;
+        if (!filled && !held && fl.size > cfg.sub_buffer && now - s->last_ns >= QUIET_SHRINK_NS) {
+            fl.size = (size_t)cfg.sub_buffer; /* quiet: give the memory back */
+            atomic_store(&s->size, fl.size);
+            sbuf_size(&fl.out, fl.size);
+            free(fl.merged), fl.merged = NULL, fl.capm = 0;
+            sbuf_size(&fl.held, 0);
+        }
+        int64_t wait = 200000000;
+        if (filled)
+            wait = s->last_ns + cfg.interval_ns - now;
+        if (held && fl.held_ns + cfg.max_age_ns - now < wait)
+            wait = fl.held_ns + cfg.max_age_ns - now;
         if (wait > 200000000)
             wait = 200000000;
+        struct timespec ts;
         pio_deadline_mono(&ts, wait > 0 ? wait : 0);
         pthread_cond_timedwait(&s->work, &s->mtx, &ts);
     }
     pthread_mutex_unlock(&s->mtx);
-    pfs_batch_free(batch);
-    sbuf_free(&out);
-    free(ext);
-    free(pe);
-    free(merged);
+    flusher_free(&fl);
     return NULL;
 }
 
@@ -627,13 +818,21 @@ static void attrs(struct dfile *f, struct gas_hdr *rep, int *rc)
 static void stats_text(char *buf, size_t cap, int reset)
 {
 #define C(x) (unsigned long long)(reset ? atomic_exchange(&ctr.x, 0) : atomic_load(&ctr.x))
+    unsigned long long sent = C(sent), out = C(pieces_out);
+    size_t now = 0;
+    for (int i = 0; i < nsrv; i++)
+        if (atomic_load(&srvs[i].size) > now)
+            now = atomic_load(&srvs[i].size);
+    /* merged: the pieces that reached a server inside another's request */
     snprintf(buf, cap,
              "gas received=%llu bytes=%llu pieces=%llu sent=%llu sent_bytes=%llu merged=%llu "
-             "flushes=%llu full=%llu timer=%llu sync=%llu errors=%llu connections=%llu "
-             "arrange=%s sub_buffer=%llu block=%llu interval_ms=%lld servers=%d",
-             C(received), C(bytes), C(pieces), C(sent), C(sent_bytes), C(merged), C(flushes),
-             C(full), C(timer), C(sync), C(errors), C(conns), cfg.arrange ? "on" : "off",
-             (unsigned long long)cfg.sub_buffer, (unsigned long long)cfg.block,
+             "held=%llu grown=%llu flushes=%llu full=%llu timer=%llu sync=%llu errors=%llu "
+             "connections=%llu arrange=%s sub_buffer=%llu sub_buffer_max=%llu sub_buffer_now=%llu "
+             "block=%llu interval_ms=%lld servers=%d",
+             C(received), C(bytes), C(pieces), sent, C(sent_bytes), out > sent ? out - sent : 0,
+             C(held), C(grown), C(flushes), C(full), C(timer), C(sync), C(errors), C(conns),
+             cfg.arrange ? "on" : "off", (unsigned long long)cfg.sub_buffer,
+             (unsigned long long)size_max, (unsigned long long)now, (unsigned long long)cfg.block,
              (long long)(cfg.interval_ns / 1000000), nsrv);
 #undef C
 }
@@ -790,18 +989,22 @@ static void *connection(void *arg)
 
 static void usage(FILE *o)
 {
-    fprintf(o,
-            "usage: gas-dispatcher [OPTIONS]\n"
-            "  --socket PATH      where processes connect (default $GAS_SOCKET, else %s)\n"
-            "  --mds APP          the pfs metadata server (default $PFS_MDS, else pfs.mds)\n"
-            "  --class NAME       service class of our requests (default $PFS_CLASS)\n"
-            "  --name APP         our PIO application name (default gas.HOST)\n"
-            "  --sub-buffer SIZE  bytes of one I/O server's sub-buffer (default 64K; 4K..64M)\n"
-            "  --block SIZE       writes are cut at block boundaries (default 4K)\n"
-            "  --interval MS      a sub-buffer older than this is flushed (default 100)\n"
-            "  --no-arrange       send requests as they came (no sort, no merge)\n"
-            "  --any-user         accept processes of every user (default: our own only)\n",
-            GAS_SOCKET_DEFAULT);
+    fprintf(
+        o,
+        "usage: gas-dispatcher [OPTIONS]\n"
+        "  --socket PATH      where processes connect (default $GAS_SOCKET, else %s)\n"
+        "  --mds APP          the pfs metadata server (default $PFS_MDS, else pfs.mds)\n"
+        "  --class NAME       service class of our requests (default $PFS_CLASS)\n"
+        "  --name APP         our PIO application name (default gas.HOST)\n"
+        "  --sub-buffer SIZE  an I/O server's sub-buffer starts this large (default 64K; 4K..64M)\n"
+        "  --sub-buffer-max SIZE  it grows while its writes merge, up to this (default 8M)\n"
+        "  --memory SIZE      all sub-buffers together stay within this (default 256M)\n"
+        "  --block SIZE       writes are cut at block boundaries (default 4K)\n"
+        "  --interval MS      a sub-buffer without a new write this long goes out (default 100)\n"
+        "  --max-age MS       partial blocks are held back at most this long (default 30000)\n"
+        "  --no-arrange       send requests as they came (no sort, no merge)\n"
+        "  --any-user         accept processes of every user (default: our own only)\n",
+        GAS_SOCKET_DEFAULT);
 }
 
 static int bad(const char *what, const char *arg)
@@ -817,13 +1020,16 @@ static int parse(int argc, char **argv)
                                        {"class", required_argument, NULL, 'c'},
                                        {"name", required_argument, NULL, 'n'},
                                        {"sub-buffer", required_argument, NULL, 'b'},
+                                       {"sub-buffer-max", required_argument, NULL, 'B'},
+                                       {"memory", required_argument, NULL, 'M'},
+                                       {"max-age", required_argument, NULL, 'a'},
                                        {"block", required_argument, NULL, 'k'},
                                        {"interval", required_argument, NULL, 'i'},
                                        {"no-arrange", no_argument, NULL, 'A'},
                                        {"any-user", no_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-    int o;
+    int o, max_set = 0;
     long v;
     while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (o) {
@@ -835,6 +1041,21 @@ static int parse(int argc, char **argv)
             if (pio_parse_bytes(optarg, &cfg.sub_buffer) != 0 || cfg.sub_buffer < 4096 ||
                 cfg.sub_buffer > (64u << 20))
                 return bad("--sub-buffer", optarg);
+            break;
+        case 'B':
+            if (pio_parse_bytes(optarg, &cfg.sub_buffer_max) != 0 || cfg.sub_buffer_max < 4096 ||
+                cfg.sub_buffer_max > (1u << 30))
+                return bad("--sub-buffer-max", optarg);
+            max_set = 1;
+            break;
+        case 'M':
+            if (pio_parse_bytes(optarg, &cfg.memory) != 0 || cfg.memory < (1u << 20))
+                return bad("--memory", optarg);
+            break;
+        case 'a':
+            if (pio_parse_int(optarg, 1, 86400000, &v) != 0)
+                return bad("--max-age", optarg);
+            cfg.max_age_ns = v * 1000000;
             break;
         case 'k':
             if (pio_parse_bytes(optarg, &cfg.block) != 0 || cfg.block < 8 ||
@@ -856,6 +1077,12 @@ static int parse(int argc, char **argv)
         return bad("argument", argv[optind]);
     if (cfg.block > cfg.sub_buffer) {
         fprintf(stderr, "gas-dispatcher: --block must not exceed --sub-buffer\n");
+        return 2;
+    }
+    if (!max_set && cfg.sub_buffer_max < cfg.sub_buffer)
+        cfg.sub_buffer_max = cfg.sub_buffer; /* a larger start than the default limit */
+    if (cfg.sub_buffer_max < cfg.sub_buffer) {
+        fprintf(stderr, "gas-dispatcher: --sub-buffer-max must not be below --sub-buffer\n");
         return 2;
     }
     if (!cfg.socket)
@@ -952,6 +1179,13 @@ int main(int argc, char **argv)
         return 1;
     }
     nsrv = pfs_nservers(fs);
+    /* three buffers of a server at its largest: the one filling, the one
+     * going out and the arranged copy (plus what is held back, at most half) */
+    size_max = (size_t)cfg.sub_buffer_max;
+    if (nsrv > 0 && cfg.memory / (4u * (uint64_t)nsrv) < size_max)
+        size_max = (size_t)(cfg.memory / (4u * (uint64_t)nsrv));
+    if (size_max < cfg.sub_buffer)
+        size_max = (size_t)cfg.sub_buffer;
     srvs = calloc((size_t)nsrv, sizeof(*srvs));
     int lfd = srvs ? listen_on(cfg.socket) : -1;
     if (lfd < 0) {
@@ -968,16 +1202,20 @@ int main(int argc, char **argv)
         pio_cond_init_mono(&s->work);
         pthread_cond_init(&s->room, NULL);
         pthread_cond_init(&s->done_cv, NULL);
-        if (sbuf_init(&s->fill) != 0 || pthread_create(&s->th, NULL, flusher, s) != 0)
+        atomic_store(&s->size, (size_t)cfg.sub_buffer);
+        if (sbuf_size(&s->fill, (size_t)cfg.sub_buffer) != 0 ||
+            pthread_create(&s->th, NULL, flusher, s) != 0)
             break;
     }
     if (started < nsrv) {
         fprintf(stderr, "gas-dispatcher: cannot start the flushers (out of memory?)\n");
         atomic_store(&stopping, 1);
     } else {
-        pfs_log("serving %s: %d I/O servers, sub-buffer %llu, block %llu, interval %lld ms%s",
-                cfg.socket, nsrv, (unsigned long long)cfg.sub_buffer, (unsigned long long)cfg.block,
-                (long long)(cfg.interval_ns / 1000000), cfg.arrange ? "" : ", no arrangement");
+        pfs_log("serving %s: %d I/O servers, sub-buffer %llu growing to %llu, block %llu, "
+                "interval %lld ms%s",
+                cfg.socket, nsrv, (unsigned long long)cfg.sub_buffer, (unsigned long long)size_max,
+                (unsigned long long)cfg.block, (long long)(cfg.interval_ns / 1000000),
+                cfg.arrange ? "" : ", no arrangement");
     }
     while (!sig_stop && !atomic_load(&stopping)) {
         struct pollfd pf = {.fd = lfd, .events = POLLIN};

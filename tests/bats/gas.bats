@@ -215,6 +215,43 @@ gas_stat() {
   [ $((seek_a * 2)) -le "$seek_n" ]
 }
 
+@test "at default settings, arranged: at most 2 requests per 4 KiB block whatever the order" {
+  local a=$DIR/gas.sock n=$DIR/gas-n.sock req_a seek_a req_n
+  # gas.a runs at the defaults: 64 KiB sub-buffers that grow while their
+  # requests merge, and the idle timer. Whenever a buffer fills or idles
+  # while the 16 processes write, the flush writes only runs of whole 4 KiB
+  # blocks and holds the partial blocks back; each such request is at least
+  # one block and no block is written twice, so there are at most 80 (the
+  # file's 320 KiB). --end-barrier: the first close comes after every
+  # record is in, and writes the rest: per object at most one extent more
+  # than the runs written before. So at most 2 x 80 + 4 requests, in any
+  # order and at any speed of the processes (held bytes wait up to 30 s).
+  gas_on "$a" gas-stat --socket "$a" --reset >/dev/null
+  pfs_on 7 pfs --mds pfs.gmds qos --reset >/dev/null
+  run gas_on "$a" "$BTIO" --procs 16 --grid 16 --steps 2 --end-barrier --out pgas:/t/def
+  assert_success
+  req_a=$(io_sum writes) seek_a=$(io_sum seeks)
+  gas_on "$a" gas-stat --socket "$a"
+  gas_on "$n" gas-stat --socket "$n" --reset >/dev/null
+  pfs_on 7 pfs --mds pfs.gmds qos --reset >/dev/null
+  run gas_on "$n" "$BTIO" --procs 16 --grid 16 --steps 2 --end-barrier --out pgas:/t/defn
+  assert_success
+  req_n=$(io_sum writes)
+  echo "defaults: $req_a requests, $seek_a seeks; not arranged: $req_n requests" >&3
+  pget /t/def "$W/a"
+  run "$BTIO" --grid 16 --steps 2 --verify "$W/a"
+  assert_output --partial "verify ok"
+  [ "$(gas_stat "$a" received)" -eq 8192 ]
+  [ "$req_a" -ge 4 ]
+  [ "$req_a" -le 164 ]
+  [ "$seek_a" -le "$req_a" ]
+  # not arranged, every piece is a request: 8192 and more; arranged -95 % or better
+  [ "$req_n" -ge 8192 ]
+  [ $((req_a * 20)) -le "$req_n" ]
+  # what the servers got is what gas.a says it sent
+  [ "$(gas_stat "$a" sent)" -eq "$req_a" ]
+}
+
 @test "gfortran unformatted sequential and direct access through the hook equal local files" {
   local prog=$PIO_BUILD/tests/prog/gas_fortran
   run gas_on "$DIR/gas.sock" "$prog" pgas:/t/f.seq pgas:/t/f.dir

@@ -190,6 +190,35 @@ static void split(void **state)
     assert_int_equal(done, len);
 }
 
+static void whole_blocks_and_counts(void **state)
+{
+    (void)state;
+    uint64_t lo, hi;
+    /* [100, 9000) holds one whole 4 KiB block, [4096, 8192) */
+    gas_whole_blocks(100, 8900, 4096, &lo, &hi);
+    assert_int_equal(lo, 4096);
+    assert_int_equal(hi, 8192);
+    /* aligned at both ends: all of it */
+    gas_whole_blocks(8192, 8192, 4096, &lo, &hi);
+    assert_int_equal(lo, 8192);
+    assert_int_equal(hi, 16384);
+    /* within one block, or across a boundary without a whole block: none */
+    gas_whole_blocks(10, 40, 4096, &lo, &hi);
+    assert_int_equal(hi - lo, 0);
+    gas_whole_blocks(4000, 4000, 4096, &lo, &hi);
+    assert_int_equal(hi - lo, 0);
+    /* an extent held back stands for the writes it merged: counts add up */
+    uint8_t a[40], b[40];
+    memset(a, 'a', 40), memset(b, 'b', 40);
+    struct gas_req v[] = {req(1, 0, 40, 0, a), req(1, 40, 40, 9, b)};
+    v[0].count = 7; /* held from an earlier flush */
+    struct gas_extent e[2];
+    size_t n;
+    assert_int_equal(gas_arrange(v, 2, e, &n, buf, sizeof(buf)), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(e[0].nreq, 8);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(adjacent),
     cmocka_unit_test(overlap_last_wins),
@@ -197,5 +226,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(files_apart_and_gaps),
     cmocka_unit_test(model),
     cmocka_unit_test(split),
+    cmocka_unit_test(whole_blocks_and_counts),
 };
 PIO_UNIT_MAIN(tests)
