@@ -348,7 +348,7 @@ for i, (field, mode, col) in enumerate((("req", "gas", "#47a"), ("req", "noarran
     ax[1].bar([x + (i - 1.5) * wd for x, _ in pts], [max(m[field], 1) for _, m in pts], wd,
               label="%s %s" % ({"req": "requests", "seeks": "seeks"}[field], mode), color=col)
 ax[1].set_yscale("log")
-ax[1].set_ylabel("at the 4 I/O servers (log)")
+ax[1].set_ylabel("at the 4 I/O servers (log; 0 drawn as 1)")
 ax[1].set_xticks(list(xs))
 ax[1].set_xticklabels(wls, rotation=20, fontsize=8)
 ax[1].legend(fontsize=8)
