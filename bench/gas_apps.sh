@@ -20,11 +20,13 @@
 #   gas        pgas:/b/... through a gas-dispatcher at its defaults (no
 #              --sub-buffer, no --interval: gathering and arranging on)
 #   noarrange  the dispatcher with --no-arrange only: gathering off, every
-#              write goes to its server as its own request (no sort, merge)
+#              write goes to its server as its own request (no sort, merge;
+#              still cut at 4 KiB blocks and stripe units: a piece each)
 #   romio      ROMIO collective writes to a local file (gas-btio-mpi
 #              --collective; gas-ior --api collective); none for fpp
 # For gas and noarrange: the servers' write requests and seeks (pfs qos,
-# reset before each run) and the dispatcher's counters (gas-stat). Every
+# reset before each run) and the dispatcher's counters (gas-stat: requests
+# received, sent, merged; flushes by cause: full, timer, sync). Every
 # file is verified: pgas files read back from h7 (pfs get), all with
 # gas-btio --verify or gas-ior --verify.
 #
@@ -157,7 +159,7 @@ fail() {
 }
 
 # run_one WL MODE REP: one run; appends to runs.txt "WL MODE REP seconds
-# bytes requests seeks received sent merged flushes" and prints it
+# bytes requests seeks received sent merged flushes full timer sync" and prints it
 run_one() {
   local wl=$1 mode=$2 rep=$3 out s bytes req=0 seek=0 stat="" f name file
   name=$wl.$mode
@@ -194,7 +196,7 @@ run_one() {
     ;;
   esac
   line="$wl $mode $rep $s $bytes $req $seek"
-  for f in received ' sent' merged flushes; do
+  for f in received ' sent' merged flushes full timer sync; do
     line+=" $(grep -o "$f=[0-9]*" <<<"$stat" | head -1 | cut -d= -f2)"
     [ -n "$stat" ] || line+=0
   done
@@ -203,7 +205,7 @@ run_one() {
 }
 
 : >"$work/runs.txt"
-echo "runs: workload mode rep seconds bytes requests seeks gas-received gas-sent gas-merged gas-flushes"
+echo "runs: workload mode rep seconds bytes requests seeks; gas-stat: received sent merged flushes (full timer sync)"
 for mode in local romio gas noarrange; do
   case $mode in
   gas) gas_start || fail "the dispatcher did not start"
@@ -224,11 +226,11 @@ grid, steps, bt_procs, ior_procs, reps = int(grid), int(steps), int(bt_procs), i
 runs = []
 for l in open(runs_f):
     p = l.split()
-    if len(p) < 11:
+    if len(p) < 14:
         continue
     runs.append(dict(wl=p[0], mode=p[1], rep=int(p[2]), s=float(p[3]), bytes=int(p[4]), req=int(p[5]),
                      seeks=int(p[6]), recv=int(p[7]), sent=int(p[8]), merged=int(p[9]),
-                     flushes=int(p[10])))
+                     flushes=int(p[10]), full=int(p[11]), timer=int(p[12]), sync=int(p[13])))
 wls = []
 for r in runs:
     if r["wl"] not in wls:
@@ -239,7 +241,8 @@ def med(wl, mode):
     rs = [r for r in runs if r["wl"] == wl and r["mode"] == mode]
     if not rs:
         return None
-    m = {k: statistics.median([r[k] for r in rs]) for k in ("s", "req", "seeks", "recv", "sent", "merged")}
+    m = {k: statistics.median([r[k] for r in rs])
+         for k in ("s", "req", "seeks", "recv", "sent", "merged", "full", "timer", "sync")}
     m["bytes"] = rs[0]["bytes"]
     m["mibs"] = m["bytes"] / 2 ** 20 / m["s"] if m["s"] > 0 else float("inf")
     return m
@@ -260,10 +263,13 @@ print("ranks: btio-f %d (grid %d^3, %d steps, 40-byte records), ior %d; repetiti
       % (bt_procs, grid, steps, ior_procs, reps, " (table: medians)" if reps > 1 else ""))
 print("dispatcher at its defaults (no --sub-buffer/--interval flags): %s" % dconf)
 print("gas = gathering + arranging on; noarrange = --no-arrange, \"gathering off\": every write goes to "
-      "its I/O server as its own request (no sort, no merge); local = the same program, a local file "
-      "on h6; romio = ROMIO collective writes (cb on) to a local file")
-hdr = "%-16s %-10s %10s %10s %10s %9s %10s %10s" % ("workload", "mode", "seconds", "MiB/s", "requests",
-                                                    "seeks", "x local", "x noarr.")
+      "its I/O server as its own request (no sort, no merge; a write is still cut at 4 KiB blocks and "
+      "stripe units, and each piece is a request); local = the same program, a local file on h6; "
+      "romio = ROMIO collective writes (cb on) to a local file (btio-f's is gas-btio-mpi, whose time "
+      "leaves out the open)")
+hdr = "%-16s %-10s %10s %10s %10s %9s %10s %10s  %s" % ("workload", "mode", "seconds", "MiB/s", "requests",
+                                                        "seeks", "x local", "x noarr.",
+                                                        "flushes full/timer/sync")
 print(hdr)
 print("-" * len(hdr))
 for wl in wls:
@@ -273,10 +279,11 @@ for wl in wls:
         if m is None:
             continue
         pg = mode in ("gas", "noarrange")
-        print("%-16s %-10s %10.4f %10.2f %10s %9s %10s %10s" % (
+        print("%-16s %-10s %10.4f %10.2f %10s %9s %10s %10s  %s" % (
             wl, mode, m["s"], m["mibs"], "%d" % m["req"] if pg else "-", "%d" % m["seeks"] if pg else "-",
             "%.3f" % (m["mibs"] / loc["mibs"]) if loc else "-",
-            "%.2f" % (na["s"] / m["s"]) if na and pg else "-"))
+            "%.2f" % (na["s"] / m["s"]) if na and pg else "-",
+            "%d/%d/%d" % (m["full"], m["timer"], m["sync"]) if pg else "-"))
 print("(x local: MiB/s over local's; x noarr.: noarrange's seconds over this mode's)")
 print()
 ok_all = True
@@ -310,7 +317,8 @@ for wl in wls:
 with open(os.path.join(out, "gas_apps.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["workload", "mode", "rep", "procs", "bytes", "seconds", "MiBps", "server_requests",
-                "server_seeks", "gas_received", "gas_sent", "gas_merged", "gas_flushes", "link_rate",
+                "server_seeks", "gas_received", "gas_sent", "gas_merged", "gas_flushes",
+                "gas_flushes_full", "gas_flushes_timer", "gas_flushes_sync", "link_rate",
                 "link_ceiling_MBps", "grid", "steps"])
     for r in runs:
         pg = r["mode"] in ("gas", "noarrange")
@@ -318,6 +326,7 @@ with open(os.path.join(out, "gas_apps.csv"), "w", newline="") as f:
                     r["bytes"], "%.6f" % r["s"], "%.3f" % (r["bytes"] / 2 ** 20 / r["s"]),
                     r["req"] if pg else "", r["seeks"] if pg else "", r["recv"] if pg else "",
                     r["sent"] if pg else "", r["merged"] if pg else "", r["flushes"] if pg else "",
+                    r["full"] if pg else "", r["timer"] if pg else "", r["sync"] if pg else "",
                     rate, link_mbs, grid, steps])
 try:
     import matplotlib
