@@ -53,43 +53,9 @@ pfs_ready 6 pfs.mds 60 || exit 1
 pfs_on 6 pfs mkdir /b && pfs_on 6 pfs setstripe -c 4 -S 64K /b || exit 1
 
 SOCK=$work/c/gas.sock
-# gas_start ARGS...: (re)start the dispatcher on h6 with ARGS
-gas_start() {
-  local pid i
-  if [ -f "$work/c/gas.pid" ]; then
-    pid=$(cat "$work/c/gas.pid")
-    kill -TERM "$pid" 2>/dev/null
-    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  fi
-  _pfs_launch gas 6 "$BUILD/sbin/gas-dispatcher" --socket "$SOCK" --name gas.bench "$@"
-  for ((i = 0; i < 100; i++)); do
-    grep -q serving "$work/c/gas.log" 2>/dev/null && [ -S "$SOCK" ] && return 0
-    sleep 0.1
-  done
-  cat "$work/c/gas.log" >&2
-  return 1
-}
-
-# io_sum FIELD: FIELD summed over the servers' "io" lines of pfs qos
-io_sum() {
-  pfs_on 6 pfs qos | awk -v f="$1" '
-    / io / { for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2 && kv[1] == f) s += kv[2] }
-    END { print s + 0 }'
-}
-
-# secs OUTPUT: the seconds= of a "btio ..." line
-secs() { grep -o 'seconds=[0-9.]*' <<<"$1" | head -1 | cut -d= -f2; }
-
-# best CMD...: run CMD REPS times (it prints a btio line), print the fastest seconds
-best() {
-  local r out s b=""
-  for ((r = 0; r < REPS; r++)); do
-    out=$("$@" 2>&1) || { echo "$out" >&2; return 1; }
-    s=$(secs "$out")
-    [ -z "$b" ] || awk -v a="$s" -v b="$b" 'BEGIN { exit !(a < b) }' && b=$s
-  done
-  echo "$b"
-}
+# gas_start, io_sum, secs, best
+# shellcheck source=gas_lib.bash
+source "$ROOT/bench/gas_lib.bash"
 
 # gas_run LABEL SUBBUF DISPATCHER-ARGS...: the pattern through a dispatcher;
 # appends "LABEL SUBBUF seconds requests seeks received sent merged" to runs

@@ -67,3 +67,23 @@ OBJS      += $(B)/bench/copy_rotate.o
 
 $(B)/bench/copy-rotate: $(B)/bench/copy_rotate.o
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $<
+
+# GAS with unmodified applications (bench/gas_apps.sh): gas-btio-f writes
+# gas-btio's file with Fortran direct-access I/O (compiled by the MPI
+# wrapper, as the Fortran examples are); gas-ior is an IOR-like MPI writer
+# (POSIX lseek+write, or MPI-IO collective writes).
+TEST_BINS += $(B)/bench/gas-btio-f $(B)/bench/gas-ior
+
+$(B)/bench/gas_btio_f.o: bench/gas_btio_f.f90 $(SETTINGS)
+	@mkdir -p $(@D)
+	$(call msg,MPIFC,$<)OMPI_FC=$(FC) $(MPIFC) $(FFLAGS) -J$(@D) -c -o $@ $<
+
+$(B)/bench/gas-btio-f: $(B)/bench/gas_btio_f.o
+	$(call msg,LD,$@)OMPI_FC=$(FC) $(MPIFC) $(LDFLAGS) -o $@ $<
+
+$(B)/bench/gas_ior.o: bench/gas_ior.c $(SETTINGS) | $(PUB_HDRS)
+	@mkdir -p $(@D)
+	$(call msg,MPICC,$<)OMPI_CC=$(CC) $(MPICC) $(CPPFLAGS) $(call inc,$<) $(CFLAGS) -c -o $@ $<
+
+$(B)/bench/gas-ior: $(B)/bench/gas_ior.o
+	$(call msg,LD,$@)OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^

@@ -20,7 +20,7 @@ trap 'rm -rf "$logdir"' EXIT
 
 status=0
 summary=()
-for s in pingpong isolation scale throughput unequal linkfail channels skew pcp merge viz rdma pfs gas anco seal chaos; do
+for s in pingpong isolation scale throughput unequal linkfail channels skew pcp merge viz rdma pfs gas gas_apps anco seal chaos; do
   echo "======== bench/$s.sh ========"
   if [ "$s" = throughput ] && [ "$(id -u)" -ne 0 ]; then
     echo "skip: bench/throughput.sh needs root (network namespaces)"
