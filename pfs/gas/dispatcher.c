@@ -23,16 +23,16 @@
  *               half of each double buffer.
  *
  * What goes out: a barrier's flush writes everything. A full or idle
- * buffer writes only its runs of whole blocks (--block) and holds the
- * partial blocks back for the next flush, where later writes may complete
- * them: how a server's requests are cut then depends on the bytes, not on
- * when the buffer happened to fill (the BTIO pattern's 40-byte records from
- * 16 processes complete each 4 KiB block in any order). Held bytes go out at
- * the latest after --max-age. Sizes adapt: a sub-buffer starts at
- * --sub-buffer and doubles after a full flush whose requests merged at
- * least 2 to 1 or whose partial blocks filled half of it, up to
- * --sub-buffer-max (within --memory over all servers); after 10 s without a
- * write it returns to the start size.
+ * buffer writes only its runs of whole units (--unit, 64 KiB of an object)
+ * and holds the partial units back for the next flush, where later writes
+ * may complete them: how a server's requests are cut then depends on the
+ * bytes, not on when the buffer happened to fill (16 processes' 40-byte
+ * records, or 4 ranks' interleaved 4 KiB transfers, complete each unit in
+ * any order). Held bytes go out at the latest after --max-age. Sizes
+ * adapt: a sub-buffer starts at --sub-buffer and doubles after a full
+ * flush whose requests merged at least 2 to 1 or whose held bytes filled
+ * half of it, up to --sub-buffer-max (within --memory over all servers);
+ * after 10 s without a write it returns to the start size.
  *
  * Generations: each server's filling buffer has a generation number; the
  * flusher publishes the generation it finished (done): every generation up
@@ -92,14 +92,16 @@ static struct {
     uint64_t sub_buffer_max; /* ... and grows while its writes merge, up to this */
     uint64_t memory;         /* ... within this for all servers' buffers */
     uint64_t block;          /* writes are cut at block boundaries */
+    uint64_t unit;           /* full and idle flushes write whole units, hold the rest */
     int64_t interval_ns;     /* a sub-buffer without a new write for this long goes out */
-    int64_t max_age_ns;      /* partial blocks are held back at most this long */
+    int64_t max_age_ns;      /* partial units are held back at most this long */
     int arrange;
     int any_user;
 } cfg = {.sub_buffer = 64u << 10,
          .sub_buffer_max = 8u << 20,
          .memory = 256u << 20,
          .block = 4096,
+         .unit = 64u << 10,
          .interval_ns = 100000000,
          .max_age_ns = 30000000000LL,
          .arrange = 1};
@@ -170,7 +172,7 @@ struct server {
     uint64_t held_gen;      /* 0, or the oldest generation with bytes held back (below) */
     int64_t last_ns;        /* when fill got its last piece */
     int want;               /* flush everything now: a barrier asks */
-    int full;               /* fill is full: flush its whole blocks */
+    int full;               /* fill is full: flush its whole units */
     atomic_size_t size;     /* bytes of a sub-buffer now (it grows; for gas-stat) */
     pthread_t th;
 };
@@ -284,7 +286,7 @@ static void server_flush(struct server *s)
  * the arrays of the arrange step (grown to the largest flush seen). */
 struct flusher {
     struct sbuf out;  /* the swapped-out sub-buffer */
-    struct sbuf held; /* partial blocks held back for later writes to complete */
+    struct sbuf held; /* partial units held back for later writes to complete */
     int64_t held_ns;  /* when the oldest held bytes were written (about) */
     struct gas_req *v;
     struct gas_extent *ext;
@@ -311,10 +313,10 @@ static void hold(struct flusher *fl, uint64_t fid, uint64_t off, uint64_t len, c
 
 /* flush_out - write fl->out (and what fl->held kept) to server s. Arranged,
  * a flush that is not `all` (a full or idle buffer) writes only the runs of
- * whole blocks and holds the partial blocks back: a later write may complete
+ * whole units and holds the partial units back: a later write may complete
  * them, so how the requests are cut does not depend on when the flush came.
  * Returns 1 when the sub-buffer should grow (its requests keep merging, or
- * partial blocks fill half of it). */
+ * held bytes fill half of it). */
 static int flush_out(struct server *s, struct flusher *fl, int all)
 {
     struct sbuf *b = &fl->out, *h = &fl->held;
@@ -347,7 +349,7 @@ static int flush_out(struct server *s, struct flusher *fl, int all)
     if (!all) {
         for (size_t i = 0; i < n; i++) {
             uint64_t lo, hi;
-            gas_whole_blocks(fl->ext[i].off, fl->ext[i].len, cfg.block, &lo, &hi);
+            gas_whole_blocks(fl->ext[i].off, fl->ext[i].len, cfg.unit, &lo, &hi);
             partial += fl->ext[i].len - (hi - lo);
         }
         if (partial > fl->size / 2) {
@@ -365,8 +367,8 @@ static int flush_out(struct server *s, struct flusher *fl, int all)
         const uint8_t *p = fl->merged + e->pos;
         uint64_t lo = e->off, hi = e->off + e->len;
         if (!all)
-            gas_whole_blocks(e->off, e->len, cfg.block, &lo, &hi);
-        if (hi == lo) { /* no whole block: held back, all of it */
+            gas_whole_blocks(e->off, e->len, cfg.unit, &lo, &hi);
+        if (hi == lo) { /* no whole unit: held back, all of it */
             hold(fl, e->file, e->off, e->len, p, e->nreq);
             nheld++;
             continue;
@@ -375,7 +377,7 @@ static int flush_out(struct server *s, struct flusher *fl, int all)
             (pfs_extent){.fid = e->file, .off = lo, .len = hi - lo, .data = p + (lo - e->off)};
         pieces += e->nreq;
         bytes += hi - lo;
-        if (lo > e->off) /* the partial blocks at its ends stand for no write of their own */
+        if (lo > e->off) /* the partial units at its ends stand for no write of their own */
             hold(fl, e->file, e->off, lo - e->off, p, 0), nheld++;
         if (hi < e->off + e->len)
             hold(fl, e->file, hi, e->off + e->len - hi, p + (hi - e->off), 0), nheld++;
@@ -828,12 +830,12 @@ static void stats_text(char *buf, size_t cap, int reset)
              "gas received=%llu bytes=%llu pieces=%llu sent=%llu sent_bytes=%llu merged=%llu "
              "held=%llu grown=%llu flushes=%llu full=%llu timer=%llu sync=%llu errors=%llu "
              "connections=%llu arrange=%s sub_buffer=%llu sub_buffer_max=%llu sub_buffer_now=%llu "
-             "block=%llu interval_ms=%lld servers=%d",
+             "block=%llu unit=%llu interval_ms=%lld servers=%d",
              C(received), C(bytes), C(pieces), sent, C(sent_bytes), out > sent ? out - sent : 0,
              C(held), C(grown), C(flushes), C(full), C(timer), C(sync), C(errors), C(conns),
              cfg.arrange ? "on" : "off", (unsigned long long)cfg.sub_buffer,
              (unsigned long long)size_max, (unsigned long long)now, (unsigned long long)cfg.block,
-             (long long)(cfg.interval_ns / 1000000), nsrv);
+             (unsigned long long)cfg.unit, (long long)(cfg.interval_ns / 1000000), nsrv);
 #undef C
 }
 
@@ -1001,7 +1003,7 @@ static void usage(FILE *o)
         "  --memory SIZE      all sub-buffers together stay within this (default 256M)\n"
         "  --block SIZE       writes are cut at block boundaries (default 4K)\n"
         "  --interval MS      a sub-buffer without a new write this long goes out (default 100)\n"
-        "  --max-age MS       partial blocks are held back at most this long (default 30000)\n"
+        "  --max-age MS       partial units are held back at most this long (default 30000)\n"
         "  --no-arrange       send requests as they came (no sort, no merge)\n"
         "  --any-user         accept processes of every user (default: our own only)\n",
         GAS_SOCKET_DEFAULT);
@@ -1024,6 +1026,7 @@ static int parse(int argc, char **argv)
                                        {"memory", required_argument, NULL, 'M'},
                                        {"max-age", required_argument, NULL, 'a'},
                                        {"block", required_argument, NULL, 'k'},
+                                       {"unit", required_argument, NULL, 'u'},
                                        {"interval", required_argument, NULL, 'i'},
                                        {"no-arrange", no_argument, NULL, 'A'},
                                        {"any-user", no_argument, NULL, 'U'},
@@ -1056,6 +1059,10 @@ static int parse(int argc, char **argv)
             if (pio_parse_int(optarg, 1, 86400000, &v) != 0)
                 return bad("--max-age", optarg);
             cfg.max_age_ns = v * 1000000;
+            break;
+        case 'u':
+            if (pio_parse_bytes(optarg, &cfg.unit) != 0 || cfg.unit < 8 || cfg.unit > (64u << 20))
+                return bad("--unit", optarg);
             break;
         case 'k':
             if (pio_parse_bytes(optarg, &cfg.block) != 0 || cfg.block < 8 ||
