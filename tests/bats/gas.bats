@@ -289,7 +289,9 @@ EOF
 # received and bytes grow by exactly the program's write calls and bytes.
 # That the writes went behind (returned before the dispatcher had them)
 # is not visible in those counters, and its sync flushes depend on the
-# timer: gas_preload.bats checks the frames themselves.
+# timer: gas_preload.bats checks the frames themselves. The last case
+# runs the mix through a dispatcher of its own that holds the writes until
+# a read asks, where the counters are deterministic.
 
 # rwmix_counts: "WRITES BYTES" from gas_rwmix's last line in $output
 rwmix_counts() {
@@ -344,4 +346,38 @@ rwmix_counts() {
   cmp "$W/rw.local" "$W/rw.h7"
   run stat -c %s "$W/rw.h7"
   assert_output 80000
+}
+
+@test "a dispatcher holding every write until a read asks: one process, two processes and gfortran read what it holds" {
+  local prog=$PIO_BUILD/tests/prog/gas_rwmix sock=$DIR/gas-h.sock w1 b1 w2 b2
+  # its own dispatcher, with 1 MiB sub-buffers and no timer (an hour):
+  # what the processes wrote since the last read, fstat, ftruncate or close
+  # is still in the dispatcher when the next one comes (unless a server's
+  # 1 MiB filled), and that one must apply it first
+  gas_up gas.h "$sock" --sub-buffer 1M --interval 3600000
+  run gas_on "$sock" "$prog" --seed 21 --ops 1000 pgas:/t/rwheld "$W/held.model"
+  assert_success
+  assert_output --regexp "^gas_rwmix: ok seed=21 ops=1000 writes=[0-9]+ bytes=[0-9]+ size=[0-9]+$"
+  read -r w1 b1 < <(rwmix_counts)
+  run gas_on "$sock" "$prog" --pair --seed 22 --rounds 4 --ops 150 pgas:/t/rwheld2 "$W/held2.model"
+  assert_success
+  assert_output --regexp "gas_rwmix: pair ok seed=22 rounds=4 ops=150 writes=[0-9]+ bytes=[0-9]+ size=[0-9]+$"
+  read -r w2 b2 < <(rwmix_counts)
+  pget /t/rwheld "$W/held.h7"
+  cmp "$W/held.model" "$W/held.h7"
+  pget /t/rwheld2 "$W/held2.h7"
+  cmp "$W/held2.model" "$W/held2.h7"
+  # nothing went out on the timer; reads, fstats and closes made it flush
+  [ "$(gas_stat "$sock" timer)" -eq 0 ]
+  [ "$(gas_stat "$sock" sync)" -gt 0 ]
+  assert_equal "$(gas_stat "$sock" received)" "$((w1 + w2))"
+  assert_equal "$(gas_stat "$sock" bytes)" "$((b1 + b2))"
+  # and gfortran's read-write direct-access file, read back before its close
+  run gas_on "$sock" "$PIO_BUILD/tests/prog/gas_fortran_rw" pgas:/t/f.rwheld
+  assert_success
+  assert_output "gas_fortran_rw: ok"
+  run "$PIO_BUILD/tests/prog/gas_fortran_rw" "$W/rwheld.local"
+  assert_success
+  pget /t/f.rwheld "$W/rwheld.h7"
+  cmp "$W/rwheld.local" "$W/rwheld.h7"
 }
