@@ -318,3 +318,103 @@ EOF
   run gas_on "$DIR/gas.sock" cp "$W/a" pgas:/t/again
   assert_success
 }
+
+# A random mix on read-write pgas: files (tests/prog/gas_rwmix.c) through
+# the dispatcher with the defaults on $DIR/gas.sock (gas.a, or gas.a2 when
+# the case above has run), every read compared with a local model file.
+# Each write call is one WRITE frame (none is above 1 MiB), so gas-stat's
+# received and bytes grow by exactly the program's write calls and bytes.
+# That the writes went behind (returned before the dispatcher had them)
+# is not visible in those counters, and its sync flushes depend on the
+# timer: gas_preload.bats checks the frames themselves. The last case
+# runs the mix through a dispatcher of its own that holds the writes until
+# a read asks, where the counters are deterministic.
+
+# rwmix_counts: "WRITES BYTES" from gas_rwmix's last line in $output
+rwmix_counts() {
+  sed -n 's/^gas_rwmix: .*ok .* writes=\([0-9]*\) bytes=\([0-9]*\) .*/\1 \2/p' <<<"$output"
+}
+
+@test "a random mix of writes, reads, seeks, fstat and ftruncate on a read-write file reads its own writes" {
+  local prog=$PIO_BUILD/tests/prog/gas_rwmix sock=$DIR/gas.sock seed r0 b0 writes bytes
+  for seed in 1 2 3; do
+    r0=$(gas_stat "$sock" received) b0=$(gas_stat "$sock" bytes)
+    run gas_on "$sock" "$prog" --seed "$seed" --ops 2000 "pgas:/t/rwmix.$seed" "$W/model.$seed"
+    assert_success
+    assert_output --regexp "^gas_rwmix: ok seed=$seed ops=2000 writes=[0-9]+ bytes=[0-9]+ size=[0-9]+$"
+    read -r writes bytes < <(rwmix_counts)
+    assert_equal "$(($(gas_stat "$sock" received) - r0))" "$writes"
+    assert_equal "$(($(gas_stat "$sock" bytes) - b0))" "$bytes"
+    # closed: another host reads what the model holds
+    pget "/t/rwmix.$seed" "$W/h7.$seed"
+    cmp "$W/model.$seed" "$W/h7.$seed"
+  done
+}
+
+@test "two processes of h6 take turns writing and reading one read-write file; each reads the other's writes" {
+  local prog=$PIO_BUILD/tests/prog/gas_rwmix sock=$DIR/gas.sock r0 b0 writes bytes
+  r0=$(gas_stat "$sock" received) b0=$(gas_stat "$sock" bytes)
+  # 6 rounds, the writer making one fstat round trip before it tells the
+  # reader (over a pipe) which ranges it wrote: A writes in rounds 0, 2, 4
+  # and B reads, B writes in rounds 1, 3, 5 and A reads
+  run gas_on "$sock" "$prog" --pair --seed 11 --rounds 6 --ops 150 pgas:/t/rwpair "$W/pair.model"
+  assert_success
+  assert_output --regexp "gas_rwmix: pair ok seed=11 rounds=6 ops=150 writes=[0-9]+ bytes=[0-9]+ size=[0-9]+$"
+  read -r writes bytes < <(rwmix_counts)
+  assert_equal "$(($(gas_stat "$sock" received) - r0))" "$writes"
+  assert_equal "$(($(gas_stat "$sock" bytes) - b0))" "$bytes"
+  pget /t/rwpair "$W/pair.h7"
+  cmp "$W/pair.model" "$W/pair.h7"
+}
+
+@test "gfortran direct access ACTION='READWRITE': records read back before close and after rewriting equal a local file's" {
+  local prog=$PIO_BUILD/tests/prog/gas_fortran_rw
+  run gas_on "$DIR/gas.sock" "$prog" pgas:/t/f.rw
+  assert_success
+  assert_output "gas_fortran_rw: ok"
+  run "$prog" "$W/rw.local"
+  assert_success
+  assert_output "gas_fortran_rw: ok"
+  # read back through the hook from h6, and with pfs from h7
+  run gas_on "$DIR/gas.sock" cp pgas:/t/f.rw "$W/rw.h6"
+  assert_success
+  cmp "$W/rw.local" "$W/rw.h6"
+  pget /t/f.rw "$W/rw.h7"
+  cmp "$W/rw.local" "$W/rw.h7"
+  run stat -c %s "$W/rw.h7"
+  assert_output 80000
+}
+
+@test "a dispatcher holding every write until a read asks: one process, two processes and gfortran read what it holds" {
+  local prog=$PIO_BUILD/tests/prog/gas_rwmix sock=$DIR/gas-h.sock w1 b1 w2 b2
+  # its own dispatcher, with 1 MiB sub-buffers and no timer (an hour):
+  # what the processes wrote since the last read, fstat, ftruncate or close
+  # is still in the dispatcher when the next one comes (unless a server's
+  # 1 MiB filled), and that one must apply it first
+  gas_up gas.h "$sock" --sub-buffer 1M --interval 3600000
+  run gas_on "$sock" "$prog" --seed 21 --ops 1000 pgas:/t/rwheld "$W/held.model"
+  assert_success
+  assert_output --regexp "^gas_rwmix: ok seed=21 ops=1000 writes=[0-9]+ bytes=[0-9]+ size=[0-9]+$"
+  read -r w1 b1 < <(rwmix_counts)
+  run gas_on "$sock" "$prog" --pair --seed 22 --rounds 4 --ops 150 pgas:/t/rwheld2 "$W/held2.model"
+  assert_success
+  assert_output --regexp "gas_rwmix: pair ok seed=22 rounds=4 ops=150 writes=[0-9]+ bytes=[0-9]+ size=[0-9]+$"
+  read -r w2 b2 < <(rwmix_counts)
+  pget /t/rwheld "$W/held.h7"
+  cmp "$W/held.model" "$W/held.h7"
+  pget /t/rwheld2 "$W/held2.h7"
+  cmp "$W/held2.model" "$W/held2.h7"
+  # nothing went out on the timer; reads, fstats and closes made it flush
+  [ "$(gas_stat "$sock" timer)" -eq 0 ]
+  [ "$(gas_stat "$sock" sync)" -gt 0 ]
+  assert_equal "$(gas_stat "$sock" received)" "$((w1 + w2))"
+  assert_equal "$(gas_stat "$sock" bytes)" "$((b1 + b2))"
+  # and gfortran's read-write direct-access file, read back before its close
+  run gas_on "$sock" "$PIO_BUILD/tests/prog/gas_fortran_rw" pgas:/t/f.rwheld
+  assert_success
+  assert_output "gas_fortran_rw: ok"
+  run "$PIO_BUILD/tests/prog/gas_fortran_rw" "$W/rwheld.local"
+  assert_success
+  pget /t/f.rwheld "$W/rwheld.h7"
+  cmp "$W/rwheld.local" "$W/rwheld.h7"
+}
