@@ -180,6 +180,7 @@ run_one() {
   gas | noarrange)
     req=$(io_sum writes) seek=$(io_sum seeks)
     stat=$(pfs_on 6 "$BUILD/bin/gas-stat" --socket "$SOCK")
+    echo "$wl $mode $rep $stat" >>"$work/stats.txt"
     # every file is right, read back from h7 (another host)
     for f in $(wl_files "$wl" "$name"); do
       pfs_on 7 pfs get "/b/$f" "$work/check${f#"$name"}" >/dev/null || fail "$wl $mode: pfs get /b/$f"
@@ -205,6 +206,7 @@ run_one() {
 }
 
 : >"$work/runs.txt"
+: >"$work/stats.txt"
 echo "runs: workload mode rep seconds bytes requests seeks; gas-stat: received sent merged flushes (full timer sync)"
 for mode in local romio gas noarrange; do
   case $mode in
@@ -217,6 +219,7 @@ for mode in local romio gas noarrange; do
   done
 done
 
+cp "$work/stats.txt" "$RESULTS/gas_apps_stat.txt"
 bench_summary "gas_apps.csv gas_apps.png" "$work/runs.txt" "$RESULTS" "$RATE" "$link_mbs" "$GRID" "$STEPS" \
   "$BT_PROCS" "$IOR_PROCS" "$REPS" "${dconf:-?}" <<'EOF'
 import csv, os, statistics, sys

@@ -95,6 +95,7 @@ static struct {
     uint64_t unit;           /* full and idle flushes write whole units, hold the rest */
     int64_t interval_ns;     /* a sub-buffer without a new write for this long goes out */
     int64_t max_age_ns;      /* partial units are held back at most this long */
+    int64_t close_wait_ns;   /* a close waits this long at most for the file's other writers */
     int arrange;
     int any_user;
 } cfg = {.sub_buffer = 64u << 10,
@@ -104,6 +105,7 @@ static struct {
          .unit = 64u << 10,
          .interval_ns = 100000000,
          .max_age_ns = 30000000000LL,
+         .close_wait_ns = 1000000000LL,
          .arrange = 1};
 
 static struct {
@@ -128,7 +130,10 @@ struct dfile {
     uint64_t published; /* the size we told the metadata server */
     int err;            /* a write failed at a server: sticky */
     char errtext[256];
-    int refs; /* handles on it, over all connections (files_mtx) */
+    int refs;              /* handles on it, over all connections (files_mtx) */
+    int writers;           /* handles that may write and are not closing */
+    int64_t last_write_ns; /* when the last write to it came */
+    pthread_cond_t quiet;  /* a writer's close: the others re-check */
     struct dfile *next;
 };
 
@@ -481,6 +486,7 @@ static void *flusher(void *arg)
         }
         if (atomic_load(&stopping) && !filled && !held)
             break;
+        s->want = 0; /* asked while the last flush took everything: nothing left to do */
         if (!filled && !held && fl.size > cfg.sub_buffer && now - s->last_ns >= QUIET_SHRINK_NS) {
             fl.size = (size_t)cfg.sub_buffer; /* quiet: give the memory back */
             atomic_store(&s->size, fl.size);
@@ -511,6 +517,7 @@ struct handle {
     char *dir;
     int acc; /* GAS_O_RDONLY / WRONLY / RDWR */
     int append;
+    int writer;                    /* counted in f->writers */
     uint64_t gen[PFS_STRIPES_MAX]; /* per stripe: generation of our last piece there */
     int dirty;
 };
@@ -627,6 +634,32 @@ static int barrier(struct handle *h, char *why, size_t cap)
     return err;
 }
 
+/* close_together - a writer closes file f while other processes of the
+ * host still write it (MPI ranks closing a shared file one after the
+ * other): wait until they close it too, or it has had no write for
+ * --interval, at most --close-wait, so that one barrier flushes the units
+ * they complete together instead of the first close cutting them. */
+static void close_together(struct handle *h)
+{
+    struct dfile *f = h->f;
+    if (!h->writer)
+        return;
+    pthread_mutex_lock(&f->mtx);
+    f->writers--;
+    h->writer = 0;
+    pthread_cond_broadcast(&f->quiet);
+    int64_t until = pfs_now_ns() + cfg.close_wait_ns;
+    for (;;) {
+        int64_t now = pfs_now_ns(), end = f->last_write_ns + cfg.interval_ns;
+        if (f->writers == 0 || now >= end || now >= until)
+            break;
+        struct timespec ts;
+        pio_deadline_mono(&ts, (end < until ? end : until) - now);
+        pthread_cond_timedwait(&f->quiet, &f->mtx, &ts);
+    }
+    pthread_mutex_unlock(&f->mtx);
+}
+
 /* publish - tell the metadata server the size we wrote to (grow-only). */
 static int publish(struct dfile *f)
 {
@@ -654,6 +687,7 @@ static void file_put(struct dfile *f)
     pthread_mutex_unlock(&files_mtx);
     pfs_close(f->pf);
     pthread_mutex_destroy(&f->mtx);
+    pthread_cond_destroy(&f->quiet);
     free(f);
 }
 
@@ -683,6 +717,12 @@ static void handle_free(struct conn *c, int i)
 {
     struct handle *h = c->h[i];
     c->h[i] = NULL;
+    if (h->f && h->writer) {
+        pthread_mutex_lock(&h->f->mtx);
+        h->f->writers--;
+        pthread_cond_broadcast(&h->f->quiet);
+        pthread_mutex_unlock(&h->f->mtx);
+    }
     if (h->f)
         file_put(h->f);
     free(h->dir);
@@ -758,6 +798,7 @@ static int do_open(struct conn *c, const struct gas_hdr *q, const char *path)
         f->lay.count = st.stripe.count;
         memcpy(f->lay.servers, st.stripe.servers, sizeof(f->lay.servers));
         pthread_mutex_init(&f->mtx, NULL);
+        pio_cond_init_mono(&f->quiet);
         f->pf = pf;
         f->end = f->published = st.size;
         f->refs = 1;
@@ -772,6 +813,12 @@ static int do_open(struct conn *c, const struct gas_hdr *q, const char *path)
     }
     h->f = f;
     h->acc = acc;
+    if (acc != GAS_O_RDONLY) {
+        h->writer = 1;
+        pthread_mutex_lock(&f->mtx);
+        f->writers++;
+        pthread_mutex_unlock(&f->mtx);
+    }
     h->append = (q->flags & GAS_O_APPEND) != 0;
     c->h[slot] = h;
     rep.handle = (uint32_t)slot;
@@ -796,6 +843,7 @@ static void do_write(struct handle *h, uint64_t off, const uint8_t *p, uint64_t 
     }
     h->dirty = 1;
     pthread_mutex_lock(&f->mtx);
+    f->last_write_ns = pfs_now_ns();
     if (off + len > f->end)
         f->end = off + len;
     pthread_mutex_unlock(&f->mtx);
@@ -920,6 +968,8 @@ static int serve(struct conn *c, const struct gas_hdr *q, const uint8_t *p)
     case GAS_OP_FSYNC:
     case GAS_OP_CLOSE:
     case GAS_OP_TRUNC:
+        if (q->op == GAS_OP_CLOSE)
+            close_together(h);
         rc = barrier(h, why, sizeof(why));
         if (rc) {
             snprintf(path, sizeof(path), "%s", f->path);
@@ -1004,6 +1054,7 @@ static void usage(FILE *o)
         "  --block SIZE       writes are cut at block boundaries (default 4K)\n"
         "  --interval MS      a sub-buffer without a new write this long goes out (default 100)\n"
         "  --max-age MS       partial units are held back at most this long (default 30000)\n"
+        "  --close-wait MS    a close waits for the file's other active writers (default 1000)\n"
         "  --no-arrange       send requests as they came (no sort, no merge)\n"
         "  --any-user         accept processes of every user (default: our own only)\n",
         GAS_SOCKET_DEFAULT);
@@ -1025,6 +1076,7 @@ static int parse(int argc, char **argv)
                                        {"sub-buffer-max", required_argument, NULL, 'B'},
                                        {"memory", required_argument, NULL, 'M'},
                                        {"max-age", required_argument, NULL, 'a'},
+                                       {"close-wait", required_argument, NULL, 'w'},
                                        {"block", required_argument, NULL, 'k'},
                                        {"unit", required_argument, NULL, 'u'},
                                        {"interval", required_argument, NULL, 'i'},
@@ -1063,6 +1115,11 @@ static int parse(int argc, char **argv)
         case 'u':
             if (pio_parse_bytes(optarg, &cfg.unit) != 0 || cfg.unit < 8 || cfg.unit > (64u << 20))
                 return bad("--unit", optarg);
+            break;
+        case 'w':
+            if (pio_parse_int(optarg, 0, 3600000, &v) != 0)
+                return bad("--close-wait", optarg);
+            cfg.close_wait_ns = v * 1000000;
             break;
         case 'k':
             if (pio_parse_bytes(optarg, &cfg.block) != 0 || cfg.block < 8 ||

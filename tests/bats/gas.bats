@@ -252,6 +252,41 @@ gas_stat() {
   [ "$(gas_stat "$a" sent)" -eq "$req_a" ]
 }
 
+@test "a close waits for the file's other active writers at most --close-wait; the bytes are right" {
+  # A writes a record of its own every 10 ms for 4 s; B opens the same file
+  # meanwhile, writes one record and closes: B's close may wait for A (it is
+  # still writing) but not past the 1 s limit, and both records survive
+  run gas_on "$DIR/gas.sock" timeout 60 /usr/bin/python3 -c '
+import os, time
+pid = os.fork()
+if pid == 0:
+    fd = os.open("pgas:/t/cw", os.O_WRONLY | os.O_CREAT, 0o644)
+    end, i = time.monotonic() + 4, 0
+    while time.monotonic() < end:
+        os.pwrite(fd, b"a" * 40, 40 * (i % 100))
+        i += 1
+        time.sleep(0.01)
+    os.close(fd)
+    os._exit(0)
+time.sleep(0.5)
+fd = os.open("pgas:/t/cw", os.O_WRONLY | os.O_CREAT, 0o644)
+os.pwrite(fd, b"b" * 40, 4000)
+t = time.monotonic()
+os.close(fd)
+dt = time.monotonic() - t
+_, st = os.waitpid(pid, 0)
+print("close %d ms, writer %d" % (dt * 1000, st))'
+  assert_success
+  echo "$output" >&3
+  assert_output --regexp "^close [0-9]+ ms, writer 0$"
+  local ms=${output#close }
+  ms=${ms%% *}
+  [ "$ms" -le 2500 ]
+  pget /t/cw "$W/cw"
+  { head -c 4000 /dev/zero | tr '\0' a; head -c 40 /dev/zero | tr '\0' b; } >"$W/want"
+  cmp "$W/want" "$W/cw"
+}
+
 @test "gfortran unformatted sequential and direct access through the hook equal local files" {
   local prog=$PIO_BUILD/tests/prog/gas_fortran
   run gas_on "$DIR/gas.sock" "$prog" pgas:/t/f.seq pgas:/t/f.dir
