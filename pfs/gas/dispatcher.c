@@ -1052,6 +1052,8 @@ static void usage(FILE *o)
         "  --sub-buffer-max SIZE  it grows while its writes merge, up to this (default 8M)\n"
         "  --memory SIZE      all sub-buffers together stay within this (default 256M)\n"
         "  --block SIZE       writes are cut at block boundaries (default 4K)\n"
+        "  --unit SIZE        full and idle flushes write whole units, hold the rest (default "
+        "64K)\n"
         "  --interval MS      a sub-buffer without a new write this long goes out (default 100)\n"
         "  --max-age MS       partial units are held back at most this long (default 30000)\n"
         "  --close-wait MS    a close waits for the file's other active writers (default 1000)\n"
@@ -1141,6 +1143,10 @@ static int parse(int argc, char **argv)
         return bad("argument", argv[optind]);
     if (cfg.block > cfg.sub_buffer) {
         fprintf(stderr, "gas-dispatcher: --block must not exceed --sub-buffer\n");
+        return 2;
+    }
+    if (cfg.unit % cfg.block != 0) {
+        fprintf(stderr, "gas-dispatcher: --unit must be a multiple of --block\n");
         return 2;
     }
     if (!max_set && cfg.sub_buffer_max < cfg.sub_buffer)
