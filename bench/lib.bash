@@ -235,22 +235,24 @@ bench_piods() {
   return 1
 }
 
-# sshd_start DIR: an sshd in h2 for this run, on h2's link-0 address (so one
-# connection, one link), port 2222, root login with a throw-away key made in
+# sshd_start DIR [N]: an sshd in h2 for this run, on h2's link-0 address (so
+# one connection, one link; with N, on the addresses of links 0..N-1 too, for
+# one connection per link), port 2222, root login with a throw-away key made in
 # DIR (no password, no PAM); its pid goes to daemons, its log to DIR/sshd.log.
 # Sets SSH_ADDR (that address) and SSHO, a client's ssh options (the key, no
 # host-key checks, batch mode) as -o NAME=VALUE pairs, which ssh, scp and
 # sshfs all take.
 sshd_start() {
-  local dir=$1
+  local dir=$1 nlisten=${2:-1} i extra=""
   SSH_ADDR=$("$TB" addr "$bed" h2 0)
+  for ((i = 1; i < nlisten; i++)); do extra+="ListenAddress $("$TB" addr "$bed" h2 "$i")"$'\n'; done
   { ssh-keygen -q -t ed25519 -N '' -f "$dir/hostkey" && ssh-keygen -q -t ed25519 -N '' -f "$dir/id"; } ||
     return 1
   cp "$dir/id.pub" "$dir/authorized_keys"
   cat >"$dir/sshd_config" <<SSHD
 Port 2222
 ListenAddress $SSH_ADDR
-HostKey $dir/hostkey
+${extra}HostKey $dir/hostkey
 PermitRootLogin yes
 AuthorizedKeysFile $dir/authorized_keys
 StrictModes no
