@@ -3,6 +3,7 @@
 #include "pcp_proto.h"
 #include "capture.h"
 
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -180,7 +181,7 @@ static int write_all(int fd, const uint8_t *b, size_t n, uint64_t off)
     return 0;
 }
 
-int pcp_write(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse)
+static int write_pages(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse)
 {
     if (!sparse)
         return write_all(fd, b, n, off);
@@ -196,4 +197,13 @@ int pcp_write(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse)
         i += len;
     }
     return i > run ? write_all(fd, b + run, i - run, off + run) : 0;
+}
+
+int pcp_write(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse)
+{
+    if (write_pages(fd, b, n, off, sparse) != 0)
+        return -1;
+    /* advisory: a file system without it (or a pipe) just leaves it to fsync */
+    sync_file_range(fd, (off64_t)off, (off64_t)n, SYNC_FILE_RANGE_WRITE);
+    return 0;
 }

@@ -140,8 +140,12 @@ int pcp_sparse(const struct stat *sb);
 
 /* pcp_write - write n bytes of b at off of fd; with sparse, 4 KiB pages of
  * zeros are skipped rather than written (fd was truncated at or before off,
- * so they stay holes; the writer sets the final size with ftruncate).
- * Returns 0, or -1 with errno. */
+ * so they stay holes; the writer sets the final size with ftruncate). Then
+ * it starts the kernel's writeback of the range (sync_file_range, without
+ * waiting), so that the fsync that acknowledges the file finds little left
+ * to write: the disk works while the network does. Returns 0, or -1 with
+ * errno (the writeback's own failure is not reported here: fsync reports
+ * it). */
 int pcp_write(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse);
 
 /* pcp_hash_prefix - XXH3-64 state (an XXH3_state_t *, reset first) over the
