@@ -33,8 +33,8 @@
 # (every probe write), pfs_heatmap.png (per-server probe latency over time,
 # one panel per run, like the published heat maps), pfs_summary.png (staging
 # time, probe p99 / idle, bytes per server). PASS/MISS lines for the targets:
-# with the policy and QoS 20:80, probe p99 <= 2 x idle while staging time <=
-# 1.1 x the policy without QoS; stripe count 1 shows the imbalance of bytes
+# with the policy and QoS 20:80, probe p99 <= 2 x idle while staging's rate
+# >= 0.9 x the policy's without QoS, at piod's default pool (issue 31); stripe count 1 shows the imbalance of bytes
 # per server that the policy removes (busiest server >= 1.10 x the mean with
 # count 1, <= 1.05 with the policy; QoS-off runs).
 #
@@ -44,7 +44,8 @@
 # PFS_JOBS (8: files in flight per stager), PFS_STAGERS (2 per client host),
 # PFS_DISK_RATE (20M), PFS_DISK_LANES (10), PFS_THREADS (10), PFS_IOD_LINK
 # (200mbit), PFS_QOS ("off 10:90 20:80 30:70"), PFS_STRIPES ("1 policy max"),
-# PFS_PROC_POOL (256M: piod proc-pool), PIO_BENCH_RESULTS (bench/results).
+# PFS_PROC_POOL (piod proc-pool; default empty: piod's default, issue 31;
+# it was 256M), PIO_BENCH_RESULTS (bench/results).
 set -u
 # shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
@@ -61,7 +62,7 @@ IDLE_S=6
 # each process's piod buffer: the I/O servers' piods hold queued staging
 # messages there; at the tests' 32M, the probe's message waited for space
 # behind them (probe p99 3.5 x idle with QoS 20:80, against 2.2 x at 256M)
-export PFS_PROC_POOL=${PFS_PROC_POOL:-256M}
+export PFS_PROC_POOL=${PFS_PROC_POOL-} # empty: piod's default pool
 
 bench_root skip "network namespaces"
 
@@ -236,6 +237,8 @@ print("pfs staging experiment: %s MiB staged per run; servers: device %s/s, link
       % (total_mib, disk, link))
 print("baselines: one server link (iperf3, 1 TCP stream) %s MB/s; one server alone (pfs put -c 1) %s MB/s"
       % (link_mbs, one_mbs))
+print("piod settings: %s" % ("proc-pool = " + os.environ["PFS_PROC_POOL"] if os.environ.get("PFS_PROC_POOL")
+                            else "defaults (proc-pool 64M)"))
 hdr = "%-7s %-6s %8s %8s %8s %7s %7s %8s %6s %9s %8s  %s" % (
     "stripe", "QoS", "stage s", "x no-QoS", "idle p50", "p50 ms", "p99 ms", "p99/idle", "probes",
     "wait p99", "svc p50", "MiB per server (max/mean)")
@@ -274,9 +277,9 @@ def find(stripe, q):
             return r
 pol, off = find("policy", "20:80"), find("policy", "off")
 if pol and off:
-    ok = pol["p99_idle"] <= 2.0 and pol["stage_s"] <= 1.1 * off["stage_s"]
-    print("%s: policy + QoS 20:80: probe p99 = %.2f x idle (target <= 2), staging = %.3f x no QoS "
-          "(target <= 1.1)" % ("PASS" if ok else "MISS", pol["p99_idle"], pol["stage_s"] / off["stage_s"]))
+    ok = pol["p99_idle"] <= 2.0 and off["stage_s"] / pol["stage_s"] >= 0.9
+    print("%s: policy + QoS 20:80: probe p99 = %.2f x idle (target <= 2), staging rate = %.3f x no QoS "
+          "(target >= 0.9)" % ("PASS" if ok else "MISS", pol["p99_idle"], off["stage_s"] / pol["stage_s"]))
     print("  without QoS (policy): probe p99 = %.2f x idle" % off["p99_idle"])
 one, po = find("1", "off"), find("policy", "off")
 if one and po:

@@ -14,7 +14,7 @@
 #            about SECONDS at 100 Mbit/s); the apps run in the root namespace
 #            and reach their piods through the socket path.
 # Prints a table (K, ceiling, single stream, PIO, PIO/ceiling) with a
-# PASS/MISS line per K against PIO >= 0.95 x ceiling, and writes
+# PASS/MISS line per K against PIO >= 0.97 x ceiling (issue 31; was 0.95), and writes
 # bench/results/throughput.csv and throughput.png. The bed is torn down on
 # exit (trap), also on failure or interruption. Needs root. Traffic stays on
 # the bed's 198.18/15 addresses inside its namespaces.
@@ -106,8 +106,8 @@ for r in rows:
     if ratio is None:
         verdicts.append("FAIL: K=%s: no measurement" % r["K"])
     else:
-        verdicts.append("%s: K=%s: PIO/ceiling = %.3f, target >= 0.95" %
-                        ("PASS" if ratio >= 0.95 else "MISS", r["K"], ratio))
+        verdicts.append("%s: K=%s: PIO/ceiling = %.3f, target >= 0.97" %
+                        ("PASS" if ratio >= 0.97 else "MISS", r["K"], ratio))
 print()
 print("\n".join(verdicts))
 with open(out_csv, "w", newline="") as fo:

@@ -476,6 +476,26 @@ int PIO_Gethostinfo(PIO_Hostinfo *info)
     return rc;
 }
 
+int PIO_Setclasses(int tag0, int n, const int *shares)
+{
+    if (n < 0 || n > PIO_MAX_CLASSES || n > PIO_WIRE_MAX_CLASSES || (n > 0 && !shares))
+        return PIO_EINVAL;
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_QOS;
+    f.u.p_qos.tag0 = tag0;
+    f.u.p_qos.n = (uint32_t)n;
+    for (int i = 0; i < n; i++) {
+        if (shares[i] < 1 || shares[i] > 100)
+            return PIO_EINVAL;
+        f.u.p_qos.share[i] = (uint32_t)shares[i];
+    }
+    pthread_mutex_lock(&pio_g.mtx);
+    int rc = pio_g.inited ? pio_out_frame(&f) : PIO_ENOTINIT;
+    pthread_mutex_unlock(&pio_g.mtx);
+    return rc;
+}
+
 static int get_info(struct pio_frame **a)
 {
     struct pio_frame f;

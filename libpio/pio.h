@@ -168,7 +168,7 @@ typedef struct PIO_Hostinfo {
     int version;        /* piod's protocol version */
     size_t pool_size;   /* this process' shared-memory pool, bytes */
     size_t eager_limit; /* bytes: at or below, data rides with the request */
-    size_t chunk_size;  /* bytes: large messages are cut into chunks of this size */
+    size_t chunk_size;  /* bytes: the largest chunk large messages are cut into */
 } PIO_Hostinfo;
 
 typedef struct PIO_Coninfo {
@@ -274,6 +274,22 @@ int PIO_Gethostinfo(PIO_Hostinfo *info);
  * info [out]: up to max records; *n [out]: records written. Partner on the
  * same host: *n = 0. */
 int PIO_Getconinfo(int partner, PIO_Coninfo *info, int max, int *n);
+
+/* PIO_Setclasses - share this process's receive space among classes of the
+ * messages sent to it, as an I/O server shares its threads among service
+ * classes (pfs-iod does this with its --qos shares). A message whose tag is
+ * tag0 + c (0 <= c < n) is of class c, any other message of class 0. While
+ * messages of several classes wait for receive space (the piod grants it,
+ * a chunk at a time, in the 3-way handshake), the piod gives the next room
+ * to the class that holds the least of it for its share; a class with
+ * nothing waiting leaves its share to the others (borrowing), so classes
+ * cost nothing when one is alone. Without classes, arrival order.
+ * n [in]: 1 .. PIO_MAX_CLASSES, or 0 to end the classes.
+ * shares [in]: n percentages, each 1 .. 100 (they need not sum to 100).
+ * Returns PIO_OK; PIO_EINVAL (n or a share out of range, shares NULL);
+ * PIO_ENOTINIT. Thread-safe. */
+#define PIO_MAX_CLASSES 8
+int PIO_Setclasses(int tag0, int n, const int *shares);
 
 /* ---- One-sided access (windows) ----
  * A process registers memory as a window; the processes of its own

@@ -713,6 +713,16 @@ int main(int argc, char **argv)
         pfs_qos_free(q);
         return 1;
     }
+    /* the piod grants this server's receive space by the same shares: a
+     * class's requests do not wait in the pool behind another's */
+    if (ncls > 1) {
+        int shares[PFS_CLASS_MAX];
+        for (int k = 0; k < ncls; k++)
+            shares[k] = cfg[k].share < 1 ? 1 : cfg[k].share > 100 ? 100 : (int)cfg[k].share;
+        if ((rc = PIO_Setclasses(PFS_TAG_REQ, ncls, shares)) != PIO_OK)
+            pfs_log("receive classes: %s (requests share the pool in arrival order)",
+                    PIO_Strerror(rc));
+    }
 
     pthread_t rth[PFS_CLASS_MAX];
     pthread_t *sth = calloc((size_t)nthreads, sizeof(*sth));

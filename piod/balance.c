@@ -50,6 +50,17 @@ int piod_bal_static(const struct piod_bal_chan *c, int n, uint32_t src_proc, uin
     return -1;
 }
 
+uint32_t piod_bal_chunk(double rate, uint32_t ms, uint32_t max)
+{
+    if (rate <= 0 || ms == 0)
+        return max;
+    double want = rate * ms / 1000.0;
+    uint32_t c = max;
+    while (c % 128 == 0 && c / 2 >= PIOD_BAL_CHUNK_MIN && (double)c > want)
+        c /= 2;
+    return c;
+}
+
 double piod_bal_ewma(double est, double sample)
 {
     if (est <= 0)

@@ -32,6 +32,15 @@ int piod_bal_static(const struct piod_bal_chan *c, int n, uint32_t src_proc, uin
  * Ties go to the lowest index. -1 if none is up. */
 int piod_bal_dynamic(const struct piod_bal_chan *c, int n, uint64_t len);
 
+/* piod_bal_chunk - the chunk for a link of rate bytes/s: the largest of
+ * max, max/2, max/4, ... that crosses the link in at most ms milliseconds,
+ * but not below PIOD_BAL_CHUNK_MIN; halved only while the half is a multiple
+ * of 64 (the pool's alignment), so every result divides max and libpio's
+ * copies of max bytes hold whole chunks, each freed on its own. max itself when
+ * rate <= 0 (not measured yet) or ms == 0 (a fixed chunk). */
+#define PIOD_BAL_CHUNK_MIN (64u * 1024u)
+uint32_t piod_bal_chunk(double rate, uint32_t ms, uint32_t max);
+
 /* piod_bal_ewma - fold a new rate sample into an estimate (weight 0.3;
  * first sample taken as is). */
 double piod_bal_ewma(double est, double sample);

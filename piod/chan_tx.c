@@ -70,6 +70,14 @@ uint64_t piod_tx_stall_limit(const struct piod *d, const struct piod_txchan *ch)
     return (uint64_t)d->cfg.stall_ms + (uint64_t)(3.0 * chunk * 1000.0 / rate);
 }
 
+double piod_tx_rate(struct piod_txchan *ch)
+{
+    pthread_mutex_lock(&ch->mtx);
+    double r = ch->state == PIO_WCHAN_UP && ch->ack_rate > 0 ? ch->ack_rate : 0;
+    pthread_mutex_unlock(&ch->mtx);
+    return r;
+}
+
 void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now)
 {
     pthread_mutex_lock(&ch->mtx);

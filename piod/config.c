@@ -201,6 +201,7 @@ void piod_config_defaults(struct piod_config *c)
     c->proc_pool = 64 * CFG_MIB;
     c->eager_limit = (uint32_t)(64 * CFG_KIB);
     c->chunk = (uint32_t)CFG_MIB;
+    c->chunk_ms = 50;
     c->log_level = PIOD_LOG_INFO;
     c->curve = 1;
     c->express = 1;
@@ -258,6 +259,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"proc-pool", CFG_SIZE64, CFG_FIELD(struct piod_config, proc_pool)},
     {"eager-limit", CFG_SIZE32, CFG_FIELD(struct piod_config, eager_limit)},
     {"chunk", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk)},
+    {"chunk-ms", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk_ms)},
     {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
     {"encrypt", CFG_BOOL, CFG_FIELD(struct piod_config, encrypt)},
     {"cipher", CFG_CIPHER, CFG_FIELD(struct piod_config, cipher)},
@@ -675,7 +677,8 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                     p,
                     "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                     "export, export-map, log, log-level, listen, control, control-port, data-port, "
-                    "source-ports, pool, proc-pool, eager-limit, chunk, express, encrypt, cipher, "
+                    "source-ports, pool, proc-pool, eager-limit, chunk, chunk-ms, express, "
+                    "encrypt, cipher, "
                     "spin-us, "
                     "stall-ms, link-timeout, internal, relay-port, transport)",
                     key);
@@ -904,6 +907,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "eager-limit = %s\n", s);
     cfg_size_str(c->chunk, s, sizeof(s));
     fprintf(out, "chunk = %s\n", s);
+    fprintf(out, "chunk-ms = %u\n", c->chunk_ms);
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
     fprintf(out, "encrypt = %s\n", c->encrypt ? "yes" : "no");
     fprintf(out, "cipher = %s\n",

@@ -65,12 +65,13 @@ struct piod_config {
     uint64_t proc_pool;          /* per process (default 64 MiB, more for wide bundles), <= pool */
     int pool_set, proc_pool_set; /* given in the file or on the command line (not derived) */
     uint32_t eager_limit;        /* default 64 KiB */
-    uint32_t chunk;              /* default 1 MiB */
-    int foreground;              /* -f */
-    int log_syslog;              /* log to syslog instead of stderr/logfile */
-    int log_level;               /* enum piod_log_level, default INFO */
-    int curve;   /* 1 (default): CURVE on the control plane; 0 only with --insecure */
-    int express; /* 1 (default): H_* frames on the express lane once it is up */
+    uint32_t chunk;              /* default 1 MiB: libpio's copy unit, the largest chunk */
+    uint32_t chunk_ms; /* a chunk takes about this long on its link (default 50; 0: fixed) */
+    int foreground;    /* -f */
+    int log_syslog;    /* log to syslog instead of stderr/logfile */
+    int log_level;     /* enum piod_log_level, default INFO */
+    int curve;         /* 1 (default): CURVE on the control plane; 0 only with --insecure */
+    int express;       /* 1 (default): H_* frames on the express lane once it is up */
     int encrypt; /* 1 (default): data channels and express lanes sealed (seal.h); [peer] may say */
     int cipher;  /* enum piod_cipher (piod/seal.h): which AEAD we offer; default auto */
     uint32_t spin_us; /* main loop: look again without sleeping this long (us) */
@@ -109,7 +110,7 @@ void piod_config_defaults(struct piod_config *c);
  * (owner: its processes take messages only from senders of their own uid). Top-level keys: name,
  * internal, relay-port, system, socket, keys, pidfile, export, export-map, log, log-level, listen
  * (repeatable), control, control-port, data-port, source-ports (LO-HI), pool, proc-pool,
- * eager-limit, chunk (sizes accept K, M, G suffixes, powers of 1024).
+ * eager-limit, chunk, chunk-ms (sizes accept K, M, G suffixes, powers of 1024).
  * errs [in]: where to print one line per problem, "FILE:LINE: what is wrong"
  * (NULL: silent). Every problem is reported, not only the first.
  * Returns the number of problems (0: ok); -1 if the file cannot be read
@@ -129,9 +130,10 @@ int piod_config_validate(const struct piod_config *c, FILE *errs);
 /* piod_config_links - derive ident and the system's link order from a valid
  * config: this host and every [member] sorted by name, each contributing its
  * links in the order given (so every member derives the same order).
- * Also sizes the pools when neither file nor flags set them: a process' pool
- * holds at least 8 chunks per channel of the widest bundle (a receiver keeps
- * a few chunks in flight on every channel), and the pool 16 such pools. */
+ * Also sizes the pools when neither file nor flags set them: with a fixed
+ * chunk (chunk-ms 0) a process' pool holds at least 8 chunks per channel of
+ * the widest bundle (a receiver keeps a few chunks in flight on every
+ * channel), and the pool 16 such pools. */
 void piod_config_links(struct piod_config *c);
 
 /* piod_config_peer_encrypt - 1 when channels to and from peer p are sealed:

@@ -204,6 +204,9 @@ int piod_config_validate(const struct piod_config *c, FILE *errs)
         cfg_size_str(c->eager_limit, a, sizeof(a));
         cfg_bad(&v, "eager-limit (%s) is above 8M: an eager message rides in one control frame", a);
     }
+    if (c->chunk_ms > 60000)
+        cfg_bad(&v, "chunk-ms (%u) is above 60000: give milliseconds, 0 for a fixed chunk",
+                c->chunk_ms);
     if (c->eager_limit > c->chunk) {
         cfg_size_str(c->eager_limit, a, sizeof(a));
         cfg_size_str(c->chunk, b, sizeof(b));
@@ -283,8 +286,10 @@ void piod_config_links(struct piod_config *c)
         int w = c->peers[i].naddr < ours ? c->peers[i].naddr : ours;
         width = w > width ? w : width;
     }
+    /* with chunks sized by the link (chunk-ms), a slow wide bundle's chunks
+     * are small and the default pool holds enough of them: no growth */
     uint64_t want = 8ull * c->chunk * (uint64_t)width;
-    if (!c->proc_pool_set && want > c->proc_pool) {
+    if (!c->proc_pool_set && c->chunk_ms == 0 && want > c->proc_pool) {
         uint64_t pp = c->proc_pool;
         while (pp < want)
             pp *= 2;

@@ -3,6 +3,7 @@
  * the main thread's periodic work (tick). Split from core.c; main thread only.
  * SPDX-License-Identifier: BSD-3-Clause */
 #include "piod.h"
+#include "balance.h"
 #include "core_int.h"
 #include "relay.h"
 #include "log.h"
@@ -172,10 +173,20 @@ void tick(struct piod *d, uint64_t now)
             b->window_bytes = 0;
             b->busy = b->outstanding > 0;
         }
-    for (int p = 0; p < d->npeers; p++)
+    /* the chunk of new messages to a peer takes about chunk-ms on its
+     * slowest channel (design notes, "Chunks sized by the link"): 64 KiB to
+     * --chunk, and --chunk until a rate is measured */
+    for (int p = 0; p < d->npeers; p++) {
+        double slowest = 0;
         for (int k = 0; k < d->peers[p].nchan; k++)
-            if (d->peers[p].tx[k])
+            if (d->peers[p].tx[k]) {
                 piod_tx_watchdog(d, d->peers[p].tx[k], now);
+                double r = piod_tx_rate(d->peers[p].tx[k]);
+                if (r > 0 && (slowest == 0 || r < slowest))
+                    slowest = r;
+            }
+        d->peers[p].chunk = piod_bal_chunk(slowest, d->cfg.chunk_ms, d->cfg.chunk);
+    }
     /* numbered frames: acks that are owed, and frames no ack came for */
     for (int p = 0; p < d->npeers; p++) {
         struct piod_peer_st *ps = &d->peers[p];

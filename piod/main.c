@@ -68,7 +68,9 @@ static void usage(FILE *out)
             "                         with PIO_ELINK (default 30)\n"
             "      --spin-us N        after activity, look again without sleeping for N us\n"
             "                         (default 50; 0: always sleep)\n"
-            "      --chunk SIZE       chunk size of large messages (default 1M)\n"
+            "      --chunk SIZE       largest chunk of a large message (default 1M)\n"
+            "      --chunk-ms N       size chunks to take about N ms on their link, from the\n"
+            "                         measured rate (default 50; 0: every chunk is --chunk)\n"
             "      --pidfile PATH     pid file (default " PIOD_DEFAULT_PIDFILE " as a daemon)\n"
             "      --log FILE|syslog  log destination (default stderr)\n"
             "      --export DIR       serve files under DIR to pcp (default: none)\n"
@@ -125,6 +127,7 @@ enum {
     O_SPIN,
     O_LINKTO,
     O_CHUNK,
+    O_CHUNK_MS,
     O_PIDFILE,
     O_LOG,
     O_EXPORT,
@@ -190,6 +193,7 @@ int main(int argc, char **argv)
         {"spin-us", required_argument, 0, O_SPIN},
         {"link-timeout", required_argument, 0, O_LINKTO},
         {"chunk", required_argument, 0, O_CHUNK},
+        {"chunk-ms", required_argument, 0, O_CHUNK_MS},
         {"pidfile", required_argument, 0, O_PIDFILE},
         {"log", required_argument, 0, O_LOG},
         {"export", required_argument, 0, O_EXPORT},
@@ -332,6 +336,16 @@ int main(int argc, char **argv)
                 bad = 1;
             }
             c->spin_us = (uint32_t)v;
+            break;
+        }
+        case O_CHUNK_MS: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*optarg == 0 || *end || v < 0 || v > 60000) {
+                fprintf(stderr, "piod: --chunk-ms: '%s' is not a number from 0 to 60000\n", optarg);
+                bad = 1;
+            }
+            c->chunk_ms = (uint32_t)v;
             break;
         }
         case O_CHUNK: {

@@ -404,9 +404,11 @@ void announce_all(struct piod *d)
     }
 }
 
-static uint64_t chan_cap(struct piod *d, struct piod_rxbal *b)
+/* Bytes granted on one channel and not yet arrived: about 0.25 s of its
+ * rate, and at least 4 of the peer's chunks. */
+static uint64_t chan_cap(struct piod *d, const struct piod_peer_st *p, struct piod_rxbal *b)
 {
-    uint64_t floor = 4ull * d->cfg.chunk;
+    uint64_t floor = 4ull * (p->in_chunk ? p->in_chunk : d->cfg.chunk);
     uint64_t by_rate = (uint64_t)(b->rate * 0.25);
     return by_rate > floor ? by_rate : floor;
 }
@@ -463,17 +465,33 @@ void ring_del(struct piod *d, int pi)
         d->ring = p->rg_next;
 }
 
+/* The receive class of a message to p (P_QOS): fixed at its first queueing,
+ * so the bytes it holds are counted against one class to the end. */
+static int msg_class(const struct piod_proc *p, const struct piod_imsg *m)
+{
+    if (p->ncls <= 0 || m->tag < p->cls_tag0)
+        return 0;
+    int64_t c = (int64_t)m->tag - p->cls_tag0;
+    return c < p->ncls ? (int)c : 0;
+}
+
 void gq_add(struct piod *d, struct piod_imsg *m)
 {
     struct piod_proc *p = &d->procs[m->dst];
     int q = m->claimed ? 1 : 0;
+    if (!m->cls_set) {
+        m->cls = msg_class(p, m);
+        m->cls_set = 1;
+    }
+    int c = m->cls;
     m->gq_next = NULL;
-    m->gq_prev = p->gq_tail[q];
-    if (p->gq_tail[q])
-        p->gq_tail[q]->gq_next = m;
+    m->gq_prev = p->gq_tail[c][q];
+    if (p->gq_tail[c][q])
+        p->gq_tail[c][q]->gq_next = m;
     else
-        p->gq_head[q] = m;
-    p->gq_tail[q] = m;
+        p->gq_head[c][q] = m;
+    p->gq_tail[c][q] = m;
+    p->gq_count++;
     m->in_gq = 1 + q;
     if (m->peer >= 0)
         d->peers[m->peer].gq_n++;
@@ -488,21 +506,22 @@ void gq_del(struct piod *d, struct piod_imsg *m)
     if (!m->in_gq)
         return;
     struct piod_proc *p = &d->procs[m->dst];
-    int q = m->in_gq - 1;
+    int q = m->in_gq - 1, c = m->cls;
     if (m->gq_prev)
         m->gq_prev->gq_next = m->gq_next;
     else
-        p->gq_head[q] = m->gq_next;
+        p->gq_head[c][q] = m->gq_next;
     if (m->gq_next)
         m->gq_next->gq_prev = m->gq_prev;
     else
-        p->gq_tail[q] = m->gq_prev;
+        p->gq_tail[c][q] = m->gq_prev;
+    p->gq_count--;
     m->in_gq = 0;
     if (m->peer >= 0)
         d->peers[m->peer].gq_n--;
     else
         d->gq_local--;
-    if (!p->gq_head[0] && !p->gq_head[1]) {
+    if (!p->gq_count) {
         ring_del(d, m->dst);
         p->g_blocked = 0;
     }
@@ -513,7 +532,7 @@ void grant_wake(struct piod *d, int pi)
 {
     struct piod_proc *p = &d->procs[pi];
     p->g_blocked = 0;
-    if (p->gq_head[0] || p->gq_head[1])
+    if (p->gq_count)
         ring_add(d, pi);
 }
 
@@ -522,7 +541,7 @@ static int peer_room(struct piod *d, int peer)
 {
     struct piod_peer_st *p = &d->peers[peer];
     for (int k = 0; k < p->nchan; k++)
-        if (p->bal[k].up && p->bal[k].outstanding < chan_cap(d, &p->bal[k]))
+        if (p->bal[k].up && p->bal[k].outstanding < chan_cap(d, p, &p->bal[k]))
             return 1;
     return 0;
 }
@@ -565,7 +584,7 @@ static int grant_chunk(struct piod *d, struct piod_imsg *m)
         struct piod_bal_chan bc[PIOD_MAX_LINKS];
         int any_room = 0;
         for (int k = 0; k < p->nchan; k++) {
-            bc[k].up = p->bal[k].up && p->bal[k].outstanding < chan_cap(d, &p->bal[k]);
+            bc[k].up = p->bal[k].up && p->bal[k].outstanding < chan_cap(d, p, &p->bal[k]);
             bc[k].outstanding = p->bal[k].outstanding;
             bc[k].rate = p->bal[k].rate;
             any_room |= bc[k].up;
@@ -606,6 +625,7 @@ static int grant_chunk(struct piod *d, struct piod_imsg *m)
         return G_LINK; /* tried again at the next event */
     }
     m->pool_off[i] = off;
+    dst->cls_held[m->cls] += len;
     m->state[i] = PIOD_IC_GRANTED;
     m->chan[i] = (uint8_t)ch;
     m->ngranted++;
@@ -639,27 +659,61 @@ static int grant_chunk(struct piod *d, struct piod_imsg *m)
     return G_OK;
 }
 
-/* One chunk for destination pi: its claimed messages first, then the
- * unclaimed ones in arrival order. */
+void piod_cls_release(struct piod_proc *p, const struct piod_imsg *m, uint64_t len)
+{
+    p->cls_held[m->cls] -= len < p->cls_held[m->cls] ? len : p->cls_held[m->cls];
+}
+
+/* The classes of pi with waiting messages, the least served for its share
+ * first (ties: lower class first). Returns how many. */
+static int class_order(const struct piod_proc *p, int order[PIOD_NCLS])
+{
+    int n = 0;
+    for (int c = 0; c < PIOD_NCLS; c++) {
+        if (!p->gq_head[c][0] && !p->gq_head[c][1])
+            continue;
+        uint64_t share = c < p->ncls ? p->cls_share[c] : 100;
+        double key = (double)p->cls_held[c] / (double)share;
+        int j = n++;
+        while (j > 0) {
+            int o = order[j - 1];
+            uint64_t so = o < p->ncls ? p->cls_share[o] : 100;
+            if ((double)p->cls_held[o] / (double)so <= key)
+                break;
+            order[j] = o;
+            j--;
+        }
+        order[j] = c;
+    }
+    return n;
+}
+
+/* One chunk for destination pi: its receive classes by share (class_order),
+ * in each the claimed messages first, then the unclaimed ones in arrival
+ * order. */
 static int grant_dst(struct piod *d, int pi)
 {
     struct piod_proc *p = &d->procs[pi];
-    int link = 0;
-    for (int q = 1; q >= 0; q--)
-        for (struct piod_imsg *m = p->gq_head[q], *next; m; m = next) {
-            next = m->gq_next;
-            if (m->peer >= 0 && !peer_room(d, m->peer)) {
-                link = 1;
-                continue;
+    int link = 0, order[PIOD_NCLS];
+    int ncls = class_order(p, order);
+    for (int k = 0; k < ncls; k++) {
+        int c = order[k];
+        for (int q = 1; q >= 0; q--)
+            for (struct piod_imsg *m = p->gq_head[c][q], *next; m; m = next) {
+                next = m->gq_next;
+                if (m->peer >= 0 && !peer_room(d, m->peer)) {
+                    link = 1;
+                    continue;
+                }
+                int r = grant_chunk(d, m);
+                if (r == G_OK || r == G_DST)
+                    return r; /* a full region: nothing of pi's goes until it frees */
+                if (r == G_LINK)
+                    link = 1;
+                else if (r == G_SHARE)
+                    break; /* the unclaimed share: the same for every unclaimed one */
             }
-            int r = grant_chunk(d, m);
-            if (r == G_OK || r == G_DST)
-                return r; /* a full region: nothing of pi's goes until it frees */
-            if (r == G_LINK)
-                link = 1;
-            else if (r == G_SHARE)
-                break; /* the unclaimed share: the same for every unclaimed one */
-        }
+    }
     return link ? G_LINK : G_DST;
 }
 
@@ -726,6 +780,7 @@ void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
             }
             if ((m->state[i] == PIOD_IC_GRANTED || m->state[i] == PIOD_IC_ARRIVED) && !dst->gone) {
                 pio_ralloc_put(&dst->recv, m->pool_off[i], chunk_len(m->size, m->chunk, i));
+                piod_cls_release(dst, m, chunk_len(m->size, m->chunk, i));
                 if (!m->claimed)
                     dst->unclaimed_bytes -= chunk_len(m->size, m->chunk, i);
             }
@@ -767,6 +822,8 @@ struct piod_imsg *imsg_new(struct piod *d, int peer, const struct pio_h_request 
     m->datatype = rq->datatype;
     m->flags = rq->flags;
     m->chunk = rq->chunk ? rq->chunk : d->cfg.chunk;
+    if (m->peer >= 0 && rq->chunk && !(rq->flags & PIO_WF_EAGER))
+        d->peers[m->peer].in_chunk = rq->chunk;
     m->conn = rq->conn;
     m->conn_arg = rq->conn_arg;
     if (rq->flags & PIO_WF_EAGER) {

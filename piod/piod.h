@@ -26,7 +26,8 @@
 #ifndef PIOD_PIOD_H
 #define PIOD_PIOD_H
 
-#define PIOD_EXPRESS_INDEX 0xffffu /* C_HELLO index of an express lane */
+#define PIOD_EXPRESS_INDEX 0xffffu              /* C_HELLO index of an express lane */
+#define PIOD_NCLS          PIO_WIRE_MAX_CLASSES /* receive classes of a process */
 
 #include "balance.h"
 #include "config.h"
@@ -136,6 +137,8 @@ struct piod_peer_st {
     uint8_t their_key[PIO_WIRE_KEY]; /* our channels to it prove this (key_mtx) */
     char host[PIO_WIRE_NAME];
     int nchan;           /* min(our links, its links) */
+    uint32_t chunk;      /* chunk of new messages to it (tick: its slowest channel's rate) */
+    uint32_t in_chunk;   /* chunk of its latest message to us (sizes grant caps) */
     int gq_n;            /* messages from it that want grants (core.c) */
     uint64_t none_up_ms; /* since when no channel to it is up (0: one is) */
     int unreachable;     /* none up for link-timeout: its applications announced gone */
@@ -199,8 +202,18 @@ struct piod_proc {
      * those a receive has claimed apart, in arrival order; while it has any
      * and is not waiting for room in its own region, it is on the ring of
      * destinations served in turn */
-    struct piod_imsg *gq_head[2], *gq_tail[2]; /* [0] unclaimed, [1] claimed */
-    int rg_next, rg_prev;                      /* the ring (d->ring) */
+    struct piod_imsg *gq_head[PIOD_NCLS][2], *gq_tail[PIOD_NCLS][2]; /* per class:
+                                                                      * [0] unclaimed,
+                                                                      * [1] claimed */
+    int gq_count;                                                    /* messages in those queues */
+    /* receive classes (P_QOS, PIO_Setclasses): a message with tag
+     * cls_tag0 + c (c < ncls) is of class c, any other of class 0; the next
+     * grant goes to the waiting class holding the least for its share */
+    int ncls; /* 0: none: one class, arrival order */
+    int32_t cls_tag0;
+    uint32_t cls_share[PIOD_NCLS];
+    uint64_t cls_held[PIOD_NCLS]; /* recv-region bytes granted to each class, not freed */
+    int rg_next, rg_prev;         /* the ring (d->ring) */
     int in_ring, g_blocked;
 };
 
@@ -263,8 +276,10 @@ struct piod_imsg {
     uint16_t conn, conn_arg;
     uint8_t *eager; /* eager payload copy (until announced) */
     int announced, claimed, consumed;
-    struct piod_imsg *gq_next, *gq_prev; /* its destination's gq_head[claimed] */
+    struct piod_imsg *gq_next, *gq_prev; /* its destination's gq_head[cls][claimed] */
     int in_gq;                           /* 1 + claimed while queued there */
+    int cls;                             /* its receive class, from its first gq_add on */
+    int cls_set;
     struct piod_imsg *ua_next, *ua_prev; /* d->ua_head: not announced yet */
     int in_ua;
     uint64_t *pool_off; /* per chunk: recv-region offset (granted) */
@@ -469,6 +484,9 @@ void piod_tx_enqueue(struct piod_txchan *ch, struct piod_chunk *c);
 void piod_express_failed(struct piod *d, int peer); /* main: xout is dead, reconnect */
 int piod_tx_state(struct piod_txchan *ch, uint64_t *queued);
 void piod_tx_watchdog(struct piod *d, struct piod_txchan *ch, uint64_t now);
+/* piod_tx_rate - ch's acknowledged rate in bytes/s while it is up (0: down
+ * or not measured yet). Takes ch->mtx. */
+double piod_tx_rate(struct piod_txchan *ch);
 /* piod_tx_stall_limit - ms without an acknowledgement before ch (bytes in
  * flight) is closed: stall-ms plus 3 chunks at its measured rate. ch->mtx
  * held. */

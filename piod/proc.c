@@ -399,7 +399,7 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
     rq.tag = s->tag;
     rq.datatype = s->datatype;
     rq.flags = s->flags;
-    rq.chunk = d->cfg.chunk;
+    rq.chunk = peer >= 0 && d->peers[peer].chunk ? d->peers[peer].chunk : d->cfg.chunk;
     rq.conn = s->conn;
     rq.conn_arg = s->conn_arg;
     rq.src_uid = (uint32_t)src->uid; /* the kernel's word (SO_PEERCRED), never the process' */
@@ -419,7 +419,7 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
         m->src = pi;
         m->peer = peer;
         m->size = s->size;
-        m->chunk = d->cfg.chunk;
+        m->chunk = rq.chunk;
         m->flags = s->flags;
         m->conn = s->conn;
         m->conn_arg = s->conn_arg;
@@ -486,6 +486,22 @@ nomem : {
 }
 }
 
+/* libpio copies a message into its send region in pieces of --chunk bytes
+ * (the welcome's chunk); the message's own chunk may be smaller (sized by
+ * the link's rate, a divisor of --chunk), so one piece holds one or more
+ * whole chunks. Each chunk is released on its own once acknowledged. */
+static int send_data_bad(const struct piod_omsg *m, uint64_t msg_off, uint64_t len)
+{
+    if (!m || len == 0 || msg_off % m->chunk != 0 || msg_off >= m->size || len > m->size - msg_off)
+        return 1;
+    if ((msg_off + len) % m->chunk != 0 && msg_off + len != m->size)
+        return 1; /* ends inside a chunk */
+    for (uint64_t o = msg_off; o < msg_off + len; o += m->chunk)
+        if (m->data_off[o / m->chunk] != UINT64_MAX)
+            return 1; /* sent twice */
+    return 0;
+}
+
 static void on_send_data(struct piod *d, int pi, struct pio_p_ranges *r)
 {
     struct piod_omsg *m = omsg_by_sid(d, pi, r->id);
@@ -493,11 +509,8 @@ static void on_send_data(struct piod *d, int pi, struct pio_p_ranges *r)
     for (uint32_t j = 0; j < r->n; j++) {
         uint64_t off = r->r[j].off, len = r->r[j].len;
         struct piod_proc *p = &d->procs[pi];
-        int bad = !m || off < p->send_off || off + len > p->send_off + p->send_len ||
-                  msg_off % m->chunk != 0 || msg_off / m->chunk >= m->nchunks ||
-                  len != chunk_len(m->size, m->chunk, (uint32_t)(msg_off / m->chunk)) ||
-                  m->data_off[msg_off / m->chunk] != UINT64_MAX;
-        if (bad) {
+        if (off < p->send_off || off + len > p->send_off + p->send_len ||
+            send_data_bad(m, msg_off, len)) {
             /* not ours to keep (a cancelled message, or a confused process) */
             PIOD_DEBUG("P_SEND_DATA sid %llu off %llu len %llu refused (%s)",
                        (unsigned long long)r->id, (unsigned long long)msg_off,
@@ -506,13 +519,15 @@ static void on_send_data(struct piod *d, int pi, struct pio_p_ranges *r)
             msg_off += len;
             continue;
         }
-        uint32_t i = (uint32_t)(msg_off / m->chunk);
-        m->data_off[i] = off;
-        if (m->peer < 0) {
-            if (m->local && m->local->state[i] == PIOD_IC_GRANTED)
-                local_copy(d, m->local, i);
-        } else if (m->grant[i] >= 0 && m->state[i] == PIOD_OC_WAITING) {
-            chunk_queue(d, m, i, 0);
+        for (uint64_t o = msg_off; o < msg_off + len; o += m->chunk) {
+            uint32_t i = (uint32_t)(o / m->chunk);
+            m->data_off[i] = off + (o - msg_off);
+            if (m->peer < 0) {
+                if (m->local && m->local->state[i] == PIOD_IC_GRANTED)
+                    local_copy(d, m->local, i);
+            } else if (m->grant[i] >= 0 && m->state[i] == PIOD_OC_WAITING) {
+                chunk_queue(d, m, i, 0);
+            }
         }
         msg_off += len;
     }
@@ -533,6 +548,7 @@ static void on_free(struct piod *d, int pi, struct pio_p_ranges *r)
             continue;
         uint32_t len = chunk_len(m->size, m->chunk, i);
         pio_ralloc_put(&p->recv, m->pool_off[i], len);
+        piod_cls_release(p, m, len);
         if (!m->claimed)
             p->unclaimed_bytes -= len;
         m->state[i] = PIOD_IC_FREED;
@@ -541,6 +557,27 @@ static void on_free(struct piod *d, int pi, struct pio_p_ranges *r)
     if (m->nfreed == m->nchunks)
         imsg_complete(d, m, PIO_OK);
     grant_wake(d, pi);
+    grant_all(d);
+}
+
+/* P_QOS: the process's receive classes (PIO_Setclasses). Messages already
+ * queued keep their class; new ones are classed by the new rule. */
+static void on_qos(struct piod *d, int pi, const struct pio_p_qos *q)
+{
+    struct piod_proc *p = &d->procs[pi];
+    int ok = q->n <= PIOD_NCLS;
+    for (uint32_t c = 0; ok && c < q->n; c++)
+        ok = q->share[c] >= 1 && q->share[c] <= 100;
+    if (!ok) {
+        PIOD_WARN("%s:%u: receive classes refused (%u classes, shares must be 1..100)", p->app,
+                  p->proc, q->n);
+        return;
+    }
+    p->ncls = (int)q->n;
+    p->cls_tag0 = q->tag0;
+    for (uint32_t c = 0; c < q->n; c++)
+        p->cls_share[c] = q->share[c];
+    PIOD_INFO("%s:%u: %u receive classes from tag %d", p->app, p->proc, q->n, (int)q->tag0);
     grant_all(d);
 }
 
@@ -734,6 +771,7 @@ static void on_proc_frame(struct piod *d, uint64_t cid, const uint8_t *buf, size
     case PIO_F_P_SEND_DATA: on_send_data(d, pi, &f->u.p_ranges); break;
     case PIO_F_P_FREE: on_free(d, pi, &f->u.p_ranges); break;
     case PIO_F_P_CLAIM: on_claim(d, pi, f->u.p_done.id); break;
+    case PIO_F_P_QOS: on_qos(d, pi, &f->u.p_qos); break;
     case PIO_F_P_CONSUMED: on_consumed(d, pi, f->u.p_done.id); break;
     default:
         PIOD_WARN("unexpected %s from process %s:%u", pio_wire_type_name(f->type), d->procs[pi].app,

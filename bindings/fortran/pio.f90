@@ -220,7 +220,7 @@ module pio
 
   public :: PIO_Init, PIO_Exit, PIO_Setpartner, PIO_Addpartner
   public :: PIO_Send, PIO_Recv, PIO_Isend, PIO_Irecv, PIO_Wait, PIO_Test
-  public :: PIO_Getappinfo, PIO_Gethostinfo, PIO_Getconinfo
+  public :: PIO_Getappinfo, PIO_Gethostinfo, PIO_Getconinfo, PIO_Setclasses
   public :: PIO_Strerror, PIO_Errname, PIO_USER
   public :: PIO_File_open, PIO_File_open_dataset, PIO_File_write_at, PIO_File_write_slab
   public :: PIO_File_close, PIO_File_error_text
@@ -611,6 +611,12 @@ module pio
       type(c_hostinfo), intent(out) :: info
     end function c_gethostinfo
 
+    integer(c_int) function c_setclasses(tag0, n, shares) bind(C, name='PIO_Setclasses')
+      import :: c_int
+      integer(c_int), value :: tag0, n
+      integer(c_int), intent(in) :: shares(*)
+    end function c_setclasses
+
     integer(c_int) function c_getconinfo(partner, info, max, n) bind(C, name='PIO_Getconinfo')
       import :: c_int, c_coninfo
       integer(c_int), value :: partner, max
@@ -963,6 +969,24 @@ contains
     end if
     call finish(rc, 'PIO_Gethostinfo', ierr)
   end subroutine PIO_Gethostinfo
+
+  ! PIO_Setclasses - share this process's receive space among the classes
+  ! of the messages sent to it: tag tag0 + c is class c (0 .. size(shares)
+  ! - 1), any other tag class 0; shares(c + 1) percent each (pio.h). An
+  ! empty shares ends the classes.
+  subroutine PIO_Setclasses(tag0, shares, ierr)
+    integer(c_int), intent(in) :: tag0
+    integer(c_int), intent(in) :: shares(:)
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: rc, one(1)
+    one = 0
+    if (size(shares) > 0) then
+      rc = c_setclasses(tag0, int(size(shares), c_int), shares)
+    else
+      rc = c_setclasses(tag0, 0_c_int, one)
+    end if
+    call finish(rc, 'PIO_Setclasses', ierr)
+  end subroutine PIO_Setclasses
 
   ! PIO_Getconinfo - the channels to partner's system: up to size(info)
   ! records in info(1:n).

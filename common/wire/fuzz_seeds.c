@@ -121,6 +121,9 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
         f->u.p_event = (struct pio_p_event){.kind = 1, .proc = 2, .nprocs = 4, .app = "viz"};
         break;
     case PIO_F_P_INFO_REQ: f->u.p_info_req = (struct pio_p_info_req){.req = 5, .what = 7}; break;
+    case PIO_F_P_QOS:
+        f->u.p_qos = (struct pio_p_qos){.tag0 = 100, .n = n < 2 ? n : 2, .share = {20, 80}};
+        break;
     case PIO_F_P_INFO: {
         struct pio_p_info *b = &f->u.p_info;
         b->req = 5, b->version = PIO_WIRE_VERSION, b->pool_size = 1 << 28, b->pool_used = 4096;

@@ -209,6 +209,14 @@ static int fz_frame_eq(const struct pio_frame *fa, const struct pio_frame *fb)
         return 1;
     }
     case PIO_F_P_INFO: return fz_p_info_eq(&fa->u.p_info, &fb->u.p_info);
+    case PIO_F_P_QOS: {
+        const struct pio_p_qos *a = &fa->u.p_qos, *b = &fb->u.p_qos;
+        FZ_EQ(tag0);
+        FZ_EQ(n);
+        for (uint32_t i = 0; i < a->n; i++)
+            FZ_EQ(share[i]);
+        return 1;
+    }
     case PIO_F_H_HELLO: {
         const struct pio_h_hello *a = &fa->u.h_hello, *b = &fb->u.h_hello;
         FZ_EQ(proto);

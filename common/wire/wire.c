@@ -441,6 +441,22 @@ static void r_p_event(struct wire_r *r, struct pio_p_event *b)
     get_str(r, b->app, sizeof b->app);
 }
 
+static void w_p_qos(struct wire_w *w, const struct pio_p_qos *b)
+{
+    put_i32(w, b->tag0);
+    put_u32(w, b->n);
+    for (uint32_t i = 0; i < b->n && i < PIO_WIRE_MAX_CLASSES; i++)
+        put_u32(w, b->share[i]);
+}
+
+static void r_p_qos(struct wire_r *r, struct pio_p_qos *b)
+{
+    b->tag0 = get_i32(r);
+    b->n = get_count(r, PIO_WIRE_MAX_CLASSES);
+    for (uint32_t i = 0; i < b->n && r->rc == PIO_OK; i++)
+        b->share[i] = get_u32(r);
+}
+
 static void w_p_info_req(struct wire_w *w, const struct pio_p_info_req *b)
 {
     put_u64(w, b->req);
@@ -816,6 +832,7 @@ static void wire_write_body(struct wire_w *w, const struct pio_frame *f)
     case PIO_F_P_MSG_NEW: w_p_msg_new(w, &f->u.p_msg_new); break;
     case PIO_F_P_EVENT: w_p_event(w, &f->u.p_event); break;
     case PIO_F_P_INFO_REQ: w_p_info_req(w, &f->u.p_info_req); break;
+    case PIO_F_P_QOS: w_p_qos(w, &f->u.p_qos); break;
     case PIO_F_P_INFO: w_p_info(w, &f->u.p_info); break;
     case PIO_F_H_HELLO: w_h_hello(w, &f->u.h_hello); break;
     case PIO_F_H_REGISTRY: w_h_registry(w, &f->u.h_registry); break;
@@ -857,6 +874,7 @@ static void wire_read_body(struct wire_r *r, struct pio_frame *f)
     case PIO_F_P_MSG_NEW: r_p_msg_new(r, &f->u.p_msg_new); break;
     case PIO_F_P_EVENT: r_p_event(r, &f->u.p_event); break;
     case PIO_F_P_INFO_REQ: r_p_info_req(r, &f->u.p_info_req); break;
+    case PIO_F_P_QOS: r_p_qos(r, &f->u.p_qos); break;
     case PIO_F_P_INFO: r_p_info(r, &f->u.p_info); break;
     case PIO_F_H_HELLO: r_h_hello(r, &f->u.h_hello); break;
     case PIO_F_H_REGISTRY: r_h_registry(r, &f->u.h_registry); break;

@@ -45,6 +45,7 @@
 #define PIO_WIRE_MAX_LOAD     32 /* channel rows in one H_LOAD */
 #define PIO_WIRE_MAX_RANGES   128
 #define PIO_WIRE_MAX_CHANNELS 64
+#define PIO_WIRE_MAX_CLASSES  8          /* P_QOS: message classes of a receiving process */
 #define PIO_WIRE_KEY          32         /* channel key / challenge / MAC length */
 #define PIO_WIRE_MAX_BODY     (1u << 24) /* control bodies; eager payload fits */
 
@@ -67,6 +68,7 @@
     X(P_EVENT, 15)       /* piod -> process: a partner process joined or left */                   \
     X(P_INFO_REQ, 16)    /* process/tool -> piod: status request */                                \
     X(P_INFO, 17)        /* piod -> process/tool: status records */                                \
+    X(P_QOS, 18)         /* process -> piod: receive-space shares of its message classes */        \
     X(H_HELLO, 32)       /* piod -> peer piod: who I am, my channels, channel key */               \
     X(H_REGISTRY, 33)    /* piod -> peer piod: processes joined/left */                            \
     X(H_REQUEST, 34)     /* message announcement (eager data inline) */                            \
@@ -193,6 +195,12 @@ struct pio_p_event {
     uint32_t proc;
     uint32_t nprocs;
     char app[PIO_WIRE_NAME];
+};
+struct pio_p_qos { /* messages to the process with tag0 <= tag < tag0 + n are of class
+                     tag - tag0, the others of class 0; n 0: no classes */
+    int32_t tag0;
+    uint32_t n;
+    uint32_t share[PIO_WIRE_MAX_CLASSES]; /* percent of the receive region, 1..100 */
 };
 struct pio_p_info_req {
     uint64_t req;
@@ -368,6 +376,7 @@ struct pio_frame {
         struct pio_p_msg_new p_msg_new;
         struct pio_p_event p_event;
         struct pio_p_info_req p_info_req;
+        struct pio_p_qos p_qos;
         struct pio_p_info p_info;
         struct pio_h_hello h_hello;
         struct pio_h_load h_load;

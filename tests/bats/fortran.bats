@@ -100,6 +100,8 @@ C
   assert_success
   assert_line "PIO_Send before PIO_Init: 16 PIO_ENOTINIT: PIO is not initialized: call PIO_Init first"
   assert_line "PIO_Init twice: 17 PIO_EINITED: PIO is already initialized in this process"
+  assert_line "PIO_Setclasses with a share of 0: 1 PIO_EINVAL: invalid argument"
+  assert_line "PIO_Setclasses: 0 PIO_OK: success"
   assert_line "PIO_Setpartner(nobody): 4 PIO_EPARTNER: unknown partner application: check the name given to PIO_Setpartner"
   assert_line "PIO_Recv with nothing sent: 6 PIO_ETIMEDOUT: timed out"
   assert_line "PIO_Recv of 10 into 5: 10 PIO_ETRUNC: receive buffer too small for the message: the message is kept, retry larger"

@@ -38,7 +38,7 @@ FUZZ_ALL="wire fstream win config relay pcp pfs gas viz"
   assert_success
   for t in P_HELLO P_WELCOME P_BYE P_PARTNER P_PARTNER_INFO P_SEND P_SEND_DATA P_RELEASE \
            P_SEND_DONE P_MSG_NEW P_MSG_DATA P_CLAIM P_FREE P_CONSUMED P_EVENT P_INFO_REQ \
-           P_INFO H_HELLO H_REGISTRY H_REQUEST H_REPLY H_DONE H_BYE C_HELLO C_CHALLENGE \
+           P_INFO P_QOS H_HELLO H_REGISTRY H_REQUEST H_REPLY H_DONE H_BYE C_HELLO C_CHALLENGE \
            C_PROOF C_ACCEPT C_DATA C_ACK; do
     [ -s "$corpus/$t.bin" ] || fail "no seed for $t"
   done

@@ -36,7 +36,8 @@ pfs_cluster_up() {
       echo "name = n$h"
       echo "system = n$h"
       echo "listen = $("$tb" addr "$bed" "h$h" 0)"
-      echo "proc-pool = ${PFS_PROC_POOL:-32M}"
+      # PFS_PROC_POOL unset: 32M (small, for the tests); set empty: piod's default
+      if [ -n "${PFS_PROC_POOL-32M}" ]; then echo "proc-pool = ${PFS_PROC_POOL-32M}"; fi
       for ((j = 1; j <= PFS_HOSTS; j++)); do
         [ "$j" = "$h" ] && continue
         echo "[peer n$j]"

@@ -94,7 +94,30 @@ static void test_ewma(void **state)
     assert_true(e > 49.0 && e < 51.0);
 }
 
+/* A chunk takes about ms on its link: 25 Mbit/s (3.125 MB/s) for 50 ms is
+ * 156 KB, so 128 KiB; 100 Mbit/s gives 512 KiB; a fast link the maximum. */
+static void test_chunk_from_rate(void **state)
+{
+    (void)state;
+    assert_int_equal(piod_bal_chunk(3.125e6, 50, MB), 128 * 1024);
+    assert_int_equal(piod_bal_chunk(12.5e6, 50, MB), 512 * 1024);
+    assert_int_equal(piod_bal_chunk(3.7e9, 50, MB), MB);
+    assert_int_equal(piod_bal_chunk(1e3, 50, MB), PIOD_BAL_CHUNK_MIN); /* never below */
+    assert_int_equal(piod_bal_chunk(0, 50, MB), MB);                   /* not measured yet */
+    assert_int_equal(piod_bal_chunk(3.125e6, 0, MB), MB);              /* fixed */
+    assert_int_equal(piod_bal_chunk(1e3, 50, 32 * 1024), 32 * 1024);   /* max below the floor */
+    /* every result divides max, also when max is not a power of two */
+    uint32_t max = 3 * MB;
+    uint32_t c = piod_bal_chunk(3.125e6, 50, max);
+    assert_int_equal(max % c, 0);
+    assert_true(c >= PIOD_BAL_CHUNK_MIN && c <= 3.125e6 * 0.05);
+    assert_int_equal(piod_bal_chunk(1e6, 50, 1000000 + 1), 1000000 + 1); /* odd: no divisor */
+    /* 10^6 = 2^6 x 15625: its half is not a multiple of 64, so it stays */
+    assert_int_equal(piod_bal_chunk(1e3, 50, 1000000), 1000000);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_chunk_from_rate),
     cmocka_unit_test(test_user_named_channel),
     cmocka_unit_test(test_user_down_falls_back),
     cmocka_unit_test(test_static_map),

@@ -961,9 +961,10 @@ static void test_system_links(void **state)
     free(msgs);
     assert_int_equal(piod_config_validate(&c, NULL), 3);
 
-    /* pools grow with the widest bundle unless given: 16 channels x 1M chunks */
+    /* with a fixed chunk (chunk-ms 0), pools grow with the widest bundle
+     * unless given: 16 channels x 1M chunks */
     char text[2048];
-    size_t o = (size_t)snprintf(text, sizeof(text), "name = a\n");
+    size_t o = (size_t)snprintf(text, sizeof(text), "name = a\nchunk-ms = 0\n");
     for (int k = 0; k < 16; k++)
         o += (size_t)snprintf(text + o, sizeof(text) - o, "listen = 10.0.%d.1\n", k);
     o += (size_t)snprintf(text + o, sizeof(text) - o, "[peer b]\n");
@@ -982,6 +983,14 @@ static void test_system_links(void **state)
     if (want < 2ULL << 30)
         want = 2ULL << 30;
     assert_true(c.pool == want);
+    /* chunks sized by the link (the default): the pool of a process stays */
+    char text2[2048];
+    snprintf(text2, sizeof(text2), "name = a\n%s", text + strlen("name = a\nchunk-ms = 0\n"));
+    assert_int_equal(load_text(&c, text2, &msgs), 0);
+    free(msgs);
+    assert_int_equal(c.chunk_ms, 50);
+    piod_config_links(&c);
+    assert_true(c.proc_pool == 64ULL << 20);
     piod_config_defaults(&c);
     c.proc_pool = 64ULL << 20;
     c.proc_pool_set = 1;                                         /* --proc-pool 64M: kept */

@@ -152,6 +152,14 @@ static void fill(struct pio_frame *f, int type, int v)
         break;
     }
     case PIO_F_P_INFO_REQ: f->u.p_info_req.req = rnd(), f->u.p_info_req.what = r32(); break;
+    case PIO_F_P_QOS: {
+        struct pio_p_qos *b = &f->u.p_qos;
+        b->tag0 = ri32();
+        b->n = fill_count(PIO_WIRE_MAX_CLASSES, v);
+        for (uint32_t i = 0; i < b->n; i++)
+            b->share[i] = r32();
+        break;
+    }
     case PIO_F_P_INFO: {
         struct pio_p_info *b = &f->u.p_info;
         b->req = rnd(), b->version = r32(), b->pool_size = rnd(), b->pool_used = rnd();
@@ -575,6 +583,13 @@ static void cmp_frame(const struct pio_frame *a, const struct pio_frame *b)
     case PIO_F_P_MSG_NEW: cmp_p_msg_new(&a->u.p_msg_new, &b->u.p_msg_new); break;
     case PIO_F_P_EVENT: cmp_p_event(&a->u.p_event, &b->u.p_event); break;
     case PIO_F_P_INFO_REQ: cmp_p_info_req(&a->u.p_info_req, &b->u.p_info_req); break;
+    case PIO_F_P_QOS: {
+        assert_int_equal(a->u.p_qos.tag0, b->u.p_qos.tag0);
+        assert_int_equal(a->u.p_qos.n, b->u.p_qos.n);
+        for (uint32_t i = 0; i < a->u.p_qos.n; i++)
+            assert_int_equal(a->u.p_qos.share[i], b->u.p_qos.share[i]);
+        break;
+    }
     case PIO_F_P_INFO: cmp_p_info(&a->u.p_info, &b->u.p_info); break;
     case PIO_F_H_HELLO: cmp_h_hello(&a->u.h_hello, &b->u.h_hello); break;
     case PIO_F_H_REGISTRY: cmp_h_registry(&a->u.h_registry, &b->u.h_registry); break;
@@ -1286,7 +1301,7 @@ static void test_type_names(void **state)
     PIO_FTYPES(NAME_CHECK)
 #undef NAME_CHECK
     assert_string_equal(pio_wire_type_name(0), "?");
-    assert_string_equal(pio_wire_type_name(18), "?");
+    assert_string_equal(pio_wire_type_name(19), "?");
     assert_string_equal(pio_wire_type_name(-1), "?");
     assert_string_equal(pio_wire_type_name(1000), "?");
 }
