@@ -148,9 +148,11 @@ def derive(r, cores, a_shares, h2_shares):
     d["cpu_calls"] = g["f_feed"] * steps
     d["cpu_other"] = (g["f_other"] - g["a_other"]) * steps
     d["cpu_r"] = d["cpu_calls"] + d["cpu_other"]
-    d["cpu_h2"] = g["cpu_b"] - g["idle_b"] * win + g["cpu_v"]
+    d["cpu_b"] = g["cpu_b"] - g["idle_b"] * win
+    d["cpu_v"] = g["cpu_v"]
+    d["cpu_h2"] = d["cpu_b"] + d["cpu_v"]
     nan = float("nan")
-    for k in ("a", "r", "calls", "other", "h2"):  # per byte delivered
+    for k in ("a", "r", "calls", "other", "b", "v", "h2"):  # per byte delivered
         d["ns_" + k] = 1e9 * d["cpu_" + k] / got if got > 0 else nan
     d["ns_s"] = d["ns_a"] + d["ns_r"]
     d["pct_a"] = 100 * d["cpu_a"] / win
@@ -165,7 +167,9 @@ def derive(r, cores, a_shares, h2_shares):
     y = d["x_h2"] if h2_shares else 0
     d["h2_share"] = y / cores
     d["ovh_less_h2"] = (1 + d["ovh"]) * (cores - d["x_s"] - y) / (cores - d["x_s"]) - 1
+    # the ranks' CPU per second, alone and with the feed
     d["alone_cores"] = (g["a_main"] + g["a_other"]) / ta
+    d["feed_cores"] = (g["f_main"] + g["f_other"]) / tf
     return d
 EOF2
 
@@ -254,9 +258,10 @@ print("   round %d, %d steps: alone %.5f s/step, with feed %.5f (%+.1f%%); %d st
       "%.3f MB/s (complete steps only %.3f)" % (d["round"], d["steps"], d["ta"], d["tf"], 100 * d["ovh"],
                                                  d["comp"], d["dropped"], d["mbs"], d["mbs0"]))
 print("      CPU per byte delivered: piod A %.2f ns/B, ranks %.2f (calls %.2f, other threads %.2f), sender %.2f:"
-      " %.3f cores, at least %+.1f%% on %g; h2 %.2f ns/B (%.3f cores; +%% without it %+.1f%%)" % (
+      " %.3f cores, at least %+.1f%% on %g; h2 %.2f ns/B (piod B %.2f, pio-vizd %.2f; %.3f cores; +%% without"
+      " it %+.1f%%); the ranks used %.2f cores alone, %.2f with the feed" % (
           d["ns_a"], d["ns_r"], d["ns_calls"], d["ns_other"], d["ns_s"], d["x_s"], 100 * d["bound"], cores,
-          d["ns_h2"], d["x_h2"], 100 * d["ovh_less_h2"]))
+          d["ns_h2"], d["ns_b"], d["ns_v"], d["x_h2"], 100 * d["ovh_less_h2"], d["alone_cores"], d["feed_cores"]))
 EOF2
     COMPLETE+=("$complete")
   done
@@ -291,11 +296,13 @@ cols = [("n", "%d"), ("round", "%s"), ("steps", "%d"), ("ta", "%.6f"), ("tf", "%
         ("xceil", "%.3f"), ("mbs0", "%.3f"), ("cpu_a", "%.3f"), ("cpu_calls", "%.3f"), ("cpu_other", "%.3f"),
         ("cpu_h2", "%.3f"), ("ns_a", "%.3f"), ("ns_r", "%.3f"), ("ns_s", "%.3f"), ("ns_h2", "%.3f"),
         ("pct_a", "%.1f"), ("x_s", "%.4f"), ("bound", "%.4f"), ("x_h2", "%.4f"), ("ovh_less_h2", "%.4f"),
-        ("alone_cores", "%.3f")]
+        ("alone_cores", "%.3f"), ("ns_calls", "%.3f"), ("ns_other", "%.3f"), ("ns_b", "%.3f"), ("ns_v", "%.3f"),
+        ("feed_cores", "%.3f")]
 names = ("n,round,steps,alone_s_per_step,feed_s_per_step,feed_overhead,steps_delivered,steps_dropped,"
          "sent_bytes,delivered_bytes,delivered_MBps,x_ceiling,complete_steps_MBps,piod_a_cpu_s,ranks_feed_calls_cpu_s,"
          "ranks_other_threads_cpu_s,h2_cpu_s,piod_a_ns_per_B,ranks_ns_per_B,sender_ns_per_B,h2_ns_per_B,"
-         "piod_a_pct_core,sender_cores,feed_overhead_min,h2_cores,feed_overhead_less_h2,ranks_alone_cores")
+         "piod_a_pct_core,sender_cores,feed_overhead_min,h2_cores,feed_overhead_less_h2,ranks_alone_cores,"
+         "ranks_calls_ns_per_B,ranks_other_threads_ns_per_B,piod_b_ns_per_B,vizd_ns_per_B,ranks_feed_cores")
 with open(out_csv, "w") as f:
     f.write("%s,ranks,placement,rounds,hdf5_every,hdf5_s_per_step,hdf5_overhead\n" % names)
     for m in R:
@@ -347,8 +354,10 @@ for m in R:
               m["ns_a"], m["ns_r"], m["ns_s"], m["mbs"], m["x_s"], cores, m["x_s"], cores, m["x_s"], 100 * b,
               (": %g cores cannot hold it within 5%%" % cores) if b > 0.05 else " (the sender alone fits in 5%)"))
     if h2_shares:
-        print("   h2 (another machine in a real set-up) took %.3f cores here (piod B + pio-vizd %.2f ns/B); with them"
-              " given back the feed would add %+.1f%%" % (m["x_h2"], m["ns_h2"], 100 * m["ovh_less_h2"]))
+        print("   h2 (another machine in a real set-up) took %.3f cores here (piod B %.2f + pio-vizd %.2f = %.2f ns/B);"
+              " with them given back the feed would add %+.1f%%" % (m["x_h2"], m["ns_b"], m["ns_v"], m["ns_h2"],
+                                                                   100 * m["ovh_less_h2"]))
+    print("   the ranks used %.2f cores alone and %.2f with the feed (medians)" % (m["alone_cores"], m["feed_cores"]))
 best = max(R, key=lambda r: r["mbs"])
 print("%s: delivered %.2f MB/s = %.3f x ceiling (at %d^3), target >= 0.9" % (
     "PASS" if best["mbs"] / ceil >= 0.9 else "MISS", best["mbs"], best["mbs"] / ceil, best["n"]))
