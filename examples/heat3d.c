@@ -16,7 +16,11 @@
  * bit for bit the same whatever the decomposition: --ref FILE (with -np 1)
  * writes every fed step's temperature (N^3 doubles, x fastest) to FILE, to
  * compare with what the receiver assembled. --sleep adds compute time per
- * step; --stats prints each rank's time per step and the feed's counters.
+ * step; --stats prints each rank's time per step and the feed's counters,
+ * and the CPU time of all ranks per step: in all, in the feed's calls, in
+ * the main threads and in the other threads (libpio's progress thread,
+ * MPI's), with the bytes the feed sent (the visualization benchmark's cost
+ * per byte at the sender).
  * --h5 FILE writes each fed step's temperature to a local HDF5 file instead
  * (dataset /step_NNNNNN, parallel HDF5, collective): the baseline the
  * visualization benchmark compares the feed with. --no-feed: no PIO at all
@@ -160,7 +164,8 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     const double alpha = 1.0 / 8.0; /* stable for the 7-point stencil (< 1/6) */
-    double t_compute = 0, t_feed = 0, c_feed = 0, c_proc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+    double t_compute = 0, t_feed = 0, c_feed = 0, c_proc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID),
+           c_main0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
     MPI_Barrier(MPI_COMM_WORLD);
     double t_start = MPI_Wtime();
     for (int s = 1; s <= steps; s++) {
@@ -262,14 +267,22 @@ int main(int argc, char **argv)
     PIO_Feedinfo fi = {0};
     if (feed)
         CHECK(PIO_Feed_info(feed, &fi));
-    /* CPU time of all ranks: in the feed's calls (with the packing), and
-     * in all (every thread, the libraries' too) */
-    double c_all = cpu_s(CLOCK_PROCESS_CPUTIME_ID) - c_proc0, sum[2], mine[2] = {c_feed, c_all};
-    MPI_Reduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (stats && rank == 0)
+    /* CPU time of all ranks: in the feed's calls (with the packing), in
+     * all (every thread, the libraries' too), in the main threads (this
+     * loop's) and in the others (libpio's progress thread, MPI's); and the
+     * bytes the feed sent */
+    double c_main = cpu_s(CLOCK_THREAD_CPUTIME_ID) - c_main0;
+    double c_all = cpu_s(CLOCK_PROCESS_CPUTIME_ID) - c_proc0, sum[4],
+           mine[4] = {c_feed, c_all, c_main, (double)fi.bytes_sent};
+    MPI_Reduce(mine, sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (stats && rank == 0) {
         printf("wall %.6f s/step over %d steps (%.3f s); cpu of all ranks %.6f s/step, in the "
                "feed %.6f s/step\n",
                t_wall / steps, steps, t_wall, sum[1] / steps, sum[0] / steps);
+        printf("cpu of all ranks: main threads %.6f s/step, other threads %.6f s/step; feed "
+               "sent %.0f bytes\n",
+               sum[2] / steps, (sum[1] - sum[2]) / steps, sum[3]);
+    }
     if (stats && feed)
         printf("rank %d: %d steps, compute %.6f s/step, feed %.6f s/step; sent %llu, skipped "
                "%llu, acked %llu, plans missed %llu, waited %.3f s, %s\n",
