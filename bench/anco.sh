@@ -282,6 +282,10 @@ print("%.6f %d %s" % (max(t1) - min(t0), tot, " ".join(map(str, st))))
 EOF
 }
 
+# cpu_ticks: "busy total" jiffies of the whole machine so far (/proc/stat:
+# every process of every host: readers, piods, sshfs, the kernel's tcp)
+cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+
 # tx_bytes: the bytes h2 (the storage host) has sent over its link so far
 # (what crossed it toward the compute hosts: the file's bytes and the
 # protocols' own)
@@ -296,7 +300,7 @@ runno=0
 # seq with UCX_TLS=tcp, the others with ANCO_BENCH_UCX_TLS.
 run() {
   local exp=$1 mode=$2 g=$3 nh=$4 n=$5 fbytes=$6 xfer=$7 sing=$8 tag rc s src="" opts cmd tx0 tx j r
-  local ranks lp=() tls=$UCX_TLS_BENCH
+  local ranks lp=() tls=$UCX_TLS_BENCH c0 c1 busy
   shift 8
   mode_on "$mode" || return 0
   runno=$((runno + 1))
@@ -311,6 +315,7 @@ run() {
       timeout -k 5 1800 "$READ" --mode anco --app "anco$runno" --groups "$g" "$@")
   fi
   tx0=$(tx_bytes)
+  c0=$(cpu_ticks)
   rc=0
   for ((j = 0; j < nh; j++)); do
     ranks=""
@@ -320,7 +325,10 @@ run() {
     lp+=($!)
   done
   for j in "${lp[@]}"; do wait "$j" || rc=1; done
+  c1=$(cpu_ticks)
   tx=$(($(tx_bytes) - tx0))
+  busy=$("$PY" -c "import sys; a, b, c, d = map(int, sys.argv[1:]); print('%.2f' % ((c - a) / max(d - b, 1)))" \
+    $c0 $c1)
   if [ "$rc" -ne 0 ] || ! s=$(summary "$tag" "$n"); then
     echo "FAIL: $exp $mode groups=$g H=$nh N=$n xfer=$xfer singlet=$sing: a reader failed (exit $rc):" >&2
     for ((r = 0; r < n; r++)); do grep -H -v '^OK\|^anco: rank' "$work/$tag.$r.out" >&2; done
@@ -330,10 +338,10 @@ run() {
     return 1
   fi
   read -r secs bytes rest <<<"$s"
-  printf '   %-8s %-6s H=%-2s g=%-2s N=%-3s %4d MiB xfer %-5s singlet %-4s %7.2f s %8.2f MB/s link %6.1f MB  [l r fs ret stale ev polls unc: %s]\n' \
+  printf '   %-8s %-6s H=%-2s g=%-2s N=%-3s %4d MiB xfer %-5s singlet %-4s %7.2f s %8.2f MB/s link %6.1f MB cpu %s  [l r fs ret stale ev polls unc: %s]\n' \
     "$exp" "$mode" "$nh" "$g" "$n" $((fbytes >> 20)) "$xfer" "$sing" "$secs" "$("$PY" -c "print($bytes / $secs / 1e6)")" \
-    "$("$PY" -c "print($tx / 1e6)")" "$rest"
-  echo "$exp $mode $g $n $fbytes $xfer $sing $tx $s $nh" >>"$work/rows"
+    "$("$PY" -c "print($tx / 1e6)")" "$busy" "$rest"
+  echo "$exp $mode $g $n $fbytes $xfer $sing $tx $s $nh $busy" >>"$work/rows"
   rm -f "$work/$tag".*
 }
 
@@ -358,7 +366,7 @@ run_mpi() {
   printf '   %-8s %-6s H=%-2s g=%-2s N=%-3s %4d MiB xfer %-5s singlet %-4s %7.2f s %8.2f MB/s link %6.1f MB\n' \
     strided mpiio 1 - "$NSTRIDE" "$MB" "$x" - "${BASH_REMATCH[2]}" \
     "$("$PY" -c "print(${BASH_REMATCH[1]} / ${BASH_REMATCH[2]} / 1e6)")" "$("$PY" -c "print($tx / 1e6)")"
-  echo "strided mpiio 0 $NSTRIDE $((MB << 20)) $x - $tx ${BASH_REMATCH[2]} ${BASH_REMATCH[1]} 0 0 0 0 0 0 0 0 1" \
+  echo "strided mpiio 0 $NSTRIDE $((MB << 20)) $x - $tx ${BASH_REMATCH[2]} ${BASH_REMATCH[1]} 0 0 0 0 0 0 0 0 1 -" \
     >>"$work/rows"
   rm -f "$work/$tag".*
 }
@@ -421,7 +429,8 @@ rows = []
 for l in open(rows_f):
     p = l.split()
     r = dict(exp=p[0], mode=p[1], groups=int(p[2]), n=int(p[3]), fbytes=int(p[4]), xfer=p[5],
-             singlet=p[6], link_bytes=int(p[7]), s=float(p[8]), bytes=int(p[9]), hosts=int(p[18]))
+             singlet=p[6], link_bytes=int(p[7]), s=float(p[8]), bytes=int(p[9]), hosts=int(p[18]),
+             cpu=p[19] if len(p) > 19 else "-")
     r.update(zip(STATS, map(int, p[10:18])))
     r["x_file"] = r["link_bytes"] / r["fbytes"]
     r["mbs"] = r["bytes"] / r["s"] / 1e6
@@ -443,11 +452,12 @@ def write_csv(name, rs, extra):
     with open(os.path.join(out, name), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["mode", "hosts", "groups", "procs", "file_bytes", "xfer", "singlet", "seconds",
-                    "bytes", "aggregate_MBps", "link_MBps", "x_link", "link_tx_bytes"] + extra + STATS)
+                    "bytes", "aggregate_MBps", "link_MBps", "x_link", "link_tx_bytes", "cpu_busy"] + extra
+                   + STATS)
         for r in rs:
             w.writerow([r["mode"], r["hosts"], r["groups"], r["n"], r["fbytes"], r["xfer"],
                         r["singlet"], "%.3f" % r["s"], r["bytes"], "%.3f" % r["mbs"], "%.3f" % link,
-                        "%.3f" % (r["mbs"] / link), r["link_bytes"]] +
+                        "%.3f" % (r["mbs"] / link), r["link_bytes"], r["cpu"]] +
                        [r.get(k, "") for k in extra] + [r[k] for k in STATS])
 
 try:
@@ -473,9 +483,9 @@ if seq:
     print("benchmark settings: anco cache %s per process, block 1 MiB (default), groups 1 and H "
           "(group = host), UCX_TLS=tcp for every reader; POSIX: one sshfs mount per host, -o %s "
           "(page cache on)" % (seq_cache, seq_sshfs))
-    hdr = "%3s %4s %-16s %9s %10s %8s %10s %12s %9s   %-22s" % (
+    hdr = "%3s %4s %-16s %9s %10s %8s %10s %12s %9s %5s   %-22s" % (
         "H", "N", "mode", "seconds", "agg. MB/s", "x link", "x N link", "link x file",
-        "fs/block", "local  remote  fs")
+        "fs/block", "CPU", "local  remote  fs")
     print(hdr)
     print("-" * len(hdr))
     blocks = (mb << 20) // BLOCK
@@ -483,20 +493,22 @@ if seq:
         r["x_n_link"] = "%.3f" % (r["mbs"] / (r["n"] * link))
         r["link_x_file"] = "%.2f" % r["x_file"]
         r["fs_per_block"] = "%.3f" % ((r["fs"] + r["uncached"]) / blocks) if r["mode"] == "anco" else ""
-        print("%3d %4d %-16s %9.2f %10.2f %8.2f %10s %12s %9s   %s" % (
+        print("%3d %4d %-16s %9.2f %10.2f %8.2f %10s %12s %9s %5s   %s" % (
             r["hosts"], r["n"], label(r), r["s"], r["mbs"], r["mbs"] / link, r["x_n_link"],
-            r["link_x_file"], r["fs_per_block"] or "-", mix(r)))
+            r["link_x_file"], r["fs_per_block"] or "-", r["cpu"], mix(r)))
     print("(link x file: the bytes h2 sent over the storage link / the file's size; fs/block: "
           "anco's file-system reads (fs + uncached, summed over the processes) / the file's %d "
-          "blocks)" % blocks)
+          "blocks; CPU: the machine's 2 cores busy during the run, 1.00 = both all the time)" % blocks)
     write_csv("anco_seq.csv", seq, ["x_n_link", "link_x_file", "fs_per_block"])
     for r in seq:
         if r["mode"] != "anco":
             continue
         x = float(r["x_n_link"])
         print("%s: sequential shared read, H=%d hosts, N=%d, anco %d group%s: %.2f MB/s = %.3f x N "
-              "x link (target >= 0.8)" % ("PASS" if x >= 0.8 else "MISS", r["hosts"], r["n"],
-                                           r["groups"], "" if r["groups"] == 1 else "s", r["mbs"], x))
+              "x link (target >= 0.8; %.2f s against the link's %.2f s for the file, link x file "
+              "%s, CPU busy %s)" % ("PASS" if x >= 0.8 else "MISS", r["hosts"], r["n"], r["groups"],
+                                    "" if r["groups"] == 1 else "s", r["mbs"], x, r["s"],
+                                    r["fbytes"] / 1e6 / link, r["link_x_file"], r["cpu"]))
         f = float(r["fs_per_block"])
         print("%s: sequential shared read, H=%d hosts, N=%d, anco %d group%s: file-system reads per "
               "block %.3f (target <= %d, the groups)" % ("PASS" if f <= r["groups"] else "MISS",
