@@ -59,7 +59,9 @@
 # in MB/s (10^6 B/s, as iperf3; one clock: one machine). Every read is
 # checked word by word against the file's pattern (anco-read gen); a wrong
 # byte fails the run and the script (exit 1). The bytes h2 sent over its
-# link are counted for every run ("link x file": / the file's size).
+# link are counted for every run ("link x file": / the file's size), and
+# the machine's CPU busy fraction during it (/proc/stat; 1.00 = both cores
+# all the time), the measured reason beside a MISS.
 #
 # Experiments:
 #   seq      (H, N) in ANCO_BENCH_SEQ ("2:2 2:4 4:4 4:8 8:8 8:16 2:16",

@@ -17,11 +17,20 @@ source "$BATS_TEST_DIRNAME/../lib/piod.bash"
 
 JOB=$PIO_BUILD/tests/prog/anco-job
 
+# carrier_up HOST: HOST's link has its carrier
+carrier_up() { [ "$("$PIO_TESTBED" exec "$BED" "$1" cat /sys/class/net/eth0/carrier 2>/dev/null)" = 1 ]; }
+
 setup_file() {
   [ "$(id -u)" -eq 0 ] || return 0
   export BED EXP PAIR_DIR
   BED=$(pio_unique_name anch)
   pio_bed_up "$BED" --hosts 3 --links 1 --rate 1gbit >/dev/null
+  # UCX leaves out an interface without carrier when a process starts
+  # ("Destination is unreachable"): wait for every host's link
+  local h
+  for h in h1 h2 h3; do
+    pio_wait_until 10 carrier_up "$h"
+  done
   EXP=$BATS_FILE_TMPDIR/export
   PAIR_DIR=$BATS_FILE_TMPDIR/pair
   mkdir -p "$EXP" "$PAIR_DIR"
