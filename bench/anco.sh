@@ -1,92 +1,121 @@
 #!/usr/bin/env bash
-# anco.sh - the published experiments of anco (issue 12), reproduced on the
-# test bed: N reader processes on one compute host read a file that lives
-# behind one 100 Mbit/s link (the I/O-node bottleneck), with plain POSIX
-# reads, through anco (the job's pooled cache) and, for the strided
+# anco.sh - the published experiments of anco (issues 12 and 31), reproduced
+# on the test bed: reader processes on H compute hosts read a file that
+# lives behind one 100 Mbit/s link (the storage bottleneck), with plain
+# POSIX reads, through anco (the job's pooled cache) and, for the strided
 # pattern, through MPI-IO collective reads.
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Bed: h1 (compute: every reader process, piod A) and h2 (the file server:
-# piod B exporting the folder of the files, and an sshd), one link between
-# them shaped to ANCO_BENCH_RATE (100mbit) each way with tc tbf
-# (tests/testbed/pio-testbed). Its ceiling is measured in the same run:
-# iperf3, one TCP stream h2 -> h1 (-R: the way the file's bytes go).
-#   POSIX    every reader open(2)s and pread(2)s the file through one sshfs
-#            mount of h2's folder in h1 (sshd on h2's link address, so
-#            every byte crosses the link), mounted -o direct_io with
-#            sshfs's caches off (dir_cache=no; no kernel_cache): h1 keeps
-#            no page cache of the file, so each process behaves like a
-#            separate node with a cold cache. `pio-testbed exec` gives each
-#            command a mount namespace of its own, so one shell in h1
-#            mounts, starts the readers and unmounts.
+# Bed (tests/testbed/pio-testbed, one link per host, all on one switch):
+#   h2       the storage host: piod B exporting the folder of the files (its
+#            file service), an sshd; its one link is shaped to
+#            ANCO_BENCH_RATE (100mbit) each way: every byte of the file, for
+#            every compute host, crosses that ONE link (the storage
+#            bottleneck, shared by all hosts).
+#   h1, h3, h4, ... the compute hosts (as many as the largest H): their
+#            links run at ANCO_BENCH_NET (1gbit), the job's network. piod A
+#            runs in h1.
+# The storage link's ceiling is measured in the same run: iperf3, one TCP
+# stream h2 -> h1 (-R: the way the file's bytes go); the compute network's
+# (h3 -> h1) is printed for reference.
+#   POSIX    seq: each compute host mounts h2's folder with its own sshfs, at
+#            sshfs's defaults as a user would (no direct_io: the host's page
+#            cache is shared by its processes); each host's readers
+#            open(2) and pread(2) through their host's mount. So the file
+#            crosses the storage link once per host. random and strided (one
+#            host, h1): one sshfs mount with direct_io and sshfs's caches off
+#            (SSHFS_OPTS; the published setting: each process acts as a
+#            separate node with a cold cache). `pio-testbed exec` gives each
+#            command a mount namespace of its own, so one shell per host
+#            mounts, starts that host's readers and unmounts.
 #   anco     the readers open pio://B/FILE: the file on B's PIO file
-#            service (PIO_Rfile over the same link, the slow backing
-#            store); the cache windows are read with one-sided gets
-#            between the processes of h1 (the job's fast network). The
-#            piods, and so the file service, run with UCX_TLS=tcp, so the
-#            file's bytes from h2 cannot take UCX's shared memory (h1 and h2
-#            are one machine) and cross the link; the readers with
-#            UCX_TLS=sm,tcp (ANCO_BENCH_UCX_TLS): shared memory between
-#            them, tcp to h2. h1's received bytes on the link are counted
-#            for every run (the "link" columns) to show it.
-#   MPI-IO   `mpirun --mca io romio321 -np N bench/anco-read-mpi` over the
-#            same sshfs mount: MPI_File_read_at_all (ROMIO's two-phase
-#            collective buffering, romio_cb_read=enable).
-# One process = one rank; N processes of bench/anco-read are started at
-# once: they open the file, then wait for a start file that the script
-# creates when all N have opened (anco: then also anco_barrier). Aggregate
-# bandwidth = the bytes delivered to all processes / (the last process's
-# end - the first process's start), in MB/s (10^6 B/s, as iperf3).
-# Every read is checked word by word against the file's pattern
-# (anco-read gen); a wrong byte fails the run and the script (exit 1).
+#            service (PIO_Rfile over the storage link, the slow backing
+#            store); the cache windows are read with one-sided gets between
+#            the readers. seq: the readers of every host run with
+#            UCX_TLS=tcp, so a get between hosts crosses both hosts' links
+#            (UCX would otherwise take shared memory between namespaces of
+#            one machine: ENVIRONMENT.md); and so does a get between two
+#            processes of one host (loopback tcp: pessimistic for a real
+#            node, which would use shared memory). random and strided (one
+#            host): UCX_TLS=sm,tcp (ANCO_BENCH_UCX_TLS): shared memory
+#            among the readers, tcp to h2. The piods, and so the file
+#            service, run with UCX_TLS=tcp. Every reader joins piod A through
+#            its Unix socket (shared by the namespaces, like the file
+#            system): piod routes a message to an application that has a
+#            process on its own host to this host only, so a job whose
+#            processes joined one piod per host could not send its window
+#            requests (ASK/DESC) to its processes on other hosts. Only those
+#            few control messages use A's socket; every get and atomic
+#            crosses the links (docs/design-notes.md, "Issue 31, anco across
+#            hosts").
+#   MPI-IO   `mpirun --mca io romio321 -np N bench/anco-read-mpi` in h1 over
+#            the direct_io sshfs mount: MPI_File_read_at_all (ROMIO's
+#            two-phase collective buffering, romio_cb_read=enable).
+# One process = one rank; rank r runs on compute host r % H (round robin,
+# mpirun's --map-by node). The processes are started at once: they open
+# the file, then wait for a start file that appears when all N have opened
+# (anco: then also anco_barrier). Aggregate bandwidth = the bytes delivered
+# to all processes / (the last process's end - the first process's start),
+# in MB/s (10^6 B/s, as iperf3; one clock: one machine). Every read is
+# checked word by word against the file's pattern (anco-read gen); a wrong
+# byte fails the run and the script (exit 1). The bytes h2 sent over its
+# link are counted for every run ("link x file": / the file's size), and
+# the machine's CPU busy fraction during it (/proc/stat; 1.00 = both cores
+# all the time), the measured reason beside a MISS.
 #
 # Experiments:
-#   seq      N = 2, 4, 8, 16 (ANCO_BENCH_SEQ_N) all read the whole file from
-#            its start in 256 KiB reads: POSIX, anco with 1 group and with 4
-#            groups (at most N); a cache of ANCO_BENCH_SEQ_CACHE (32M) per
-#            process. Target: anco >= 0.8 x N x the link's ceiling
-#            (the file crosses the link once per group, and every process
-#            gets all of it). PASS/MISS per N for 1 group, and for 4 groups
-#            at the largest N; POSIX stays at about one link.
-#   random   N = 8, 1 MiB reads at whole 1 MiB units chosen at random,
-#            ANCO_BENCH_UNITS (32) per process, a cache of 8 MiB per process
-#            (64 MiB in all) over files of 16, 64 and 256 MiB (0.25x, 1x, 4x
-#            the aggregate cache; ANCO_BENCH_RANDOM_MIB), the singlet ratio
-#            swept 0, 0.25, 0.5, 0.75, 0.9 (1 group); POSIX once per file.
-#            The hit mix (local / remote / file system, from
+#   seq      (H, N) in ANCO_BENCH_SEQ ("2:2 2:4 4:4 4:8 8:8 8:16 2:16",
+#            H:N): N processes on H hosts, N / H per host, all read the whole
+#            file from its start in 256 KiB reads: POSIX (per-host sshfs),
+#            anco with 1 group and with H groups (one per host: group = rank
+#            % H = the host), anco's default cache (64 MiB per process).
+#            Targets, PASS/MISS per anco run: aggregate >= 0.8 x N x the
+#            storage link's ceiling, and file-system reads per block
+#            (anco's fs + uncached counts summed over the processes, / the
+#            file's blocks) <= the number of groups.
+#   random   one host (h1), N = 8, 1 MiB reads at whole 1 MiB units chosen
+#            at random, ANCO_BENCH_UNITS (32) per process, a cache of 8 MiB
+#            per process (64 MiB in all) over files of 16, 64 and 256 MiB
+#            (0.25x, 1x, 4x the aggregate cache; ANCO_BENCH_RANDOM_MIB), the
+#            singlet ratio swept 0, 0.25, 0.5, 0.75, 0.9 (1 group); POSIX
+#            once per file. The hit mix (local / remote / file system, from
 #            anco_print_stats) per run.
-#   strided  IOR-like: N = 8, transfers of 16 KiB, 256 KiB and 4 MiB; process
-#            i reads transfers i, i + N, i + 2N ... of the seq file (once in
-#            all): anco 1 and 4 groups, POSIX over sshfs, MPI-IO collective
-#            over sshfs.
+#   strided  one host (h1), IOR-like: N = 8, transfers of 16 KiB, 256 KiB and
+#            4 MiB; process i reads transfers i, i + N, i + 2N ... of the seq
+#            file (once in all): anco 1 and 4 groups, POSIX over sshfs,
+#            MPI-IO collective over sshfs.
 #
-# Scaled down: the issue's file is 1 GiB and N goes to 16; at 100 Mbit/s
-# one POSIX read of 1 GiB by 16 processes takes ~25 min. The default file is
-# 128 MiB (ANCO_BENCH_MB; ANCO_BENCH_MB=1024 is the full-size run, about
-# 8 x longer), which keeps the whole script near 20 min on 2 cores.
+# Scaled down: the issue's file is 1 GiB; at 100 Mbit/s one read of it takes
+# 90 s, and POSIX reads it once per host. The default file is 128 MiB
+# (ANCO_BENCH_MB; ANCO_BENCH_MB=1024 is the full-size run, about 8 x
+# longer), which keeps the whole script near 20 min on 2 cores.
 #
-# Output: a table per experiment; bench/results/anco_seq.csv,
+# Output: a table per experiment, PASS/MISS lines; bench/results/anco_seq.csv,
 # anco_random.csv, anco_strided.csv and anco_seq.png, anco_random.png,
 # anco_strided.png. Needs root (skipped otherwise).
 # Exit status: 0 when every run completed and read the right bytes (a MISS
 # is reported, not an error) or when skipped; 1 otherwise.
 # Environment: BUILD (build/default), ANCO_BENCH_MB (128), ANCO_BENCH_RATE
-# (100mbit), ANCO_BENCH_PARTS ("seq random strided"), ANCO_BENCH_SEQ_N
-# ("2 4 8 16"), ANCO_BENCH_MODES ("posix anco mpiio": a quick look at
-# some; the tables then hold those only), ANCO_BENCH_SEQ_CACHE (32M), ANCO_BENCH_RANDOM_MIB
-# ("16 64 256"), ANCO_BENCH_SINGLETS ("0 0.25 0.5 0.75 0.9"),
-# ANCO_BENCH_UNITS (32), ANCO_BENCH_RANDOM_CACHE (8M), ANCO_BENCH_XFERS
-# ("16K 256K 4M"), ANCO_BENCH_UCX_TLS (sm,tcp), SSHFS_OPTS (options after the
-# key), PIO_BENCH_RESULTS (bench/results), PIO_PIOD_FLAGS (extra piod flags).
+# (100mbit: the storage link), ANCO_BENCH_NET (1gbit: the compute hosts'
+# links), ANCO_BENCH_PARTS ("seq random strided"), ANCO_BENCH_SEQ (H:N
+# pairs, above), ANCO_BENCH_MODES ("posix anco mpiio": a quick look at
+# some; the tables then hold those only), ANCO_BENCH_SEQ_CACHE (anco's
+# default), ANCO_BENCH_RANDOM_MIB ("16 64 256"), ANCO_BENCH_SINGLETS ("0 0.25
+# 0.5 0.75 0.9"), ANCO_BENCH_UNITS (32), ANCO_BENCH_RANDOM_CACHE (8M),
+# ANCO_BENCH_XFERS ("16K 256K 4M"), ANCO_BENCH_UCX_TLS (sm,tcp: one-host
+# runs), SSHFS_OPTS (the direct_io mount's options after the key),
+# ANCO_BENCH_SEQ_SSHFS (the per-host mounts' options, default none),
+# PIO_BENCH_RESULTS (bench/results), PIO_PIOD_FLAGS (extra piod flags).
 set -u
 # shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 MB=${ANCO_BENCH_MB:-128}
 RATE=${ANCO_BENCH_RATE:-100mbit}
+NET=${ANCO_BENCH_NET:-1gbit}
 PARTS=" ${ANCO_BENCH_PARTS:-seq random strided} "
 MODES=" ${ANCO_BENCH_MODES:-posix anco mpiio} "
-SEQ_N=${ANCO_BENCH_SEQ_N:-2 4 8 16}
-SEQ_CACHE=${ANCO_BENCH_SEQ_CACHE:-32M}
+SEQ_HN=${ANCO_BENCH_SEQ:-2:2 2:4 4:4 4:8 8:8 8:16 2:16}
+SEQ_CACHE=${ANCO_BENCH_SEQ_CACHE:-}
 RAND_MIB=${ANCO_BENCH_RANDOM_MIB:-16 64 256}
 SINGLETS=${ANCO_BENCH_SINGLETS:-0 0.25 0.5 0.75 0.9}
 UNITS=${ANCO_BENCH_UNITS:-32}
@@ -94,9 +123,11 @@ RAND_CACHE=${ANCO_BENCH_RANDOM_CACHE:-8M}
 XFERS=${ANCO_BENCH_XFERS:-16K 256K 4M}
 UCX_TLS_BENCH=${ANCO_BENCH_UCX_TLS:-sm,tcp}
 SSHFS_OPTS=${SSHFS_OPTS:-direct_io,dir_cache=no,Ciphers=aes128-gcm@openssh.com,Compression=no}
-NRAND=8   # processes of the random experiment
-NSTRIDE=8 # and of the strided one
-G4=4      # the "4 groups" runs
+SEQ_SSHFS=${ANCO_BENCH_SEQ_SSHFS:-}
+STRIDE_CACHE=32M # the strided runs' anco cache per process (as before)
+NRAND=8          # processes of the random experiment
+NSTRIDE=8        # and of the strided one
+G4=4             # the strided "4 groups" runs
 READ=$BUILD/bench/anco-read
 READ_MPI=$BUILD/bench/anco-read-mpi
 want() { [[ $PARTS == *" $1 "* ]]; }
@@ -107,23 +138,37 @@ bench_need "$READ" "$READ_MPI" "$BUILD/sbin/piod" "$BUILD/sbin/pio-files" "$BUIL
   fusermount3 mountpoint || exit 1
 [[ $MB =~ ^[0-9]+$ ]] && [ "$MB" -ge 16 ] && [ $((MB % 16)) -eq 0 ] ||
   { echo "$SCRIPT: ANCO_BENCH_MB=$MB: a whole number of MiB, a multiple of 16" >&2; exit 1; }
+HMAX=1
+if want seq; then
+  for p in $SEQ_HN; do
+    [[ $p =~ ^([0-9]+):([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 1 ] && [ "${BASH_REMATCH[1]}" -le 32 ] &&
+      [ "${BASH_REMATCH[2]}" -ge "${BASH_REMATCH[1]}" ] ||
+      { echo "$SCRIPT: ANCO_BENCH_SEQ: '$p' is not H:N with 1 <= H <= 32 and N >= H" >&2; exit 1; }
+    [ "${BASH_REMATCH[1]}" -gt "$HMAX" ] && HMAX=${BASH_REMATCH[1]}
+  done
+fi
+# the compute hosts: h1, then h3, h4, ... (h2 is the storage host)
+CHOSTS=(h1)
+for ((i = 3; i <= HMAX + 1; i++)); do CHOSTS+=("h$i"); done
 
 t_start=$(date +%s)
 bench_work
 cleanup() {
   # an sshfs lives in the mount namespace of its `pio-testbed exec`:
   # ending it unmounts
-  [ -s "$work/sshfs.pid" ] && kill "$(cat "$work/sshfs.pid")" 2>/dev/null
+  local f
+  for f in "$work"/sshfs.*.pid; do [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
   bench_cleanup
 }
 trap cleanup EXIT
 
-bench_banner "; h1 (readers) <- h2 (file server) over one link at $RATE"
+bench_banner "; compute hosts ${CHOSTS[*]} (links at $NET) <- h2 (storage) over ONE link at $RATE"
 echo "   SCALED DOWN: the sequential and strided file is $MB MiB (the issue: 1 GiB;" \
   "ANCO_BENCH_MB=1024 for the full size, ~8 x longer)"
-bench_bed_up anc 2 1 "$RATE" || exit 1
+bench_bed_up anc $((HMAX + 1)) 1 "$NET" || exit 1
+"$TB" rate "$bed" h2 0 "$RATE" || exit 1
 # UCX and sshfs want the link's carrier up when a process starts
-for h in h1 h2; do
+for h in h2 "${CHOSTS[@]}"; do
   for ((i = 0; i < 100; i++)); do
     [ "$("$TB" exec "$bed" "$h" cat /sys/class/net/eth0/carrier 2>/dev/null)" = 1 ] && break
     sleep 0.1
@@ -135,38 +180,51 @@ if want random; then
   for m in $RAND_MIB; do "$READ" gen "$work/exp/r$m.bin" "$m" || exit 1; done
 fi
 
-echo "-- the link's ceiling: iperf3, 1 TCP stream h2 -> h1, 8 s"
+echo "-- the storage link's ceiling: iperf3, 1 TCP stream h2 -> h1, 8 s"
 iperf_servers 0 || exit 1
 "$TB" exec "$bed" h1 timeout 60 iperf3 -J -R -t 8 -B "$("$TB" addr "$bed" h1 0)" \
   -c "$("$TB" addr "$bed" h2 0)" -p 5201 >"$work/ceil.json" 2>"$work/ceil.err"
 LINK=$(iperf_rate "$work/ceil.json") || { cat "$work/ceil.err" >&2; exit 1; }
 echo "   ceiling: $LINK MB/s"
+NETRATE=-
+if [ "$HMAX" -gt 1 ]; then
+  echo "-- the compute network (for reference): iperf3, 1 TCP stream h3 -> h1, 4 s"
+  a1=$("$TB" addr "$bed" h1 0)
+  "$TB" exec "$bed" h1 iperf3 -s -1 -D -B "$a1" -p 5301 && bench_wait_listen h1 "$a1" 5301 &&
+    "$TB" exec "$bed" h3 timeout 60 iperf3 -J -t 4 -c "$a1" -p 5301 >"$work/net.json" 2>"$work/net.err" &&
+    NETRATE=$(iperf_rate "$work/net.json") || { cat "$work/net.err" >&2; exit 1; }
+  echo "   compute network: $NETRATE MB/s"
+fi
 
 # the piods, and so B's file service, use UCX over tcp only: whatever the
 # readers allow, the file's bytes from h2 cannot take shared memory
 export UCX_TLS=tcp
 bench_piods "$work/pio" 1 "$work/exp" || { echo "$SCRIPT: the piods did not come up" >&2; exit 1; }
 sshd_start "$work" || { echo "$SCRIPT: sshd failed" >&2; exit 1; }
-echo "   piods: A in h1, B in h2 exporting $work/exp; sshd in h2 on $SSH_ADDR:2222;" \
-  "sshfs -o $SSHFS_OPTS"
+echo "   piods: A in h1 (every reader joins it), B in h2 exporting $work/exp; sshd in h2 on" \
+  "$SSH_ADDR:2222"
 
-# The launcher, run in h1 by one `pio-testbed exec`: $1 scratch folder,
-# $2 run tag, $3 N (0: run the command once: mpirun), $4 sshfs source
-# ("" : no mount), $5 sshfs options, then ssh options, --, the command.
-# With N > 0 it starts N copies of the command with --rank R --size N
-# --start-file, output in TAG.R.out; creates the start file once all N have
-# opened their file (or one has ended); a copy that fails ends the others.
+# The launcher, run in one compute host by one `pio-testbed exec` per host:
+# $1 scratch folder, $2 run tag, $3 N (0: run the command once: mpirun),
+# $4 this host's ranks (comma-separated), $5 host name, $6 sshfs source
+# ("" : no mount), $7 sshfs options ("": sshfs's defaults), then ssh
+# options, --, the command. With N > 0 it starts the command for each of
+# its ranks with --rank R --size N --start-file, output in TAG.R.out;
+# creates the start file once all N (of every host) have opened their file;
+# a copy that fails ends this host's others and creates TAG.start.fail,
+# which ends every other host's copies too.
 # shellcheck disable=SC2016
-launch='w=$1 tag=$2 n=$3 src=$4 opts=$5
-  shift 5
+launch='w=$1 tag=$2 n=$3 ranks=$4 host=$5 src=$6 opts=$7
+  shift 7
   ssho=()
   while [ "$1" != -- ]; do ssho+=("$1"); shift; done
   shift
   if [ -n "$src" ]; then
-    sshfs "$src" "$w/mnt" -f -p 2222 "${ssho[@]}" -o "$opts" </dev/null &
-    echo $! >"$w/sshfs.pid"
+    [ -n "$opts" ] && ssho+=(-o "$opts")
+    sshfs "$src" "$w/mnt" -f -p 2222 "${ssho[@]}" </dev/null &
+    echo $! >"$w/sshfs.$host.pid"
     for i in $(seq 100); do mountpoint -q "$w/mnt" && break; sleep 0.1; done
-    mountpoint -q "$w/mnt" || { echo "sshfs did not mount $src"; kill "$(cat "$w/sshfs.pid")"; exit 1; }
+    mountpoint -q "$w/mnt" || { echo "sshfs did not mount $src in $host"; kill "$(cat "$w/sshfs.$host.pid")"; touch "$w/$tag.start.fail"; exit 1; }
   fi
   rc=0
   if [ "$n" = 0 ]; then
@@ -174,14 +232,14 @@ launch='w=$1 tag=$2 n=$3 src=$4 opts=$5
   else
     st=$w/$tag.start
     pids=()
-    for ((r = 0; r < n; r++)); do
+    for r in ${ranks//,/ }; do
       "$@" --rank "$r" --size "$n" --start-file "$st" >"$w/$tag.$r.out" 2>&1 </dev/null &
       pids+=($!)
     done
-    while [ "$(ls "$st".ready.* 2>/dev/null | wc -l)" -lt "$n" ]; do
+    while [ "$(ls "$st".ready.* 2>/dev/null | wc -l)" -lt "$n" ] && [ ! -e "$st.fail" ]; do
       alive=0
       for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
-      [ "$alive" -lt "$n" ] && break
+      [ "$alive" -lt ${#pids[@]} ] && break
       sleep 0.01
     done
     touch "$st"
@@ -192,7 +250,8 @@ launch='w=$1 tag=$2 n=$3 src=$4 opts=$5
         if kill -0 "$p" 2>/dev/null; then rest+=("$p"); elif ! wait "$p"; then rc=1; fi
       done
       left=("${rest[@]}")
-      [ "$rc" != 0 ] && [ ${#left[@]} -gt 0 ] && kill "${left[@]}" 2>/dev/null
+      [ "$rc" != 0 ] && touch "$st.fail"
+      [ -e "$st.fail" ] && [ ${#left[@]} -gt 0 ] && kill "${left[@]}" 2>/dev/null
       sleep 0.1
     done
   fi
@@ -225,34 +284,55 @@ print("%.6f %d %s" % (max(t1) - min(t0), tot, " ".join(map(str, st))))
 EOF
 }
 
-# rx_bytes: the bytes h1 has received over the link so far (what crossed
-# it: the file's bytes and the protocols' own)
-rx_bytes() { "$TB" exec "$bed" h1 cat /sys/class/net/eth0/statistics/rx_bytes; }
+# cpu_ticks: "busy total" jiffies of the whole machine so far (/proc/stat:
+# every process of every host: readers, piods, sshfs, the kernel's tcp)
+cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+
+# tx_bytes: the bytes h2 (the storage host) has sent over its link so far
+# (what crossed it toward the compute hosts: the file's bytes and the
+# protocols' own)
+tx_bytes() { "$TB" exec "$bed" h2 cat /sys/class/net/eth0/statistics/tx_bytes; }
 
 fail=0
 runno=0
-# run EXP MODE GROUPS N FILEBYTES XFER SINGLET PATTERN-ARGS...: one run of N
-# readers; prints a line and appends it to $work/rows. MODE posix or anco.
+# run EXP MODE GROUPS H N FILEBYTES XFER SINGLET PATTERN-ARGS...: one run of
+# N readers over the first H compute hosts (rank r on host r % H); prints a
+# line and appends it to $work/rows. MODE posix or anco. POSIX: seq mounts
+# sshfs per host at ANCO_BENCH_SEQ_SSHFS, the others at SSHFS_OPTS; anco:
+# seq with UCX_TLS=tcp, the others with ANCO_BENCH_UCX_TLS.
 run() {
-  local exp=$1 mode=$2 g=$3 n=$4 fbytes=$5 xfer=$6 sing=$7 tag rc s src="" cmd rx0 rx
-  shift 7
+  local exp=$1 mode=$2 g=$3 nh=$4 n=$5 fbytes=$6 xfer=$7 sing=$8 tag rc s src="" opts cmd tx0 tx j r
+  local ranks lp=() tls=$UCX_TLS_BENCH c0 c1 busy
+  shift 8
   mode_on "$mode" || return 0
   runno=$((runno + 1))
   tag=r$runno
+  opts=$SSHFS_OPTS
+  if [ "$exp" = seq ]; then opts=$SEQ_SSHFS tls=tcp; fi
   if [ "$mode" = posix ]; then
     src=root@$SSH_ADDR:$work/exp
     cmd=(env -u UCX_TLS timeout -k 5 1800 "$READ" --mode posix "$@")
   else
-    cmd=(env PIO_SOCKET="$work/pio/A.sock" UCX_TLS="$UCX_TLS_BENCH" ANCO_BARRIER_TIMEOUT=120
+    cmd=(env PIO_SOCKET="$work/pio/A.sock" UCX_TLS="$tls" ANCO_BARRIER_TIMEOUT=120
       timeout -k 5 1800 "$READ" --mode anco --app "anco$runno" --groups "$g" "$@")
   fi
-  rx0=$(rx_bytes)
-  "$TB" exec "$bed" h1 bash -c "$launch" launch "$work" "$tag" "$n" "$src" "$SSHFS_OPTS" "${SSHO[@]}" \
-    -- "${cmd[@]}" </dev/null
-  rc=$?
-  rx=$(($(rx_bytes) - rx0))
+  tx0=$(tx_bytes)
+  c0=$(cpu_ticks)
+  rc=0
+  for ((j = 0; j < nh; j++)); do
+    ranks=""
+    for ((r = j; r < n; r += nh)); do ranks+="${ranks:+,}$r"; done
+    "$TB" exec "$bed" "${CHOSTS[j]}" bash -c "$launch" launch "$work" "$tag" "$n" "$ranks" "${CHOSTS[j]}" \
+      "$src" "$opts" "${SSHO[@]}" -- "${cmd[@]}" </dev/null &
+    lp+=($!)
+  done
+  for j in "${lp[@]}"; do wait "$j" || rc=1; done
+  c1=$(cpu_ticks)
+  tx=$(($(tx_bytes) - tx0))
+  busy=$("$PY" -c "import sys; a, b, c, d = map(int, sys.argv[1:]); print('%.2f' % ((c - a) / max(d - b, 1)))" \
+    $c0 $c1)
   if [ "$rc" -ne 0 ] || ! s=$(summary "$tag" "$n"); then
-    echo "FAIL: $exp $mode groups=$g N=$n xfer=$xfer singlet=$sing: a reader failed (exit $rc):" >&2
+    echo "FAIL: $exp $mode groups=$g H=$nh N=$n xfer=$xfer singlet=$sing: a reader failed (exit $rc):" >&2
     for ((r = 0; r < n; r++)); do grep -H -v '^OK\|^anco: rank' "$work/$tag.$r.out" >&2; done
     echo "  (piod logs: $work/pio/A.log, B.log)" >&2
     tail -n 5 "$work/pio/A.log" "$work/pio/B.log" >&2
@@ -260,24 +340,24 @@ run() {
     return 1
   fi
   read -r secs bytes rest <<<"$s"
-  printf '   %-8s %-6s g=%-2s N=%-3s %4d MiB xfer %-5s singlet %-4s %7.2f s %8.2f MB/s link %6.1f MB  [l r fs ret stale ev polls unc: %s]\n' \
-    "$exp" "$mode" "$g" "$n" $((fbytes >> 20)) "$xfer" "$sing" "$secs" "$("$PY" -c "print($bytes / $secs / 1e6)")" \
-    "$("$PY" -c "print($rx / 1e6)")" "$rest"
-  echo "$exp $mode $g $n $fbytes $xfer $sing $rx $s" >>"$work/rows"
+  printf '   %-8s %-6s H=%-2s g=%-2s N=%-3s %4d MiB xfer %-5s singlet %-4s %7.2f s %8.2f MB/s link %6.1f MB cpu %s  [l r fs ret stale ev polls unc: %s]\n' \
+    "$exp" "$mode" "$nh" "$g" "$n" $((fbytes >> 20)) "$xfer" "$sing" "$secs" "$("$PY" -c "print($bytes / $secs / 1e6)")" \
+    "$("$PY" -c "print($tx / 1e6)")" "$busy" "$rest"
+  echo "$exp $mode $g $n $fbytes $xfer $sing $tx $s $nh $busy" >>"$work/rows"
   rm -f "$work/$tag".*
 }
 
-# run_mpi XFER: the strided pattern by anco-read-mpi over the sshfs mount
+# run_mpi XFER: the strided pattern by anco-read-mpi in h1 over the sshfs mount
 run_mpi() {
-  local x=$1 tag line rx0 rx
+  local x=$1 tag line tx0 tx
   mode_on mpiio || return 0
   runno=$((runno + 1))
   tag=r$runno
-  rx0=$(rx_bytes)
-  "$TB" exec "$bed" h1 bash -c "$launch" launch "$work" "$tag" 0 "root@$SSH_ADDR:$work/exp" "$SSHFS_OPTS" \
+  tx0=$(tx_bytes)
+  "$TB" exec "$bed" h1 bash -c "$launch" launch "$work" "$tag" 0 0 h1 "root@$SSH_ADDR:$work/exp" "$SSHFS_OPTS" \
     "${SSHO[@]}" -- env -u UCX_TLS timeout -k 5 1800 mpirun --allow-run-as-root --oversubscribe --mca io romio321 \
     --mca mpi_yield_when_idle 1 -np "$NSTRIDE" "$READ_MPI" --xfer "$x" "$work/mnt/seq.bin" </dev/null
-  rx=$(($(rx_bytes) - rx0))
+  tx=$(($(tx_bytes) - tx0))
   line=$(grep -m1 '^OK anco-read-mpi' "$work/$tag.0.out")
   if [[ ! $line =~ bytes=([0-9]+).*seconds=([0-9.]+) ]]; then
     echo "FAIL: strided mpiio xfer=$x:" >&2
@@ -285,48 +365,53 @@ run_mpi() {
     fail=1
     return 1
   fi
-  printf '   %-8s %-6s g=%-2s N=%-3s %4d MiB xfer %-5s singlet %-4s %7.2f s %8.2f MB/s link %6.1f MB\n' \
-    strided mpiio - "$NSTRIDE" "$MB" "$x" - "${BASH_REMATCH[2]}" \
-    "$("$PY" -c "print(${BASH_REMATCH[1]} / ${BASH_REMATCH[2]} / 1e6)")" "$("$PY" -c "print($rx / 1e6)")"
-  echo "strided mpiio 0 $NSTRIDE $((MB << 20)) $x - $rx ${BASH_REMATCH[2]} ${BASH_REMATCH[1]} 0 0 0 0 0 0 0 0" \
+  printf '   %-8s %-6s H=%-2s g=%-2s N=%-3s %4d MiB xfer %-5s singlet %-4s %7.2f s %8.2f MB/s link %6.1f MB\n' \
+    strided mpiio 1 - "$NSTRIDE" "$MB" "$x" - "${BASH_REMATCH[2]}" \
+    "$("$PY" -c "print(${BASH_REMATCH[1]} / ${BASH_REMATCH[2]} / 1e6)")" "$("$PY" -c "print($tx / 1e6)")"
+  echo "strided mpiio 0 $NSTRIDE $((MB << 20)) $x - $tx ${BASH_REMATCH[2]} ${BASH_REMATCH[1]} 0 0 0 0 0 0 0 0 1 -" \
     >>"$work/rows"
   rm -f "$work/$tag".*
 }
 
 : >"$work/rows"
 SEQ=$((MB << 20))
+seq_cache=()
+SEQ_CACHE_TXT="anco's default (64 MiB)"
+[ -n "$SEQ_CACHE" ] && seq_cache=(--cache "$SEQ_CACHE") SEQ_CACHE_TXT=$SEQ_CACHE
 if want seq; then
-  echo "-- sequential shared read: $MB MiB from the start in 256 KiB reads by each of N processes;" \
-    "anco cache $SEQ_CACHE per process"
-  for n in $SEQ_N; do
-    run seq posix 0 "$n" "$SEQ" 256K - --pattern seq --xfer 256K "$work/mnt/seq.bin" || exit 1
-    for g in 1 "$G4"; do
-      [ "$g" -gt "$n" ] && g=$n
-      run seq anco "$g" "$n" "$SEQ" 256K - --pattern seq --xfer 256K --cache "$SEQ_CACHE" \
+  echo "-- sequential shared read: $MB MiB from the start in 256 KiB reads by each of N processes on" \
+    "H hosts; anco cache $SEQ_CACHE_TXT per process, UCX_TLS=tcp"
+  for p in $SEQ_HN; do
+    nh=${p%:*} n=${p#*:}
+    run seq posix 0 "$nh" "$n" "$SEQ" 256K - --pattern seq --xfer 256K "$work/mnt/seq.bin" || exit 1
+    gs=1
+    [ "$nh" -gt 1 ] && gs="1 $nh"
+    for g in $gs; do
+      run seq anco "$g" "$nh" "$n" "$SEQ" 256K - --pattern seq --xfer 256K "${seq_cache[@]}" \
         pio://B/seq.bin || exit 1
     done
   done
 fi
 if want random; then
-  echo "-- random read: N=$NRAND, $UNITS reads of 1 MiB units each, cache $RAND_CACHE per process," \
+  echo "-- random read (h1): N=$NRAND, $UNITS reads of 1 MiB units each, cache $RAND_CACHE per process," \
     "1 group; files $RAND_MIB MiB"
   for m in $RAND_MIB; do
-    run random posix 0 "$NRAND" $((m << 20)) 1M - --pattern random --xfer 1M --units "$UNITS" \
+    run random posix 0 1 "$NRAND" $((m << 20)) 1M - --pattern random --xfer 1M --units "$UNITS" \
       "$work/mnt/r$m.bin" || exit 1
     for s in $SINGLETS; do
-      run random anco 1 "$NRAND" $((m << 20)) 1M "$s" --pattern random --xfer 1M --units "$UNITS" \
+      run random anco 1 1 "$NRAND" $((m << 20)) 1M "$s" --pattern random --xfer 1M --units "$UNITS" \
         --cache "$RAND_CACHE" --singlet "$s" "pio://B/r$m.bin" || exit 1
     done
   done
 fi
 if want strided; then
-  echo "-- strided read (IOR-like): N=$NSTRIDE, process i reads transfers i, i+N, ... of the" \
-    "$MB MiB file; anco cache $SEQ_CACHE per process"
+  echo "-- strided read (IOR-like, h1): N=$NSTRIDE, process i reads transfers i, i+N, ... of the" \
+    "$MB MiB file; anco cache $STRIDE_CACHE per process"
   for x in $XFERS; do
-    run strided posix 0 "$NSTRIDE" "$SEQ" "$x" - --pattern strided --xfer "$x" "$work/mnt/seq.bin" || exit 1
+    run strided posix 0 1 "$NSTRIDE" "$SEQ" "$x" - --pattern strided --xfer "$x" "$work/mnt/seq.bin" || exit 1
     run_mpi "$x" || exit 1
     for g in 1 "$G4"; do
-      run strided anco "$g" "$NSTRIDE" "$SEQ" "$x" - --pattern strided --xfer "$x" --cache "$SEQ_CACHE" \
+      run strided anco "$g" 1 "$NSTRIDE" "$SEQ" "$x" - --pattern strided --xfer "$x" --cache "$STRIDE_CACHE" \
         pio://B/seq.bin || exit 1
     done
   done
@@ -334,17 +419,20 @@ fi
 [ $fail -eq 0 ] || { echo "$SCRIPT: FAILED: not every run completed" >&2; exit 1; }
 
 mkdir -p "$RESULTS"
-"$PY" - "$work/rows" "$RESULTS" "$LINK" "$RATE" "$MB" "$SEQ_CACHE" "$RAND_CACHE" "$UNITS" \
-  "$SSHFS_OPTS" <<'EOF'
+"$PY" - "$work/rows" "$RESULTS" "$LINK" "$RATE" "$MB" "$SEQ_CACHE_TXT" "$RAND_CACHE" "$UNITS" \
+  "$SSHFS_OPTS" "$NET" "$NETRATE" "${SEQ_SSHFS:-(sshfs defaults)}" "$STRIDE_CACHE" <<'EOF'
 import csv, os, sys
-rows_f, out, link, rate, mb, seq_cache, rand_cache, units, sshfs_opts = sys.argv[1:10]
+(rows_f, out, link, rate, mb, seq_cache, rand_cache, units, sshfs_opts, net, netrate, seq_sshfs,
+ stride_cache) = sys.argv[1:14]
 link, mb = float(link), int(mb)
+BLOCK = 1 << 20  # anco's default block
 STATS = ["local", "remote", "fs", "retries", "stale", "evictions", "polls", "uncached"]
 rows = []
 for l in open(rows_f):
     p = l.split()
     r = dict(exp=p[0], mode=p[1], groups=int(p[2]), n=int(p[3]), fbytes=int(p[4]), xfer=p[5],
-             singlet=p[6], link_bytes=int(p[7]), s=float(p[8]), bytes=int(p[9]))
+             singlet=p[6], link_bytes=int(p[7]), s=float(p[8]), bytes=int(p[9]), hosts=int(p[18]),
+             cpu=p[19] if len(p) > 19 else "-")
     r.update(zip(STATS, map(int, p[10:18])))
     r["x_file"] = r["link_bytes"] / r["fbytes"]
     r["mbs"] = r["bytes"] / r["s"] / 1e6
@@ -365,12 +453,13 @@ def write_csv(name, rs, extra):
     written.append(name)
     with open(os.path.join(out, name), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["mode", "groups", "procs", "file_bytes", "xfer", "singlet", "seconds", "bytes",
-                    "aggregate_MBps", "link_MBps", "x_link", "link_rx_bytes"] + extra + STATS)
+        w.writerow(["mode", "hosts", "groups", "procs", "file_bytes", "xfer", "singlet", "seconds",
+                    "bytes", "aggregate_MBps", "link_MBps", "x_link", "link_tx_bytes", "cpu_busy"] + extra
+                   + STATS)
         for r in rs:
-            w.writerow([r["mode"], r["groups"], r["n"], r["fbytes"], r["xfer"], r["singlet"],
-                        "%.3f" % r["s"], r["bytes"], "%.3f" % r["mbs"], "%.3f" % link,
-                        "%.3f" % (r["mbs"] / link), r["link_bytes"]] +
+            w.writerow([r["mode"], r["hosts"], r["groups"], r["n"], r["fbytes"], r["xfer"],
+                        r["singlet"], "%.3f" % r["s"], r["bytes"], "%.3f" % r["mbs"], "%.3f" % link,
+                        "%.3f" % (r["mbs"] / link), r["link_bytes"], r["cpu"]] +
                        [r.get(k, "") for k in extra] + [r[k] for k in STATS])
 
 try:
@@ -382,60 +471,89 @@ except ImportError:
     print("note: no matplotlib: plots not drawn")
 
 print()
-print("anco benchmark: h1 (readers) <- h2 (file server), one link at %s; ceiling (iperf3, 1 TCP "
-      "stream) %.2f MB/s; MB/s = 10^6 B/s" % (rate, link))
+print("anco benchmark: compute hosts (links at %s; h3 -> h1 iperf3 %s MB/s) <- h2 (storage) over "
+      "ONE link at %s; its ceiling (iperf3, 1 TCP stream) %.2f MB/s; MB/s = 10^6 B/s"
+      % (net, netrate, rate, link))
 print("SCALED DOWN: sequential/strided file %d MiB (the issue: 1024 MiB; ANCO_BENCH_MB=1024 for "
-      "the full size); sshfs -o %s" % (mb, sshfs_opts))
+      "the full size)" % mb)
 
 seq = [r for r in rows if r["exp"] == "seq"]
 if seq:
     print()
-    print("Sequential shared read: each of N processes reads the whole %d MiB file in 256 KiB "
-          "reads; anco cache %s per process" % (mb, seq_cache))
-    hdr = "%4s %-16s %9s %10s %8s %10s %12s   %-22s" % (
-        "N", "mode", "seconds", "agg. MB/s", "x link", "x N link", "link x file", "local  remote  fs")
+    print("Sequential shared read: N processes on H hosts (rank r on host r %% H) each read the "
+          "whole %d MiB file in 256 KiB reads" % mb)
+    print("benchmark settings: anco cache %s per process, block 1 MiB (default), groups 1 and H "
+          "(group = host), UCX_TLS=tcp for every reader; POSIX: one sshfs mount per host, -o %s "
+          "(page cache on)" % (seq_cache, seq_sshfs))
+    hdr = "%3s %4s %-16s %9s %10s %8s %10s %12s %9s %5s   %-22s" % (
+        "H", "N", "mode", "seconds", "agg. MB/s", "x link", "x N link", "link x file",
+        "fs/block", "CPU", "local  remote  fs")
     print(hdr)
     print("-" * len(hdr))
+    blocks = (mb << 20) // BLOCK
     for r in seq:
         r["x_n_link"] = "%.3f" % (r["mbs"] / (r["n"] * link))
         r["link_x_file"] = "%.2f" % r["x_file"]
-        print("%4d %-16s %9.2f %10.2f %8.2f %10s %12s   %s" % (
-            r["n"], label(r), r["s"], r["mbs"], r["mbs"] / link, r["x_n_link"], r["link_x_file"], mix(r)))
-    print("(link x file: the bytes h1 received over the link / the file's size)")
-    write_csv("anco_seq.csv", seq, ["x_n_link", "link_x_file"])
-    ns = sorted({r["n"] for r in seq})
-    for g in (1, 4):
-        for n in ns:
-            c = [r for r in seq if r["mode"] == "anco" and r["n"] == n and
-                 (r["groups"] == g or (g == 4 and r["groups"] == min(4, n)))]
-            if not c or (g == 4 and n != ns[-1]):
-                continue
-            x = float(c[0]["x_n_link"])
-            print("%s: sequential shared read, anco %d group%s, N=%d: %.2f MB/s = %.3f x N x link "
-                  "(target >= 0.8)" % ("PASS" if x >= 0.8 else "MISS", c[0]["groups"],
-                                       "" if c[0]["groups"] == 1 else "s", n, c[0]["mbs"], x))
+        r["fs_per_block"] = "%.3f" % ((r["fs"] + r["uncached"]) / blocks) if r["mode"] == "anco" else ""
+        print("%3d %4d %-16s %9.2f %10.2f %8.2f %10s %12s %9s %5s   %s" % (
+            r["hosts"], r["n"], label(r), r["s"], r["mbs"], r["mbs"] / link, r["x_n_link"],
+            r["link_x_file"], r["fs_per_block"] or "-", r["cpu"], mix(r)))
+    print("(link x file: the bytes h2 sent over the storage link / the file's size; fs/block: "
+          "anco's file-system reads (fs + uncached, summed over the processes) / the file's %d "
+          "blocks; CPU: the machine's 2 cores busy during the run, 1.00 = both all the time)" % blocks)
+    write_csv("anco_seq.csv", seq, ["x_n_link", "link_x_file", "fs_per_block"])
+    for r in seq:
+        if r["mode"] != "anco":
+            continue
+        x = float(r["x_n_link"])
+        print("%s: sequential shared read, H=%d hosts, N=%d, anco %d group%s: %.2f MB/s = %.3f x N "
+              "x link (target >= 0.8; %.2f s against the link's %.2f s for the file, link x file "
+              "%s, CPU busy %s)" % ("PASS" if x >= 0.8 else "MISS", r["hosts"], r["n"], r["groups"],
+                                    "" if r["groups"] == 1 else "s", r["mbs"], x, r["s"],
+                                    r["fbytes"] / 1e6 / link, r["link_x_file"], r["cpu"]))
+        f = float(r["fs_per_block"])
+        print("%s: sequential shared read, H=%d hosts, N=%d, anco %d group%s: file-system reads per "
+              "block %.3f (target <= %d, the groups)" % ("PASS" if f <= r["groups"] else "MISS",
+                                                         r["hosts"], r["n"], r["groups"],
+                                                         "" if r["groups"] == 1 else "s", f,
+                                                         r["groups"]))
     p = [r for r in seq if r["mode"] == "posix"]
     if p:
-        print("note: POSIX over sshfs: %s x link for N = %s" %
-              (", ".join("%.2f" % (r["mbs"] / link) for r in p), ", ".join(str(r["n"]) for r in p)))
+        print("note: POSIX (per-host sshfs, page cache): %s x link for (H, N) = %s; link x file %s"
+              % (", ".join("%.2f" % (r["mbs"] / link) for r in p),
+                 ", ".join("(%d, %d)" % (r["hosts"], r["n"]) for r in p),
+                 ", ".join(r["link_x_file"] for r in p)))
     if plt:
-        fig, ax = plt.subplots(figsize=(7.5, 4.5))
-        for key, mk in (("posix", "s-"), ("anco1", "o-"), ("anco4", "^-")):
-            rs = [r for r in seq if (r["mode"] == "posix") == (key == "posix") and
-                  (key == "posix" or (r["groups"] == 1) == (key == "anco1"))]
-            if rs:
-                ax.plot([r["n"] for r in rs], [r["mbs"] for r in rs], mk,
-                        label={"posix": "POSIX (sshfs, direct_io)", "anco1": "anco, 1 group",
-                               "anco4": "anco, 4 groups (at most N)"}[key])
-        ax.plot(ns, [n * link for n in ns], ":", color="grey", label="N x link")
-        ax.plot(ns, [0.8 * n * link for n in ns], "--", color="grey", label="target 0.8 x N x link")
-        ax.axhline(link, color="black", lw=0.8, label="link (iperf3) %.1f MB/s" % link)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ns)
-        ax.set_xticklabels([str(n) for n in ns])
-        ax.set_xlabel("processes N")
-        ax.set_ylabel("aggregate MB/s")
-        ax.set_title("anco: sequential shared read of %d MiB, 256 KiB reads, %s link" % (mb, rate))
+        cases = []
+        for r in seq:
+            if (r["hosts"], r["n"]) not in cases:
+                cases.append((r["hosts"], r["n"]))
+        keys = [("posix", "POSIX (sshfs per host, page cache)"), ("anco1", "anco, 1 group"),
+                ("ancoH", "anco, H groups (one per host)")]
+        fig, ax = plt.subplots(figsize=(9, 4.8))
+        wd = 0.8 / len(keys)
+        for j, (k, lab) in enumerate(keys):
+            xs, ys = [], []
+            for i, c in enumerate(cases):
+                for r in seq:
+                    if (r["hosts"], r["n"]) != c:
+                        continue
+                    kk = "posix" if r["mode"] == "posix" else ("anco1" if r["groups"] == 1 else "ancoH")
+                    if kk == k:
+                        xs.append(i + j * wd)
+                        ys.append(r["mbs"] / link)
+            if xs:
+                ax.bar(xs, ys, wd, label=lab)
+        mid = [i + wd * (len(keys) - 1) / 2 for i in range(len(cases))]
+        ax.plot(mid, [0.8 * n for _, n in cases], "k_", ms=28, mew=2, ls="none",
+                label="target 0.8 x N x link")
+        ax.plot(mid, [n for _, n in cases], "_", color="grey", ms=28, mew=1, ls="none",
+                label="N x link")
+        ax.set_xticks(mid)
+        ax.set_xticklabels(["H=%d\nN=%d" % c for c in cases])
+        ax.set_ylabel("aggregate / storage link's ceiling")
+        ax.set_title("anco across hosts: sequential shared read of %d MiB, storage link %s "
+                     "(%.1f MB/s)" % (mb, rate, link), fontsize=10)
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(os.path.join(out, "anco_seq.png"), dpi=100)
@@ -445,8 +563,9 @@ rnd = [r for r in rows if r["exp"] == "random"]
 if rnd:
     agg = 8 * (int(rand_cache.rstrip("Mm")) if rand_cache[-1] in "Mm" else int(rand_cache) >> 20)
     print()
-    print("Random read: N=8, %s reads of 1 MiB units each; anco cache %s per process (%d MiB in "
-          "all), 1 group" % (units, rand_cache, agg))
+    print("Random read, one host (h1): N=8, %s reads of 1 MiB units each; anco cache %s per process "
+          "(%d MiB in all), 1 group, UCX_TLS=sm,tcp; POSIX: sshfs -o %s" % (units, rand_cache, agg,
+                                                                             sshfs_opts))
     hdr = "%8s %7s %-14s %8s %9s %10s %8s %8s   %-22s %8s" % (
         "file MiB", "x cache", "mode", "singlet", "seconds", "agg. MB/s", "x link", "link MB",
         "local  remote  fs", "evict.")
@@ -458,7 +577,7 @@ if rnd:
             r["fbytes"] >> 20, r["file_x_cache"], label(r), r["singlet"], r["s"], r["mbs"],
             r["mbs"] / link, r["link_bytes"] / 1e6, mix(r),
             r["evictions"] if r["mode"] == "anco" else "-"))
-    print("(link MB: bytes h1 received over the link; each run reads %d x 8 MiB = %d MiB in all)"
+    print("(link MB: bytes h2 sent over the storage link; each run reads %d x 8 MiB = %d MiB in all)"
           % (int(units), int(units) * 8))
     write_csv("anco_random.csv", rnd, ["file_x_cache"])
     files = sorted({r["fbytes"] for r in rnd})
@@ -503,8 +622,9 @@ if rnd:
 st = [r for r in rows if r["exp"] == "strided"]
 if st:
     print()
-    print("Strided read (IOR-like): N=8, process i reads transfers i, i+8, ... of the %d MiB file; "
-          "anco cache %s per process" % (mb, seq_cache))
+    print("Strided read (IOR-like), one host (h1): N=8, process i reads transfers i, i+8, ... of the "
+          "%d MiB file; anco cache %s per process, UCX_TLS=sm,tcp; POSIX and MPI-IO: sshfs -o %s"
+          % (mb, stride_cache, sshfs_opts))
     hdr = "%8s %-16s %9s %10s %8s %12s   %-22s" % ("xfer", "mode", "seconds", "agg. MB/s", "x link",
                                                   "link x file", "local  remote  fs")
     print(hdr)
@@ -514,7 +634,7 @@ if st:
         print("%8s %-16s %9.2f %10.2f %8.2f %12s   %s" % (
             r["xfer"], label(r), r["s"], r["mbs"], r["mbs"] / link, r["link_x_file"],
             mix(r) if r["mode"] == "anco" else ""))
-    print("(link x file: the bytes h1 received over the link / the file's size)")
+    print("(link x file: the bytes h2 sent over the storage link / the file's size)")
     write_csv("anco_strided.csv", st, ["link_x_file"])
     if plt:
         xfers = []
