@@ -117,6 +117,8 @@ static int do_bulk(void)
     for (int i = 0; i < nbulk; i++) {
         fill(b, BULK, i);
         CHECK(PIO_Send(rcv, 0, 101, PIO_DYNAMIC, b, PIO_BYTE, BULK, i ? PIO_BLOCKING : PIO_SYNC));
+        if (i == 0)
+            usleep(300000); /* a few of piod's ticks: its rate sample is taken */
     }
     CHECK(PIO_Exit());
     return 0;
