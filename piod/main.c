@@ -145,6 +145,20 @@ static int size_arg(const char *opt, const char *v, uint64_t *out)
     return 0;
 }
 
+/* A whole number from lo to hi ("what" names its unit in the message). */
+static int num_arg(const char *opt, const char *v, long lo, long hi, const char *what,
+                   uint32_t *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*v == 0 || *end || n < lo || n > hi) {
+        fprintf(stderr, "piod: %s: '%s' is not a %s from %ld to %ld\n", opt, v, what, lo, hi);
+        return -1;
+    }
+    *out = (uint32_t)n;
+    return 0;
+}
+
 static int port_arg(const char *opt, const char *v, int *out)
 {
     char *end;
@@ -315,39 +329,16 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case O_LINKTO: {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*optarg == 0 || *end || v < 1 || v > 86400) {
-                fprintf(stderr,
-                        "piod: --link-timeout: '%s' is not a number of seconds from 1 to "
-                        "86400\n",
-                        optarg);
-                bad = 1;
-            }
-            c->link_timeout = (uint32_t)v;
+        case O_LINKTO:
+            bad |= num_arg("--link-timeout", optarg, 1, 86400, "number of seconds",
+                           &c->link_timeout) != 0;
             break;
-        }
-        case O_SPIN: {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*optarg == 0 || *end || v < 0 || v > 10000) {
-                fprintf(stderr, "piod: --spin-us: '%s' is not a number from 0 to 10000\n", optarg);
-                bad = 1;
-            }
-            c->spin_us = (uint32_t)v;
+        case O_SPIN:
+            bad |= num_arg("--spin-us", optarg, 0, 10000, "number", &c->spin_us) != 0;
             break;
-        }
-        case O_CHUNK_MS: {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*optarg == 0 || *end || v < 0 || v > 60000) {
-                fprintf(stderr, "piod: --chunk-ms: '%s' is not a number from 0 to 60000\n", optarg);
-                bad = 1;
-            }
-            c->chunk_ms = (uint32_t)v;
+        case O_CHUNK_MS:
+            bad |= num_arg("--chunk-ms", optarg, 0, 60000, "number", &c->chunk_ms) != 0;
             break;
-        }
         case O_CHUNK: {
             uint64_t v = 0;
             bad |= size_arg("--chunk", optarg, &v) != 0;
