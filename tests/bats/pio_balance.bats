@@ -23,7 +23,9 @@ setup_file() {
   "$PIO_TESTBED" rate "$BED" h2 1 400mbit
   export PAIR_DIR=$BATS_FILE_TMPDIR/pair
   mkdir -p "$PAIR_DIR"
-  pio_pair_testbed "$PAIR_DIR" "$BED" 2
+  # fixed 1 MiB chunks: the any-source case needs a first chunk whose time
+  # on the slowed link is known (chunks sized by the rate would be small)
+  PIO_PIOD_FLAGS="${PIO_PIOD_FLAGS:-} --chunk-ms 0" pio_pair_testbed "$PAIR_DIR" "$BED" 2
   export PIO_SOCK_A PIO_SOCK_B
 }
 
