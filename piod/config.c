@@ -202,6 +202,7 @@ void piod_config_defaults(struct piod_config *c)
     c->eager_limit = (uint32_t)(64 * CFG_KIB);
     c->chunk = (uint32_t)CFG_MIB;
     c->chunk_ms = 50;
+    c->pace = 125;
     c->log_level = PIOD_LOG_INFO;
     c->curve = 1;
     c->express = 1;
@@ -260,6 +261,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"eager-limit", CFG_SIZE32, CFG_FIELD(struct piod_config, eager_limit)},
     {"chunk", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk)},
     {"chunk-ms", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk_ms)},
+    {"pace", CFG_SIZE32, CFG_FIELD(struct piod_config, pace)},
     {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
     {"encrypt", CFG_BOOL, CFG_FIELD(struct piod_config, encrypt)},
     {"cipher", CFG_CIPHER, CFG_FIELD(struct piod_config, cipher)},
@@ -677,7 +679,7 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                     p,
                     "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                     "export, export-map, log, log-level, listen, control, control-port, data-port, "
-                    "source-ports, pool, proc-pool, eager-limit, chunk, chunk-ms, express, "
+                    "source-ports, pool, proc-pool, eager-limit, chunk, chunk-ms, pace, express, "
                     "encrypt, cipher, "
                     "spin-us, "
                     "stall-ms, link-timeout, internal, relay-port, transport)",
@@ -908,6 +910,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     cfg_size_str(c->chunk, s, sizeof(s));
     fprintf(out, "chunk = %s\n", s);
     fprintf(out, "chunk-ms = %u\n", c->chunk_ms);
+    fprintf(out, "pace = %u\n", c->pace);
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
     fprintf(out, "encrypt = %s\n", c->encrypt ? "yes" : "no");
     fprintf(out, "cipher = %s\n",

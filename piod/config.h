@@ -67,6 +67,7 @@ struct piod_config {
     uint32_t eager_limit;        /* default 64 KiB */
     uint32_t chunk;              /* default 1 MiB: libpio's copy unit, the largest chunk */
     uint32_t chunk_ms; /* a chunk takes about this long on its link (default 50; 0: fixed) */
+    uint32_t pace;     /* data channels send at most pace % of their measured rate (125; 0: off) */
     int foreground;    /* -f */
     int log_syslog;    /* log to syslog instead of stderr/logfile */
     int log_level;     /* enum piod_log_level, default INFO */

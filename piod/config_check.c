@@ -207,6 +207,11 @@ int piod_config_validate(const struct piod_config *c, FILE *errs)
     if (c->chunk_ms > 60000)
         cfg_bad(&v, "chunk-ms (%u) is above 60000: give milliseconds, 0 for a fixed chunk",
                 c->chunk_ms);
+    if (c->pace != 0 && (c->pace < 100 || c->pace > 1000))
+        cfg_bad(&v,
+                "pace (%u) must be 0 (off) or a percentage of the measured rate from 100 to "
+                "1000",
+                c->pace);
     if (c->eager_limit > c->chunk) {
         cfg_size_str(c->eager_limit, a, sizeof(a));
         cfg_size_str(c->chunk, b, sizeof(b));

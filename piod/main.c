@@ -71,6 +71,8 @@ static void usage(FILE *out)
             "      --chunk SIZE       largest chunk of a large message (default 1M)\n"
             "      --chunk-ms N       size chunks to take about N ms on their link, from the\n"
             "                         measured rate (default 50; 0: every chunk is --chunk)\n"
+            "      --pace PCT         data channels send at most PCT %% of their measured\n"
+            "                         rate (default 125; 0: off, TCP paces alone)\n"
             "      --pidfile PATH     pid file (default " PIOD_DEFAULT_PIDFILE " as a daemon)\n"
             "      --log FILE|syslog  log destination (default stderr)\n"
             "      --export DIR       serve files under DIR to pcp (default: none)\n"
@@ -128,6 +130,7 @@ enum {
     O_LINKTO,
     O_CHUNK,
     O_CHUNK_MS,
+    O_PACE,
     O_PIDFILE,
     O_LOG,
     O_EXPORT,
@@ -208,6 +211,7 @@ int main(int argc, char **argv)
         {"link-timeout", required_argument, 0, O_LINKTO},
         {"chunk", required_argument, 0, O_CHUNK},
         {"chunk-ms", required_argument, 0, O_CHUNK_MS},
+        {"pace", required_argument, 0, O_PACE},
         {"pidfile", required_argument, 0, O_PIDFILE},
         {"log", required_argument, 0, O_LOG},
         {"export", required_argument, 0, O_EXPORT},
@@ -339,6 +343,7 @@ int main(int argc, char **argv)
         case O_CHUNK_MS:
             bad |= num_arg("--chunk-ms", optarg, 0, 60000, "number", &c->chunk_ms) != 0;
             break;
+        case O_PACE: bad |= num_arg("--pace", optarg, 0, 1000, "percentage", &c->pace) != 0; break;
         case O_CHUNK: {
             uint64_t v = 0;
             bad |= size_arg("--chunk", optarg, &v) != 0;

@@ -58,6 +58,8 @@ struct piod_chunk {
     struct piod_proc *proc; /* holds a pool reference while queued */
 };
 
+#define PIOD_DLV_SAMPLES 8 /* delivery samples a pacing limit looks back on */
+
 /* One outgoing channel (we open it, we send C_DATA on it). */
 struct piod_txchan {
     struct piod *d;
@@ -76,7 +78,14 @@ struct piod_txchan {
     uint64_t acked_bytes; /* acknowledged so far (the ack reader) */
     /* piod_tx_watchdog's (main thread, under mtx): the acknowledged rate */
     uint64_t wd_ms, wd_acked;
-    double ack_rate;           /* bytes/s while busy, EWMA (0: not measured yet) */
+    double ack_rate; /* bytes/s while busy, EWMA (0: not measured yet) */
+    /* delivery while busy, for the pacing limit (tx_pace; under mtx): the
+     * busy time and acked bytes since the last sample, and the samples */
+    uint64_t busy_mark_us; /* start of the busy time not counted yet (0: idle) */
+    uint64_t busy_us, dlv_bytes;
+    double dlv[PIOD_DLV_SAMPLES]; /* bytes/s; the limit follows their maximum */
+    unsigned dlv_i;
+    uint64_t pace_rate;        /* the pacing limit set on conn (0: none yet) */
     uint32_t max_chunk;        /* the largest chunk queued so far */
     uint32_t downs;            /* up -> not up transitions */
     int last_err;              /* the last connect error logged (said once per kind) */

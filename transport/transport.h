@@ -18,6 +18,7 @@
 #define PIO_TRANSPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -50,6 +51,8 @@ struct pio_tp_opts {
 #define PIO_TP_CAP_IPV6 0x1u
 /* fd returns a descriptor; without it fd returns -1 */
 #define PIO_TP_CAP_FD 0x2u
+/* pace limits a connection's send rate; without it pace is NULL */
+#define PIO_TP_CAP_PACE 0x4u
 
 struct pio_transport_ops {
     const char *name;
@@ -100,6 +103,12 @@ struct pio_transport_ops {
      * PIO_TP_CAP_FD, e.g. UCX over shared memory): the owner must not poll,
      * read or write it, and uses sendv/recv only. */
     int (*fd)(struct pio_tp_conn *c);
+
+    /* pace - send at most rate bytes/s on c from now on (0: no limit of
+     * ours; the congestion control still paces as it likes). NULL without
+     * PIO_TP_CAP_PACE. Returns PIO_OK or an errno-derived error. Safe from
+     * any thread while c is open. */
+    int (*pace)(struct pio_tp_conn *c, uint64_t rate);
 };
 
 /* pio_transport_find - the backend called name ("tcp", ...), or NULL. */

@@ -551,6 +551,9 @@ void pio_conf_ops_complete(void **state)
     assert_non_null(t->close);
     assert_non_null(t->addrs);
     assert_non_null(t->fd);
+    if (((t->caps & PIO_TP_CAP_PACE) != 0) != (t->pace != NULL))
+        fail_msg("transport '%s': pace is %s but PIO_TP_CAP_PACE is %s", x->name,
+                 t->pace ? "set" : "NULL", (t->caps & PIO_TP_CAP_PACE) ? "declared" : "not");
     if (t->caps != x->caps)
         fail_msg("transport '%s' declares capabilities 0x%x, its conformance instantiation "
                  "expects 0x%x (PIO_TP_CAP_*)",
@@ -1318,4 +1321,46 @@ void pio_conf_src_port_range_exhausted(void **state)
     t->listener_close(hold[0]);
     t->listener_close(hold[2]);
     t->listener_close(l);
+}
+
+/* pace: 1 MiB on a connection paced at 2 MB/s takes about 0.5 s, and at
+ * least 0.25 s whatever the scheduler does (pacing only delays; the
+ * kernel lets a first window through at once); after
+ * pace(0) 16 MiB takes less than the 8 s it would at that pace. The bytes
+ * arrive whole either way. A transport without PIO_TP_CAP_PACE: nothing to
+ * check beyond ops_complete. */
+void pio_conf_pace_limits_rate(void **state)
+{
+    const struct pio_transport_ops *t = conf_tp(state);
+    if (!(t->caps & PIO_TP_CAP_PACE))
+        return;
+    struct conf_pair p;
+    conf_pair_open(t, NULL, NULL, &p);
+    CONF_RC(t->pace(p.cli, 2000000), PIO_OK);
+    struct conf_stream snd = {
+        .t = t, .c = p.cli, .seed = 5, .total = CONF_MIB, .piece = 65536, .niov = 1};
+    struct conf_stream rcv = {.t = t, .c = p.srv, .seed = 5, .total = CONF_MIB};
+    double t0 = conf_now();
+    pthread_t ts, tr;
+    conf_start(&tr, conf_receiver_main, &rcv);
+    conf_start(&ts, conf_sender_main, &snd);
+    conf_join(ts, 30, "paced sender");
+    conf_join(tr, 30, "paced receiver");
+    conf_check_stream(&snd, &rcv, "paced at 2 MB/s");
+    double paced = rcv.t_end - t0;
+    if (paced < 0.25)
+        fail_msg("1 MiB paced at 2 MB/s arrived in %.3f s (at least 0.25 s expected)", paced);
+    CONF_RC(t->pace(p.cli, 0), PIO_OK);
+    struct conf_stream snd2 = {
+        .t = t, .c = p.cli, .seed = 6, .total = 16 * CONF_MIB, .piece = CONF_MIB, .niov = 2};
+    struct conf_stream rcv2 = {.t = t, .c = p.srv, .seed = 6, .total = 16 * CONF_MIB};
+    t0 = conf_now();
+    conf_start(&tr, conf_receiver_main, &rcv2);
+    conf_start(&ts, conf_sender_main, &snd2);
+    conf_join(ts, 30, "unpaced sender");
+    conf_join(tr, 30, "unpaced receiver");
+    conf_check_stream(&snd2, &rcv2, "pace lifted");
+    if (rcv2.t_end - t0 >= 8.0)
+        fail_msg("16 MiB after pace(0) took %.3f s: the limit stayed", rcv2.t_end - t0);
+    conf_pair_close(t, &p);
 }

@@ -7,7 +7,7 @@
  * transport's test file instantiates the whole suite with one line:
  *
  *     #include "tests/conformance/conformance.h"
- *     PIO_CONFORMANCE_TESTS("tcp", PIO_TP_CAP_IPV6 | PIO_TP_CAP_FD)
+ *     PIO_CONFORMANCE_TESTS("tcp", PIO_TP_CAP_IPV6 | PIO_TP_CAP_FD | PIO_TP_CAP_PACE)
  *
  * which expands to the cmocka case array and PIO_UNIT_MAIN (tests/lib/unit.h),
  * so tests/run lists the cases and runs each in its own process under a
@@ -65,7 +65,8 @@
     X(bad_ports)                                                                                   \
     X(src_port_in_range)                                                                           \
     X(src_port_range_distinct)                                                                     \
-    X(src_port_range_exhausted)
+    X(src_port_range_exhausted)                                                                    \
+    X(pace_limits_rate)
 
 #define PIO_CONF_DECLARE_(name) void pio_conf_##name(void **state);
 PIO_CONFORMANCE_CASES(PIO_CONF_DECLARE_)

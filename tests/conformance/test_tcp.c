@@ -2,4 +2,4 @@
  * SPDX-License-Identifier: BSD-3-Clause */
 #include "conformance.h"
 
-PIO_CONFORMANCE_TESTS("tcp", PIO_TP_CAP_IPV6 | PIO_TP_CAP_FD)
+PIO_CONFORMANCE_TESTS("tcp", PIO_TP_CAP_IPV6 | PIO_TP_CAP_FD | PIO_TP_CAP_PACE)

