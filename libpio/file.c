@@ -350,6 +350,11 @@ int PIO_File_close(PIO_File f)
  * queued at the service (read-ahead, each slot RA_SLOT bytes of the file
  * past the last), so the service's storage reads and puts never wait for
  * a round trip through the piods, and preads are served from the slots.
+ * Preads of one size at a constant stride longer than the size (three in a
+ * row, like Lustre's stride read-ahead: 4 KiB every 64 KiB) read ahead too:
+ * each slot's READ then brings the next RA_PIECES pieces of the pattern,
+ * packed one after the other (a strided READ, where the service offers it:
+ * PCP_F_STRIDED), so one round trip serves many preads.
  * Any other pread is direct: the READs in flight are drained (the service
  * answers in order and a put cannot be called back) and the range is read
  * through the whole window, one READ at a time, as large as the window. */
@@ -357,13 +362,18 @@ int PIO_File_close(PIO_File f)
 #define RFILE_STAGE (4u << 20) /* the staging window: the largest READ */
 #define RA_SLOTS    4
 #define RA_SLOT     (RFILE_STAGE / RA_SLOTS)
+#define RA_PIECES   32 /* strided: pieces per READ (fewer where RA_SLOT holds fewer) */
 
+enum { RA_OFF = 0, RA_SEQ = 1, RA_STRIDE = 2 };
 enum { RA_IDLE, RA_PENDING, RA_READY };
 
 struct ra_slot {
     int state;
-    uint64_t off, len; /* the READ: len bytes at off */
-    uint64_t got;      /* RA_READY: the bytes it brought (< len: the end of the file) */
+    uint64_t off;  /* the READ: pieces of plen bytes at off, off + stride, ... */
+    uint64_t plen; /* (sequential: one piece, stride = plen) */
+    uint64_t stride;
+    uint64_t pieces;
+    uint64_t got; /* RA_READY: the bytes it brought, packed (fewer: the end of the file) */
 };
 
 struct pio_rfile {
@@ -373,10 +383,16 @@ struct pio_rfile {
     uint8_t *stage;
     uint64_t size;
     int broken;        /* an error that ended the session (PIO_OK: none) */
+    int strided_ok;    /* the service takes strided READs */
     uint64_t last_end; /* where the last pread ended */
-    int ra;            /* reading ahead */
+    int ra;            /* reading ahead: RA_OFF, RA_SEQ or RA_STRIDE */
     int random;        /* PIO_RFILE_RANDOM: never read ahead */
-    uint64_t ra_end;   /* the end of the furthest READ asked for */
+    uint64_t ra_end;   /* RA_SEQ: the end of the furthest READ asked for;
+                        * RA_STRIDE: where the next piece to ask for starts */
+    /* stride detection: the last pread, the stride it made with the one
+     * before, and how many in a row kept it */
+    uint64_t last_off, last_count, stride;
+    int stride_run;
     struct ra_slot slot[RA_SLOTS];
     int fifo[RA_SLOTS], fhead, npend; /* slots with a READ in flight, in order */
 };
@@ -410,22 +426,29 @@ int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *
     }
     pthread_mutex_init(&r->mtx, NULL);
     r->size = m.size;
+    r->strided_ok = (m.flags & PCP_F_STRIDED) != 0;
     r->last_end = UINT64_MAX; /* a first pread is not sequential */
+    r->last_off = UINT64_MAX;
     if (size)
         *size = m.size;
     *rf = r;
     return PIO_OK;
 }
 
-/* Ask for len bytes at off into the window at dst. */
-static int rfile_ask(struct pio_rfile *r, uint64_t off, uint64_t len, uint64_t dst)
+/* Ask for READ s (one range, or a strided one) into the window at dst. */
+static int rfile_ask(struct pio_rfile *r, const struct ra_slot *s, uint64_t dst)
 {
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
     m.op = PCP_READ;
-    m.off = off;
-    m.size = len;
+    m.off = s->off;
+    m.size = s->plen;
     m.block = dst;
+    if (s->pieces > 1) {
+        m.ndims = 1;
+        m.start[0] = s->stride;
+        m.count[0] = s->pieces;
+    }
     return ctl_send(&r->f, PCP_TAG_CTL + (int)r->f.sid, &m);
 }
 
@@ -440,7 +463,9 @@ static int rfile_answer(struct pio_rfile *r, uint64_t off, uint64_t asked, uint6
     return rc;
 }
 
-/* Slot i asks for the next RA_SLOT bytes past ra_end (none past the end). */
+/* Slot i asks for the next range: sequential, the next RA_SLOT bytes past
+ * ra_end; striding, the next pieces from ra_end, and ra_end moves past
+ * them (nothing past the end of the file). */
 static int ra_ask(struct pio_rfile *r, int i)
 {
     struct ra_slot *s = &r->slot[i];
@@ -448,13 +473,25 @@ static int ra_ask(struct pio_rfile *r, int i)
     if (r->ra_end >= r->size)
         return PIO_OK;
     s->off = r->ra_end;
-    s->len = r->size - s->off < RA_SLOT ? r->size - s->off : RA_SLOT;
-    int rc = rfile_ask(r, s->off, s->len, (uint64_t)i * RA_SLOT);
+    if (r->ra == RA_STRIDE) {
+        uint64_t fit = r->strided_ok ? RA_SLOT / r->last_count : 1, left;
+        left = (r->size - s->off + r->stride - 1) / r->stride; /* pieces that start in the file */
+        s->pieces = fit < RA_PIECES ? fit : RA_PIECES;
+        if (s->pieces > left)
+            s->pieces = left;
+        s->plen = r->last_count;
+        s->stride = r->stride;
+        r->ra_end = s->off + s->pieces * r->stride;
+    } else {
+        s->pieces = 1;
+        s->plen = s->stride = r->size - s->off < RA_SLOT ? r->size - s->off : RA_SLOT;
+        r->ra_end = s->off + s->plen;
+    }
+    int rc = rfile_ask(r, s, (uint64_t)i * RA_SLOT);
     if (rc != PIO_OK)
         return rc;
     s->state = RA_PENDING;
     r->fifo[(r->fhead + r->npend++) % RA_SLOTS] = i;
-    r->ra_end = s->off + s->len;
     return PIO_OK;
 }
 
@@ -464,7 +501,7 @@ static int ra_reap(struct pio_rfile *r)
     struct ra_slot *s = &r->slot[r->fifo[r->fhead]];
     r->fhead = (r->fhead + 1) % RA_SLOTS;
     r->npend--;
-    int rc = rfile_answer(r, s->off, s->len, &s->got);
+    int rc = rfile_answer(r, s->off, s->plen * s->pieces, &s->got);
     s->state = rc == PIO_OK ? RA_READY : RA_IDLE;
     return rc;
 }
@@ -480,11 +517,58 @@ static int ra_drain(struct pio_rfile *r)
     return rc;
 }
 
+/* Which read-ahead this pread of count bytes at offset keeps or starts
+ * (r->mtx held): sequential where the last one ended; striding on the third
+ * pread in a row of the same size at the same stride, when the stride is
+ * longer than the size and a slot holds a piece. Any other pattern reads
+ * directly. Changing between the two drains the READs in flight. */
+static int ra_mode(struct pio_rfile *r, uint64_t offset, uint64_t count)
+{
+    if (r->last_off != UINT64_MAX && offset > r->last_off && count == r->last_count &&
+        offset - r->last_off == r->stride) {
+        r->stride_run++;
+    } else {
+        r->stride = r->last_off != UINT64_MAX && offset > r->last_off ? offset - r->last_off : 0;
+        r->stride_run = r->stride && count == r->last_count ? 1 : 0;
+    }
+    r->last_off = offset;
+    r->last_count = count;
+    int want = RA_OFF;
+    if (r->random || count == 0)
+        want = RA_OFF;
+    else if (offset == r->last_end)
+        want = RA_SEQ;
+    else if (r->stride_run >= 2 && r->stride > count && count <= RA_SLOT)
+        want = RA_STRIDE;
+    int rc = PIO_OK;
+    if (want != RA_OFF && r->ra != want) {
+        rc = ra_drain(r);
+        r->ra_end = offset;
+    }
+    r->ra = want;
+    return rc;
+}
+
+/* Where pos is in slot s: 1 and *at (the byte's place in the slot's bytes)
+ * and *left (bytes of its piece from there), or 0 when s does not hold it. */
+static int slot_has(const struct ra_slot *s, uint64_t pos, uint64_t *at, uint64_t *left)
+{
+    if (s->state == RA_IDLE || pos < s->off)
+        return 0;
+    uint64_t k = (pos - s->off) / s->stride, in = (pos - s->off) % s->stride;
+    if (k >= s->pieces || in >= s->plen)
+        return 0;
+    *at = k * s->plen + in;
+    *left = s->plen - in;
+    return 1;
+}
+
 /* One direct READ of asked (at most the window's) bytes at off into buf. */
 static int rfile_direct(struct pio_rfile *r, uint8_t *buf, uint64_t off, uint64_t asked,
                         uint64_t *got)
 {
-    int rc = rfile_ask(r, off, asked, 0);
+    struct ra_slot one = {.off = off, .plen = asked, .stride = asked, .pieces = 1};
+    int rc = rfile_ask(r, &one, 0);
     if (rc == PIO_OK)
         rc = rfile_answer(r, off, asked, got);
     if (rc == PIO_OK)
@@ -503,36 +587,28 @@ int PIO_Rfile_pread(PIO_Rfile r, void *buf, size_t count, uint64_t offset, size_
     size_t done = 0;
     pthread_mutex_lock(&r->mtx);
     int rc = r->broken;
-    if (rc == PIO_OK && (offset != r->last_end || r->random))
-        r->ra = 0; /* not where the last one ended: random access */
-    else if (rc == PIO_OK && count > 0 && !r->ra) {
-        r->ra = 1;
-        r->ra_end = offset;
-    }
+    if (rc == PIO_OK)
+        rc = ra_mode(r, offset, count);
     while (done < count && rc == PIO_OK) {
-        uint64_t pos = offset + done;
-        int hit = -1, eof = 0;
-        for (int i = 0; i < RA_SLOTS && hit < 0; i++) {
-            struct ra_slot *s = &r->slot[i];
-            if (s->state != RA_IDLE && pos >= s->off && pos < s->off + s->len) {
+        uint64_t pos = offset + done, at = 0, left = 0;
+        int hit = -1;
+        for (int i = 0; i < RA_SLOTS && hit < 0; i++)
+            if (slot_has(&r->slot[i], pos, &at, &left))
                 hit = i;
-                eof = s->state == RA_READY && pos >= s->off + s->got;
-            }
-        }
         if (hit >= 0 && r->slot[hit].state == RA_PENDING) {
             rc = ra_reap(r); /* the slots before it first: answers come in order */
             continue;
         }
-        if (eof)
-            break;
         if (hit >= 0) {
             struct ra_slot *s = &r->slot[hit];
-            uint64_t n = s->off + s->got - pos;
+            if (at >= s->got)
+                break; /* the end of the file */
+            uint64_t n = s->got - at < left ? s->got - at : left;
             if (n > count - done)
                 n = count - done;
-            memcpy(out + done, r->stage + (size_t)hit * RA_SLOT + (pos - s->off), (size_t)n);
+            memcpy(out + done, r->stage + (size_t)hit * RA_SLOT + at, (size_t)n);
             done += (size_t)n;
-            if (r->ra && pos + n == s->off + s->len) /* used up: the next range */
+            if (r->ra && at + n == s->plen * s->pieces) /* used up: the next range */
                 rc = ra_ask(r, hit);
             continue;
         }

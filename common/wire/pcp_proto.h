@@ -51,6 +51,11 @@
  *   block (PIO_Put: one-sided, the client does nothing meanwhile) -> CTL OK
  *   {off, size = bytes read: fewer at the end of the file}. The client may
  *   keep several READs queued (read-ahead); they are answered in order.
+ *   A service whose OK to ROPEN has flags PCP_F_STRIDED also takes strided
+ *   READs: ndims = 1, start[0] = stride, count[0] = pieces: `pieces` ranges
+ *   of `size` bytes at off, off + stride, ..., put one after the other at
+ *   block (pieces x size bytes, within the window); the answer's size is
+ *   the bytes brought (a short piece at the end of the file ends it).
  *   CTL RCLOSE ends the session (PIO_Rfile_open(3)).
  * Any step may be answered with ERR {err = errno, text}. The service never
  * writes under the final name before the copy is complete and verified.
@@ -94,6 +99,7 @@ enum pcp_op {
 #define PCP_F_HDF5     0x4u  /* FOPEN: one HDF5 dataset, written by hyperslabs */
 #define PCP_F_SPARSE   0x8u  /* PUT / GET's OK: the source has holes: keep them */
 #define PCP_F_ACK      0x10u /* PUT: send CTL ACK {off} while writing (pcp's progress) */
+#define PCP_F_STRIDED  0x20u /* ROPEN's OK: READ takes a stride (start[0]) and pieces (count[0]) */
 
 #define PCP_DIMS_MAX 8 /* HDF5 mode: dataset rank (= PIO_FILE_MAXDIMS) */
 

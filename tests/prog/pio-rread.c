@@ -10,6 +10,10 @@
  *                                          "MB/s X"
  *   pio-rread stride HOST REMOTE BS S [LIMIT]  BS-byte reads every S bytes;
  *                                          prints "IOPS X MB/s Y"
+ *   pio-rread random HOST REMOTE BS N     N BS-byte reads at offsets drawn
+ *                                          at random (multiples of BS, the
+ *                                          same series every run); prints
+ *                                          "IOPS X MB/s Y"
  *   HOST "local": the same reads with pread(2) of the local path REMOTE
  *   (the baseline, measured by the same code)
  *   pio-rread error HOST REMOTE           expects the open to fail; prints
@@ -83,6 +87,33 @@ static void check(const char *host, const char *remote, const char *local, int n
             FAIL("read %d: %zu bytes at %" PRIu64 ": the bytes differ", i, len, off);
         total += got;
         next = off + got;
+    }
+    /* strided runs (read ahead once three preads keep size and stride), each
+     * starting elsewhere, with new sizes and strides; the last one runs past
+     * the end of the file */
+    static const struct {
+        size_t len;
+        uint64_t step;
+        int n;
+    } runs[] = {{4096, 65536, 200},    {4096, 65536, 3},  {1000, 70001, 150},
+                {131072, 1 << 20, 40}, {4096, 8192, 300}, {65536, 65536 * 3, 100}};
+    int nruns = (int)(sizeof(runs) / sizeof(runs[0]));
+    for (int k = 0; k < nruns; k++) {
+        uint64_t at = (uint64_t)rand() % (size / 2 + 1);
+        if (k == nruns - 1)
+            at = size > (uint64_t)runs[k].n / 2 * runs[k].step
+                     ? size - (uint64_t)runs[k].n / 2 * runs[k].step
+                     : 0;
+        for (int i = 0; i < runs[k].n; i++, at += runs[k].step) {
+            size_t got = 0, len = runs[k].len;
+            memset(a, 0xAB, len);
+            int rc = PIO_Rfile_pread(rf, a, len, at, &got);
+            ssize_t want = pread(fd, b, len, (off_t)at);
+            if (rc != PIO_OK || want < 0 || got != (size_t)want || memcmp(a, b, got) != 0)
+                FAIL("strided run %d, read %d: %zu bytes at %" PRIu64 ": %s, got %zu, pread %zd", k,
+                     i, len, at, PIO_Strerror(rc), got, want);
+            total += got;
+        }
     }
     /* then the whole file in reads that no slot boundary divides */
     uint64_t at = 0;
@@ -193,11 +224,35 @@ static void stride(const char *host, const char *path, size_t bs, uint64_t step,
     free(a);
 }
 
+static void randread(const char *host, const char *path, size_t bs, uint64_t n)
+{
+    struct src f;
+    src_open(&f, host, path);
+    if (f.size < bs)
+        FAIL("the file is smaller than one read");
+    uint8_t *a = malloc(bs);
+    uint64_t x = 88172645463325252ull, slots = f.size / bs; /* xorshift64: the same series */
+    double t0 = now();
+    for (uint64_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint64_t off = x % slots * bs;
+        if (src_read(&f, a, bs, off) != bs)
+            FAIL("short read at %" PRIu64, off);
+    }
+    double t = now() - t0;
+    src_close(&f);
+    printf("OK random %zu: %" PRIu64 " reads in %.3f s IOPS %.1f MB/s %.3f\n", bs, n, t,
+           (double)n / t, (double)n * (double)bs / t / 1e6);
+    free(a);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 4) {
-        fprintf(stderr, "usage: pio-rread check|seq|stride|error HOST REMOTE ...\n");
+        fprintf(stderr, "usage: pio-rread check|seq|stride|random|error HOST REMOTE ...\n");
         return 2;
     }
     const char *m = argv[1], *host = argv[2], *remote = argv[3];
@@ -209,6 +264,8 @@ int main(int argc, char **argv)
     else if (strcmp(m, "seq") == 0 && argc > 4)
         seq(host, remote, (size_t)strtoull(argv[4], NULL, 0),
             argc > 5 ? strtoull(argv[5], NULL, 0) : 0);
+    else if (strcmp(m, "random") == 0 && argc > 5)
+        randread(host, remote, (size_t)strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0));
     else if (strcmp(m, "stride") == 0 && argc > 5)
         stride(host, remote, (size_t)strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0),
                argc > 6 ? strtoull(argv[6], NULL, 0) : 0);

@@ -1160,13 +1160,31 @@ static void do_fopen(struct session *s)
 #define RPIECE (1u << 20)
 #define RBUFS  4
 
+/* One READ: size bytes at off, or (strided) pieces of psize bytes at off,
+ * off + stride, ...; size = psize x pieces bytes go to the window at dst. */
+struct rread {
+    uint64_t off, size, dst, psize, stride;
+};
+
+/* Where byte `done` of READ q is in the file. */
+static uint64_t rread_pos(const struct rread *q, uint64_t done)
+{
+    return q->off + done / q->psize * q->stride + done % q->psize;
+}
+
+/* How much of READ q to read at byte `done`: up to RPIECE, not across a
+ * piece. */
+static size_t rread_want(const struct rread *q, uint64_t done)
+{
+    uint64_t left = q->psize - done % q->psize;
+    return left < RPIECE ? (size_t)left : RPIECE;
+}
+
 struct rpiece {
     PIO_Request rq; /* the put, or NULL (nothing to put) */
     uint64_t seq;   /* which READ */
-    uint64_t off;   /* that READ's offset, size and place in the window */
-    uint64_t size;
-    uint64_t dst;
-    uint64_t got; /* the last piece of its READ: the bytes of the READ */
+    struct rread q; /* that READ */
+    uint64_t got;   /* the last piece of its READ: the bytes of the READ */
     int last;
 };
 
@@ -1182,19 +1200,19 @@ struct rpipe {
 };
 
 /* One READ, the slow way: piece by piece, each put waited for. */
-static int read_sync(struct rpipe *rp, uint64_t off, uint64_t size, uint64_t dst, uint64_t *got)
+static int read_sync(struct rpipe *rp, const struct rread *q, uint64_t *got)
 {
     *got = 0;
-    while (*got < size) {
-        size_t want = size - *got < RPIECE ? (size_t)(size - *got) : RPIECE;
-        ssize_t n = pread(rp->fd, rp->buf[0], want, (off_t)(off + *got));
+    while (*got < q->size) {
+        size_t want = rread_want(q, *got);
+        ssize_t n = pread(rp->fd, rp->buf[0], want, (off_t)rread_pos(q, *got));
         if (n < 0)
             return pio_from_errno(errno);
         if (n == 0)
             break;
         PIO_Request rq = NULL;
-        int rc =
-            PIO_Iput(rp->win, rp->s->partner, rp->s->proc, dst + *got, rp->buf[0], (size_t)n, &rq);
+        int rc = PIO_Iput(rp->win, rp->s->partner, rp->s->proc, q->dst + *got, rp->buf[0],
+                          (size_t)n, &rq);
         if (rc == PIO_OK)
             rc = PIO_Wait(&rq, STEP_MS, NULL);
         if (rc != PIO_OK)
@@ -1220,19 +1238,19 @@ static int rpipe_complete(struct rpipe *rp)
     uint32_t sid = rp->s->req.session;
     uint64_t got = p->got;
     if (rp->bad_seq == p->seq) {
-        int rc = rp->redone++ ? PIO_EIO : read_sync(rp, p->off, p->size, p->dst, &got);
+        int rc = rp->redone++ ? PIO_EIO : read_sync(rp, &p->q, &got);
         if (rc != PIO_OK) {
-            send_err(rp->s, sid, EIO, "READ at %llu: %s", (unsigned long long)p->off,
+            send_err(rp->s, sid, EIO, "READ at %llu: %s", (unsigned long long)p->q.off,
                      PIO_Strerror(rc));
             return -1;
         }
     }
-    if (got == p->size)
-        posix_fadvise(rp->fd, (off_t)(p->off + got), (off_t)p->size, POSIX_FADV_WILLNEED);
+    if (got == p->q.size && p->q.psize == p->q.size) /* sequential: the next range is next */
+        posix_fadvise(rp->fd, (off_t)(p->q.off + got), (off_t)p->q.size, POSIX_FADV_WILLNEED);
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
-    m.off = p->off;
+    m.off = p->q.off;
     m.size = got;
     return send_msg(rp->s, sid, &m) == PIO_OK ? 0 : -1;
 }
@@ -1269,11 +1287,13 @@ static void do_ropen(struct session *s)
         }
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
+    m.flags = PCP_F_STRIDED;
     m.size = (uint64_t)sb.st_size;
     if (send_msg(s, sid, &m) != PIO_OK)
         goto out;
-    uint64_t seq = 0, off = 0, size = 0, dst = 0, done = 0;
-    int have = 0; /* a READ being cut into pieces: off, size, dst, done */
+    uint64_t seq = 0, done = 0;
+    struct rread rd = {0};
+    int have = 0; /* a READ being cut into pieces: rd, done */
     for (;;) {
         if (!have) {
             /* the next READ: waited for only when nothing is in flight */
@@ -1288,16 +1308,36 @@ static void do_ropen(struct session *s)
             }
             if (rc != PIO_OK || pcp_msg_decode(buf, st.bytes, &m) != 0 || m.op == PCP_RCLOSE)
                 break;
-            if (m.op != PCP_READ || m.size > wsize || m.block > wsize - m.size) {
+            rd = (struct rread){m.off, m.size, m.block, m.size, 0};
+            int strided = m.op == PCP_READ && m.ndims == 1;
+            if (strided &&
+                (m.size == 0 || m.count[0] == 0 || m.count[0] > wsize / m.size ||
+                 m.start[0] < m.size || m.start[0] > (UINT64_MAX - m.off) / m.count[0])) {
+                rpipe_drain(&rp);
+                send_err(s, sid, EINVAL,
+                         "READ: %llu pieces of %llu bytes every %llu: not pieces that fit the "
+                         "%llu-byte window one after the other",
+                         (unsigned long long)m.count[0], (unsigned long long)m.size,
+                         (unsigned long long)m.start[0], (unsigned long long)wsize);
+                goto out;
+            }
+            if (strided) {
+                rd.stride = m.start[0];
+                rd.size = m.size * m.count[0];
+            }
+            if (m.op != PCP_READ || (m.ndims != 0 && !strided) || rd.size > wsize ||
+                m.block > wsize - rd.size) {
                 rpipe_drain(&rp);
                 send_err(s, sid, EINVAL, "READ: %llu bytes at %llu do not fit the %llu-byte window",
-                         (unsigned long long)m.size, (unsigned long long)m.block,
+                         (unsigned long long)rd.size, (unsigned long long)m.block,
                          (unsigned long long)wsize);
                 goto out;
             }
+            if (rd.psize == 0)
+                rd.psize = 1; /* an empty READ: rread_pos divides by it */
             have = 1;
             seq++;
-            off = m.off, size = m.size, dst = m.block, done = 0;
+            done = 0;
         }
         if (rp.n == RBUFS) {
             if (rpipe_complete(&rp) != 0)
@@ -1306,21 +1346,32 @@ static void do_ropen(struct session *s)
         }
         int slot = (rp.head + rp.n) % RBUFS;
         struct rpiece *p = &rp.p[slot];
-        *p = (struct rpiece){NULL, seq, off, size, dst, 0, 0};
-        size_t want = size - done < RPIECE ? (size_t)(size - done) : RPIECE;
-        ssize_t n = want ? pread(rp.fd, rp.buf[slot], want, (off_t)(off + done)) : 0;
-        if (n < 0) {
-            int e = errno;
-            rpipe_drain(&rp);
-            send_err(s, sid, e, "READ at %llu: %s", (unsigned long long)(off + done), strerror(e));
-            goto out;
+        *p = (struct rpiece){NULL, seq, rd, 0, 0};
+        /* up to RPIECE bytes of the READ into this buffer: one range, or as
+         * many whole pieces of a strided READ as fit (one put for them all) */
+        size_t want = 0;
+        ssize_t n = 0;
+        while (rd.size > done + (uint64_t)n && (size_t)n == want) {
+            size_t w = rread_want(&rd, done + (uint64_t)n);
+            if ((size_t)n + w > RPIECE)
+                break;
+            uint64_t at = rread_pos(&rd, done + (uint64_t)n);
+            ssize_t k = pread(rp.fd, rp.buf[slot] + n, w, (off_t)at);
+            if (k < 0) {
+                int e = errno;
+                rpipe_drain(&rp);
+                send_err(s, sid, e, "READ at %llu: %s", (unsigned long long)at, strerror(e));
+                goto out;
+            }
+            want += w;
+            n += k;
         }
         if (n > 0 && rp.bad_seq != seq &&
-            PIO_Iput(rp.win, s->partner, s->proc, dst + done, rp.buf[slot], (size_t)n, &p->rq) !=
+            PIO_Iput(rp.win, s->partner, s->proc, rd.dst + done, rp.buf[slot], (size_t)n, &p->rq) !=
                 PIO_OK)
             rp.bad_seq = seq;
         done += (uint64_t)n;
-        if ((size_t)n < want || done == size) { /* the end of the READ, or of the file */
+        if ((size_t)n < want || done == rd.size) { /* the end of the READ, or of the file */
             p->last = 1;
             p->got = done;
             have = 0;
