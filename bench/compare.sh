@@ -69,10 +69,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
       echo "   throughput.sh FAILED ($w, round $r): see $d/throughput.out"
       echo "$w,$r,throughput,FAILED" >>"$csv"
     fi
-    if PIO_BENCH_RESULTS=$d BUILD=${BDIR[$w]} "$ROOT/bench/pingpong.sh" >"$d/pingpong.out" 2>&1; then
-      sed -nE 's/^(PASS|MISS): small-message RTT \(8 B\): PIO\/TCP = ([0-9.]+).*/8 B RTT PIO\/TCP,\2/p;
-        s/^(PASS|MISS): 64 MiB one-way bandwidth \(stream\): PIO\/TCP = ([0-9.]+).*/64 MiB stream PIO\/TCP,\2/p;
-        s/^info: 64 MiB ping-pong bandwidth: PIO\/TCP = ([0-9.]+).*/64 MiB ping-pong PIO\/TCP,\1/p' \
+    if PIO_BENCH_RESULTS=$d BUILD=${BDIR[$w]} PINGPONG_PLACES=loopback PINGPONG_ROUNDS=1 \
+      PINGPONG_SIZES=8,64K,4M "$ROOT/bench/pingpong.sh" >"$d/pingpong.out" 2>&1; then
+      sed -nE 's/^(PASS|MISS): loopback: 8 B half round trip: PIO \/ socket = ([0-9.]+).*/8 B RTT PIO\/TCP,\2/p;
+        s/^(PASS|MISS): loopback: stream of 64 Mi: PIO \/ socket = ([0-9.]+).*/64 MiB stream PIO\/TCP,\2/p;
+        s/^(PASS|MISS): loopback: 64 Ki half round trip: PIO \/ socket = ([0-9.]+).*/64 KiB RTT PIO\/TCP,\2/p' \
         "$d/pingpong.out" | sed "s/^/$w,$r,/" >>"$csv"
     else
       echo "   pingpong.sh FAILED ($w, round $r): see $d/pingpong.out"
@@ -87,7 +88,7 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 failed = [r for r in rows if r["value"] == "FAILED"]
 rows = [r for r in rows if r["value"] != "FAILED"]
 metrics = list(dict.fromkeys(r["metric"] for r in rows))
-lower_better = {"8 B RTT PIO/TCP"}
+lower_better = {"8 B RTT PIO/TCP", "64 KiB RTT PIO/TCP"}
 print()
 print("Before against after: every run's ratio (each against its own baseline, same run)")
 print("no regression: a bandwidth ratio's median >= 0.97 x before; the 8 B RTT's <= 1.10 x before")

@@ -195,9 +195,9 @@ bench_bed_name() {
   done
 }
 
-# bench_bed_up PREFIX HOSTS LINKS [RATE]: bring up a bed (links unshaped
-# without RATE) named by bench_bed_name PREFIX, its log in $work/up.log (shown
-# on failure).
+# bench_bed_up PREFIX HOSTS LINKS [RATE]: bring up a bed (links at RATE, or
+# at pio-testbed's default, 100mbit) named by bench_bed_name PREFIX, its log
+# in $work/up.log (shown on failure).
 bench_bed_up() {
   local rate=()
   bench_bed_name "$1"

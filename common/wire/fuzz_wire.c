@@ -383,18 +383,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *copy = malloc(size);
     FZ_ASSERT(copy != NULL);
     memcpy(copy, data, size);
-    XXH32_state_t *st = XXH32_createState();
-    FZ_ASSERT(st != NULL);
-    XXH32_reset(st, 0x70696F);
-    XXH32_update(st, copy, 12);
-    /* an H_SEQ's check covers its fixed fields only (wire.c) */
-    size_t checked =
-        copy[5] == PIO_F_H_SEQ && body_len > PIO_WIRE_SEQ_FIXED ? PIO_WIRE_SEQ_FIXED : body_len;
-    XXH32_update(st, copy + PIO_WIRE_HDR, checked);
-    uint32_t c = XXH32_digest(st);
-    XXH32_freeState(st);
-    for (int i = 0; i < 4; i++)
-        copy[12 + i] = (uint8_t)(c >> (8 * i));
+    pio_wire_reseal(copy, size);
     fz_one(copy, size);
     free(copy);
     return 0;

@@ -902,20 +902,38 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-/* XXH32 of header bytes 0..11 then the body. An H_SEQ's check covers its
- * fixed fields only: the frame it carries has a check of its own, verified
- * when that frame is decoded, so its bytes are hashed once, not twice. */
+/* The low 32 bits of XXH3-64 of the body, seeded with XXH3-64 (seed
+ * WIRE_SEED) of header bytes 0..11. XXH3 since protocol 5: XXH32 ran at
+ * 6-7 GB/s, and an eager message is hashed on each of its six encodes and
+ * decodes, a third of the CPU of a 64 KiB one-way (design notes, "Issue
+ * 31, item 6"). An H_SEQ's check covers its fixed fields only: the frame
+ * it carries has a check of its own, verified when that frame is decoded,
+ * so its bytes are hashed once, not twice. */
 static uint32_t wire_check(const uint8_t *hdr, const uint8_t *body, size_t body_len)
 {
     if (hdr[5] == PIO_F_H_SEQ && body_len > PIO_WIRE_SEQ_FIXED)
         body_len = PIO_WIRE_SEQ_FIXED;
     if (hdr[5] == PIO_F_C_SEALED) /* its tag authenticates the body */
         body_len = 0;
-    XXH32_state_t st;
-    XXH32_reset(&st, WIRE_SEED);
-    XXH32_update(&st, hdr, 12);
-    XXH32_update(&st, body, body_len);
-    return XXH32_digest(&st);
+    XXH64_hash_t h = XXH3_64bits_withSeed(hdr, 12, WIRE_SEED);
+    return (uint32_t)XXH3_64bits_withSeed(body_len ? body : hdr, body_len, h);
+}
+
+/* The bytes of f's eager payload, which end its body and which its check
+ * does not cover (protocol 5): they are a user's message, carried on a Unix
+ * socket, a sealed express lane (the AEAD covers them) or a lane a site
+ * chose not to seal, like a large message's C_DATA payload, which the check
+ * never covered. Hashing them cost a third of a 64 KiB one-way. */
+static size_t wire_payload_len(const struct pio_frame *f)
+{
+    switch (f->type) {
+    case PIO_F_P_SEND: return (f->u.p_send.flags & PIO_WF_EAGER) ? (size_t)f->u.p_send.size : 0;
+    case PIO_F_P_MSG_NEW:
+        return (f->u.p_msg_new.flags & PIO_WF_EAGER) ? (size_t)f->u.p_msg_new.size : 0;
+    case PIO_F_H_REQUEST:
+        return (f->u.h_request.flags & PIO_WF_EAGER) ? (size_t)f->u.h_request.size : 0;
+    default: return 0;
+    }
 }
 
 /* Body length of f, or PIO_EINVAL in *rc when f cannot be encoded. */
@@ -968,7 +986,7 @@ int pio_wire_encode(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t 
     if (w.rc != PIO_OK || w.pos != PIO_WIRE_HDR + body)
         return PIO_EINTERNAL;
 
-    uint32_t check = wire_check(buf, buf + PIO_WIRE_HDR, body);
+    uint32_t check = wire_check(buf, buf + PIO_WIRE_HDR, body - wire_payload_len(f));
     w.pos = 12;
     put_u32(&w, check);
     if (len != NULL)
@@ -1017,6 +1035,25 @@ int pio_wire_sealed_wrap(uint8_t *buf, size_t body_len)
     return w.rc;
 }
 
+void pio_wire_reseal(uint8_t *buf, size_t len)
+{
+    if (len < PIO_WIRE_HDR || le32(buf + 8) > len - PIO_WIRE_HDR)
+        return;
+    uint32_t body_len = le32(buf + 8);
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = buf[5];
+    f.flags = (uint16_t)(buf[6] | (buf[7] << 8));
+    struct wire_r r = {.buf = buf + PIO_WIRE_HDR, .len = body_len, .pos = 0, .rc = PIO_OK};
+    wire_read_body(&r, &f);
+    size_t covered = body_len;
+    if (r.rc == PIO_OK && r.pos == r.len)
+        covered -= wire_payload_len(&f);
+    uint32_t c = wire_check(buf, buf + PIO_WIRE_HDR, covered);
+    for (int i = 0; i < 4; i++)
+        buf[12 + i] = (uint8_t)(c >> (8 * i));
+}
+
 int pio_wire_peek(const uint8_t *buf, size_t len, uint8_t *type, uint32_t *body_len,
                   uint8_t *peer_version)
 {
@@ -1050,15 +1087,16 @@ int pio_wire_decode(const uint8_t *buf, size_t len, struct pio_frame *f, size_t 
     pio_capture("wire", buf, PIO_WIRE_HDR + (size_t)body_len);
 
     const uint8_t *body = buf + PIO_WIRE_HDR;
-    if (wire_check(buf, body, body_len) != le32(buf + 12))
-        return PIO_EPROTO;
-
     f->type = type;
     f->flags = (uint16_t)(buf[6] | (buf[7] << 8));
     struct wire_r r = {.buf = body, .len = body_len, .pos = 0, .rc = PIO_OK};
     wire_read_body(&r, f);
     if (r.rc != PIO_OK || r.pos != r.len)
         return PIO_EPROTO; /* malformed, or bytes left over */
+    /* the check, over what the body holds before an eager payload (the
+     * decode never trusts the bytes, so it may come first) */
+    if (wire_check(buf, body, body_len - wire_payload_len(f)) != le32(buf + 12))
+        return PIO_EPROTO;
     if (used != NULL)
         *used = PIO_WIRE_HDR + (size_t)body_len;
     return PIO_OK;

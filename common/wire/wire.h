@@ -12,7 +12,8 @@
  *   6      2    flags   per type (0 unless said)
  *   8      4    length  body length in bytes (for C_DATA: the fixed body only;
  *                       the payload of C_DATA.len bytes follows it)
- *   12     4    check   XXH32(seed 0x70696F) of header bytes 0..11 then the body
+ *   12     4    check   low 32 bits of XXH3-64(body, seed = XXH3-64(header
+ *                       bytes 0..11, seed 0x70696F)); before protocol 5, XXH32
  *
  * All header and body integers are little-endian, whatever the host; bodies
  * are fixed fields then variable parts, each length-prefixed. User payload
@@ -36,7 +37,7 @@
 #include <stdint.h>
 
 #define PIO_WIRE_MAGIC        0x314F4950u /* "PIO1" read as a little-endian u32 */
-#define PIO_WIRE_VERSION      4
+#define PIO_WIRE_VERSION      5
 #define PIO_WIRE_HDR          16
 #define PIO_WIRE_NAME         64 /* names: at most 63 bytes + NUL */
 #define PIO_WIRE_ADDR         64 /* "a.b.c.d:port" or "[IPv6]:port" */
@@ -434,6 +435,13 @@ int pio_wire_seq_wrap(uint8_t *buf, size_t cap, const struct pio_h_seq *h, size_
  * is written first. Returns PIO_OK, or PIO_EINVAL (a body shorter than a
  * header and a tag, or over PIO_WIRE_MAX_BODY). */
 int pio_wire_sealed_wrap(uint8_t *buf, size_t body_len);
+
+/* pio_wire_reseal - recompute the check of the frame in buf[0..len) (its
+ * length field says how much body follows) as an encoder would, leaving an
+ * eager payload out: for tests and fuzzers that change a frame's bytes and
+ * want the decoder to look at the body. Does nothing when buf holds less
+ * than the header and that body. */
+void pio_wire_reseal(uint8_t *buf, size_t len);
 
 /* pio_wire_peek - check a header (at least PIO_WIRE_HDR bytes at buf).
  * *type, *body_len [out]. Returns PIO_OK; PIO_EPROTO for a bad magic or a

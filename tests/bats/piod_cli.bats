@@ -157,7 +157,7 @@ EOF
   start_fg fg1
   run "$PIO_INFO" --socket "$SOCK"
   assert_success
-  assert_line --index 0 "host fg1, system fg1, protocol 4"
+  assert_line --index 0 "host fg1, system fg1, protocol 5"
   run "$PIO_INFO" --socket "$SOCK" --count-up
   assert_success
   assert_output 0
@@ -241,7 +241,7 @@ start_daemon() {
   [ -S "$SOCK" ] || fail "the refused piod removed $SOCK: the running one is unreachable"
   run "$PIO_INFO" --socket "$SOCK" --timeout 2000
   assert_success
-  assert_line --index 0 "host first, system first, protocol 4"
+  assert_line --index 0 "host first, system first, protocol 5"
 }
 
 @test "SIGHUP makes piod reopen its --log file after it was renamed" {

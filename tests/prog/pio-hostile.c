@@ -92,12 +92,8 @@ static uint32_t get32(const uint8_t *p)
 /* recompute the header check over header bytes 0..11 and blen body bytes */
 static void reseal(uint8_t *b, size_t blen)
 {
-    XXH32_state_t *s = XXH32_createState();
-    XXH32_reset(s, CHECK_SEED);
-    XXH32_update(s, b, 12);
-    XXH32_update(s, b + PIO_WIRE_HDR, blen);
-    put32(b + 12, XXH32_digest(s));
-    XXH32_freeState(s);
+    put32(b + 12, (uint32_t)XXH3_64bits_withSeed(b + PIO_WIRE_HDR, blen,
+                                                 XXH3_64bits_withSeed(b, 12, CHECK_SEED)));
 }
 
 static size_t encode(const struct pio_frame *f, uint8_t *buf, size_t cap)

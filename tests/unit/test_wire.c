@@ -687,6 +687,17 @@ static void check_flips(uint8_t *buf, size_t size)
     size_t end = size > PIO_WIRE_SEQ_HDR && buf[5] == PIO_F_H_SEQ ? PIO_WIRE_SEQ_HDR : size;
     if (buf[5] == PIO_F_C_SEALED) /* its tag covers the body (test_sealed_wrap) */
         end = PIO_WIRE_HDR;
+    /* an eager payload is not covered (test_check_leaves_eager_payload_out) */
+    assert_int_equal(pio_wire_decode(buf, size, g, NULL), PIO_OK);
+    uint64_t pay = 0;
+    if (g->type == PIO_F_P_SEND && (g->u.p_send.flags & PIO_WF_EAGER))
+        pay = g->u.p_send.size;
+    else if (g->type == PIO_F_P_MSG_NEW && (g->u.p_msg_new.flags & PIO_WF_EAGER))
+        pay = g->u.p_msg_new.size;
+    else if (g->type == PIO_F_H_REQUEST && (g->u.h_request.flags & PIO_WF_EAGER))
+        pay = g->u.h_request.size;
+    if (end == size)
+        end = size - (size_t)pay;
     for (size_t i = 0; i < end; i++) {
         for (size_t m = 0; m < 3; m++) {
             uint8_t mask = masks[i < PIO_WIRE_HDR ? m : (i + m) % 3];
@@ -788,15 +799,15 @@ static size_t hb_frame(uint8_t *out, uint8_t version, uint8_t type, uint32_t len
     hb_u8(&h, type);
     hb_u16(&h, 0);
     hb_u32(&h, length);
-    uint8_t *tmp = malloc(12 + body->n);
-    assert_non_null(tmp);
-    memcpy(tmp, h.b, 12);
-    memcpy(tmp + 12, body->b, body->n);
-    uint32_t check = XXH32(tmp, 12 + body->n, 0x70696F);
-    free(tmp);
+    uint32_t check =
+        (uint32_t)XXH3_64bits_withSeed(body->b, body->n, XXH3_64bits_withSeed(h.b, 12, 0x70696F));
     hb_u32(&h, check);
     memcpy(out, h.b, PIO_WIRE_HDR);
     memcpy(out + PIO_WIRE_HDR, body->b, body->n);
+    /* a body that decodes with an eager payload: the check leaves it out
+     * (test_check_leaves_eager_payload_out) */
+    if (type == PIO_F_P_SEND || type == PIO_F_P_MSG_NEW || type == PIO_F_H_REQUEST)
+        pio_wire_reseal(out, PIO_WIRE_HDR + body->n);
     return PIO_WIRE_HDR + body->n;
 }
 
@@ -857,10 +868,8 @@ static void test_golden_layout(void **state)
     assert_int_equal(n, 28);
     assert_memory_equal(buf, want_hdr, 12);
     assert_memory_equal(buf + 16, want_body, 12);
-    uint8_t covered[24];
-    memcpy(covered, want_hdr, 12);
-    memcpy(covered + 12, want_body, 12);
-    uint32_t c = XXH32(covered, sizeof covered, 0x70696F);
+    uint32_t c = (uint32_t)XXH3_64bits_withSeed(want_body, sizeof want_body,
+                                                XXH3_64bits_withSeed(want_hdr, 12, 0x70696F));
     uint8_t want_check[4] = {(uint8_t)c, (uint8_t)(c >> 8), (uint8_t)(c >> 16), (uint8_t)(c >> 24)};
     assert_memory_equal(buf + 12, want_check, 4);
     assert_int_equal(PIO_WIRE_MAGIC, 0x314F4950u);
@@ -1294,6 +1303,47 @@ static void test_encode_invalid(void **state)
     free(f);
 }
 
+/* Protocol 5: an eager payload ends its frame's body and the check leaves
+ * it out; every byte before it is covered. pio_wire_reseal writes the same
+ * check the encoder wrote. */
+static void test_check_leaves_eager_payload_out(void **state)
+{
+    (void)state;
+    static const int types[] = {PIO_F_P_SEND, PIO_F_P_MSG_NEW, PIO_F_H_REQUEST};
+    uint8_t payload[300], buf[2048];
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (uint8_t)(i * 13 + 1);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        struct pio_frame f, g;
+        memset(&f, 0, sizeof f);
+        f.type = (uint8_t)types[t];
+        if (f.type == PIO_F_P_SEND) {
+            f.u.p_send.flags = PIO_WF_EAGER, f.u.p_send.size = sizeof payload;
+            f.u.p_send.payload = payload;
+        } else if (f.type == PIO_F_P_MSG_NEW) {
+            f.u.p_msg_new.flags = PIO_WF_EAGER, f.u.p_msg_new.size = sizeof payload;
+            f.u.p_msg_new.payload = payload;
+        } else {
+            f.u.h_request.flags = PIO_WF_EAGER, f.u.h_request.size = sizeof payload;
+            f.u.h_request.payload = payload;
+        }
+        size_t n = 0;
+        assert_int_equal(pio_wire_encode(&f, buf, sizeof buf, &n), PIO_OK);
+        uint8_t check[4];
+        memcpy(check, buf + 12, 4);
+        pio_wire_reseal(buf, n);
+        assert_memory_equal(buf + 12, check, 4);
+        buf[n - 1] ^= 0x5A; /* a payload byte: not covered */
+        assert_int_equal(pio_wire_decode(buf, n, &g, NULL), PIO_OK);
+        buf[n - 1] ^= 0x5A;
+        buf[n - sizeof payload - 1] ^= 0x01; /* the payload's length prefix: covered */
+        assert_int_equal(pio_wire_decode(buf, n, &g, NULL), PIO_EPROTO);
+        buf[n - sizeof payload - 1] ^= 0x01;
+        buf[PIO_WIRE_HDR] ^= 0x01; /* the first body byte: covered */
+        assert_int_equal(pio_wire_decode(buf, n, &g, NULL), PIO_EPROTO);
+    }
+}
+
 static void test_type_names(void **state)
 {
     (void)state;
@@ -1327,6 +1377,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_encode_too_small_cap),
     cmocka_unit_test(test_encode_invalid),
     cmocka_unit_test(test_type_names),
+    cmocka_unit_test(test_check_leaves_eager_payload_out),
 };
 #undef TYPE_ENTRY
 PIO_UNIT_MAIN(tests)
