@@ -195,7 +195,8 @@ demo-viz:
 bench:
 	@mk/deps.sh
 	@$(MAKE) --no-print-directory -j2 all OPT=-O3
-	@BUILD=$(B) bench/run-all.sh
+	@BUILD=$(B) bench/run-all.sh; rc=$$?; \
+	  python3 bench/report.py bench/results/summary.txt docs/performance.md || rc=1; exit $$rc
 
 # make soak [DURATION=1800]: all clients at once on the test bed with random
 # link cuts, every byte checked, throughput and daemon memory over time
