@@ -225,9 +225,156 @@ static void test_connect_nothing_there(void **state)
     assert_int_equal(fd, -1);
 }
 
+/* A pipe whose write end travels: the reader of fds[0] sees EOF once every
+ * copy of the write end is closed, and sees "x" when one is written to. */
+static void pipe_pair(int fds[2])
+{
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK), 0);
+}
+
+/* 1 when every write end of the pipe is closed (EOF), 0 when one is open. */
+static int pipe_closed(int rd)
+{
+    char c;
+    ssize_t n = read(rd, &c, 1);
+    return n == 0;
+}
+
+/* Descriptors go with their frames, in order, directly or after waiting in
+ * the queue: A (none), B (pipe 1), C (pipe 2) arrive as A, B, C with
+ * take_fd giving pipe 1's then pipe 2's write end, and they work. */
+static void test_pass_fds_in_order(void **state)
+{
+    (void)state;
+    int sv[2], p1[2], p2[2];
+    pair(sv);
+    pipe_pair(p1);
+    pipe_pair(p2);
+    int small = 4096;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+    struct pio_fout out = {0};
+    struct pio_fin in;
+    pio_fin_init(&in, 1 << 20);
+    pio_fin_want_fds(&in);
+    size_t la, lb, lc;
+    uint8_t *a = send_frame(200000, 1, &la), *b = send_frame(10, 2, &lb),
+            *c = send_frame(0, 3, &lc);
+    assert_int_equal(pio_fout_send(&out, sv[0], a, la), PIO_OK);
+    assert_true(out.queued > 0); /* A waits: B and C (and their descriptors) queue behind */
+    assert_int_equal(pio_fout_send_fd(&out, sv[0], b, lb, p1[1]), PIO_OK);
+    assert_int_equal(pio_fout_send_fd(&out, sv[0], c, lc, p2[1]), PIO_OK);
+    int got = 0;
+    for (int spins = 0; got < 3 && spins < 100000; spins++) {
+        assert_int_equal(pio_fout_flush(&out, sv[0]), PIO_OK);
+        int rc = pio_fin_fill(&in, sv[1]);
+        assert_true(rc == PIO_OK || rc == PIO_EAGAIN);
+        const uint8_t *fr;
+        size_t len;
+        while (pio_fin_next(&in, &fr, &len, NULL) == PIO_OK) {
+            got++;
+            if (got == 1) {
+                check_frame(fr, len, 200000, 1);
+                assert_int_equal(in.nfds, 0); /* no descriptor came with A */
+            } else if (got == 2) {
+                check_frame(fr, len, 10, 2);
+                int w = pio_fin_take_fd(&in);
+                assert_true(w >= 0);
+                assert_int_equal(write(w, "x", 1), 1); /* pipe 1's write end */
+                char ch = 0;
+                assert_int_equal(read(p1[0], &ch, 1), 1);
+                assert_int_equal(ch, 'x');
+                close(w);
+            } else {
+                check_frame(fr, len, 0, 3);
+                int w = pio_fin_take_fd(&in);
+                assert_true(w >= 0);
+                close(w);
+            }
+        }
+    }
+    assert_int_equal(got, 3);
+    assert_int_equal(pio_fin_take_fd(&in), -1);
+    assert_int_equal(out.queued, 0);
+    /* the sender's copies were closed once sent, the receiver closed its own */
+    assert_true(pipe_closed(p1[0]));
+    assert_true(pipe_closed(p2[0]));
+    pio_fin_fini(&in);
+    close(sv[0]);
+    close(sv[1]);
+    close(p1[0]);
+    close(p2[0]);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* A reader that did not ask for descriptors closes them (a peer cannot make
+ * it hold any); a queue cleared before sending closes its own; a reader
+ * that asked but never took them closes them at fini. */
+static void test_fds_never_leak(void **state)
+{
+    (void)state;
+    int sv[2], p[2];
+    size_t l;
+    uint8_t *f = send_frame(16, 4, &l);
+    struct pio_fin in;
+    const uint8_t *fr;
+    size_t len;
+
+    pair(sv);
+    pipe_pair(p);
+    struct pio_fout out = {0};
+    pio_fin_init(&in, 1 << 20); /* not asking */
+    assert_int_equal(pio_fout_send_fd(&out, sv[0], f, l, p[1]), PIO_OK);
+    assert_int_equal(pio_fin_fill(&in, sv[1]), PIO_OK);
+    assert_int_equal(pio_fin_next(&in, &fr, &len, NULL), PIO_OK);
+    check_frame(fr, len, 16, 4);
+    assert_true(pipe_closed(p[0]));
+    pio_fin_fini(&in);
+    close(p[0]);
+
+    pipe_pair(p);
+    struct pio_fout q = {0};
+    int small = 4096;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+    size_t lbig;
+    uint8_t *big = send_frame(200000, 5, &lbig);
+    assert_int_equal(pio_fout_send(&q, sv[0], big, lbig), PIO_OK);
+    assert_int_equal(pio_fout_send_fd(&q, sv[0], f, l, p[1]), PIO_OK); /* waits behind */
+    assert_false(pipe_closed(p[0]));
+    pio_fout_clear(&q);
+    assert_true(pipe_closed(p[0]));
+    close(p[0]);
+    close(sv[0]);
+    close(sv[1]);
+
+    pair(sv);
+    pipe_pair(p);
+    struct pio_fout r = {0};
+    pio_fin_init(&in, 1 << 20);
+    pio_fin_want_fds(&in);
+    assert_int_equal(pio_fout_send_fd(&r, sv[0], f, l, p[1]), PIO_OK);
+    assert_int_equal(pio_fin_fill(&in, sv[1]), PIO_OK);
+    assert_int_equal(in.nfds, 1);
+    assert_false(pipe_closed(p[0])); /* held by the reader */
+    pio_fin_fini(&in);
+    assert_true(pipe_closed(p[0]));
+    close(p[0]);
+    close(sv[0]);
+    close(sv[1]);
+    free(f);
+    free(big);
+}
+
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_split_across_reads),           cmocka_unit_test(test_queue_when_full),
-    cmocka_unit_test(test_refuses_garbage_and_oversize), cmocka_unit_test(test_send_to_closed),
-    cmocka_unit_test(test_connect_nothing_there),        cmocka_unit_test(test_salvage_after_death),
+    cmocka_unit_test(test_split_across_reads),
+    cmocka_unit_test(test_queue_when_full),
+    cmocka_unit_test(test_refuses_garbage_and_oversize),
+    cmocka_unit_test(test_send_to_closed),
+    cmocka_unit_test(test_connect_nothing_there),
+    cmocka_unit_test(test_salvage_after_death),
+    cmocka_unit_test(test_pass_fds_in_order),
+    cmocka_unit_test(test_fds_never_leak),
 };
 PIO_UNIT_MAIN(tests)
