@@ -84,6 +84,7 @@ void proc_names_del(struct piod *d, int pi);
 int proc_by_name(struct piod *d, const char *app, uint32_t proc);
 struct piod_proc *proc_of_app(struct piod *d, const char *app);
 uint32_t find_app(struct piod *d, const char *app, int *peer);
+uint32_t find_proc(struct piod *d, const char *app, uint32_t proc, int *peer);
 void answer_partner(struct piod *d, struct piod_pending_partner *pp, int status);
 struct piod_stream *stream_get(struct piod_streams *t, int peer, const char *src_app,
                                uint32_t src_proc, const char *dst_app, uint32_t dst_proc,

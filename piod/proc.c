@@ -364,7 +364,9 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
 {
     struct piod_proc *src = &d->procs[pi];
     int peer = -1;
-    uint32_t nprocs = find_app(d, s->partner, &peer);
+    /* the host where the destination process joined, not any host of its
+     * application (find_proc) */
+    uint32_t nprocs = find_proc(d, s->partner, s->dst_proc, &peer);
     int status = PIO_OK;
     if (!nprocs)
         status = PIO_EPARTNER;

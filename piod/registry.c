@@ -174,6 +174,32 @@ uint32_t find_app(struct piod *d, const char *app, int *peer)
     return left_nprocs(app, peer);
 }
 
+/* Where do messages to process proc of app go? *peer = -1 for this host;
+ * returns the application's nprocs, or 0 when it is unknown.
+ * The processes of one application may join different piods (the ranks of
+ * a job on a cluster, each with the piod of its host), so the process, not
+ * its application, decides: here if it joined here, else the peer whose
+ * registry shows it joined. A process joined nowhere yet goes where
+ * find_app puts its application: here when any process of it is here (the
+ * message waits for the process to join, as it always did), else the peer
+ * it is known at. */
+uint32_t find_proc(struct piod *d, const char *app, uint32_t proc, int *peer)
+{
+    int pi = proc_by_name(d, app, proc);
+    if (pi >= 0) {
+        *peer = -1;
+        return d->procs[pi].nprocs;
+    }
+    for (int p = 0; p < d->npeers; p++) {
+        struct piod_remote_app *a = remote_app(&d->peers[p], app, 0, 0);
+        if (a && a->njoined > 0 && proc < a->nprocs && a->joined[proc]) {
+            *peer = p;
+            return a->nprocs;
+        }
+    }
+    return find_app(d, app, peer);
+}
+
 void send_registry(struct piod *d, int peer, int only_proc, uint32_t state)
 {
     struct pio_frame *f = calloc(1, sizeof(*f));
