@@ -115,15 +115,15 @@ void piod_grants_drop_proc(struct piod *d, struct piod_proc *p)
 /* A C_ACK on a sealed channel: the frame, then its tag (the frame is the
  * associated data). */
 static int chan_send_sealed(struct piod *d, struct pio_tp_conn *c, struct pio_frame *f,
-                            struct piod_seal *s)
+                            struct pio_seal *s)
 {
-    uint8_t buf[PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64], tag[PIOD_SEAL_TAG];
+    uint8_t buf[PIO_WIRE_HDR + 16 + PIO_WIRE_MAX_RANGES * 16 + 64], tag[PIO_SEAL_TAG];
     size_t len;
     f->flags |= PIO_WH_SEAL;
     int rc = pio_wire_encode(f, buf, sizeof(buf), &len);
     if (rc != PIO_OK)
         return rc;
-    if (piod_seal_data(s, buf, len, NULL, NULL, 0, tag) != 0)
+    if (pio_seal_data(s, buf, len, NULL, NULL, 0, tag) != 0)
         return PIO_ENOMEM;
     struct iovec iov[2] = {{buf, len}, {tag, sizeof(tag)}};
     return d->tp->sendv(c, iov, 2);
@@ -201,7 +201,7 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
             peer = i;
     uint32_t index = f.u.c_hello.index;
     int sealed = (f.flags & PIO_WH_SEAL) != 0;
-    int aes = sealed && (f.flags & PIO_WH_AES) && piod_seal_wants_aes(d->cfg.cipher);
+    int aes = sealed && (f.flags & PIO_WH_AES) && pio_seal_wants_aes(d->cfg.cipher);
     char system[PIO_WIRE_NAME];
     snprintf(system, sizeof(system), "%s", f.u.c_hello.system);
     uint8_t challenge[PIO_WIRE_KEY], expect[PIO_WIRE_KEY], key[PIO_WIRE_KEY];
@@ -242,11 +242,11 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
         rc = PIO_EREFUSED;
     }
     if (rc == PIO_OK && sealed) {
-        int cipher = aes ? PIOD_CIPHER_AES : PIOD_CIPHER_CHACHA;
+        int cipher = aes ? PIO_CIPHER_AES : PIO_CIPHER_CHACHA;
         rx->sealed = 1;
         rx->cipher = cipher;
-        piod_seal_init(&rx->seal_data, cipher, key, challenge, index, system, 0);
-        piod_seal_init(&rx->seal_ack, cipher, key, challenge, index, system, 1);
+        pio_seal_init(&rx->seal_data, cipher, key, challenge, index, system, 0);
+        pio_seal_init(&rx->seal_ack, cipher, key, challenge, index, system, 1);
     }
     sodium_memzero(key, sizeof(key));
     if (!rx_hs_end(rx)) { /* too late, even with the right proof */
@@ -299,12 +299,12 @@ static void rx_post_arrived(struct piod *d, int peer, int index, uint64_t msgid,
 static int rx_open(struct piod_rxchan *rx, const struct pio_c_data *cd, uint8_t *buf,
                    const char *who)
 {
-    uint8_t tag[PIOD_SEAL_TAG], ad[20];
+    uint8_t tag[PIO_SEAL_TAG], ad[20];
     int rc = rx->d->tp->recv(rx->conn, tag, sizeof(tag));
     if (rc != PIO_OK)
         return rc;
-    piod_seal_chunk_ad(ad, cd->msgid, cd->off, cd->len);
-    if (piod_seal_open(&rx->seal_data, ad, sizeof(ad), buf, cd->len, tag) == 0)
+    pio_seal_chunk_ad(ad, cd->msgid, cd->off, cd->len);
+    if (pio_seal_open(&rx->seal_data, ad, sizeof(ad), buf, cd->len, tag) == 0)
         return PIO_OK;
     PIOD_WARN("data channel %s: chunk %llu+%llu failed its seal check (forged or altered on the "
               "way): closed; it will be sent again",
@@ -329,7 +329,7 @@ static void *rx_thread(void *arg)
             goto out;
         PIOD_INFO("express lane from %s accepted: %s <- %s (%s%s)", d->peers[rx->peer].cfg->name,
                   rx->local, rx->remote, rx->sealed ? "sealed, " : "not sealed",
-                  rx->sealed ? piod_seal_cipher_name(rx->cipher) : "");
+                  rx->sealed ? pio_seal_cipher_name(rx->cipher) : "");
         xe->kind = PIOD_EV_EXPRESS;
         xe->peer = rx->peer;
         xe->state = PIOD_EVS_LANE_THEIRS;
@@ -363,7 +363,7 @@ static void *rx_thread(void *arg)
     PIOD_INFO("channel %d from %s accepted: %s <- %s (%s%s)", rx->index,
               d->peers[rx->peer].cfg->name, rx->local, rx->remote,
               rx->sealed ? "sealed, " : "not sealed",
-              rx->sealed ? piod_seal_cipher_name(rx->cipher) : "");
+              rx->sealed ? pio_seal_cipher_name(rx->cipher) : "");
     char who[PIO_WIRE_NAME + 32];
     snprintf(who, sizeof(who), "%d from %s", rx->index, d->peers[rx->peer].cfg->name);
     for (;;) {
@@ -464,8 +464,8 @@ static void *rx_thread(void *arg)
 out:
     free(buf);
     free(scratch);
-    piod_seal_fini(&rx->seal_data);
-    piod_seal_fini(&rx->seal_ack);
+    pio_seal_fini(&rx->seal_data);
+    pio_seal_fini(&rx->seal_ack);
     if (rx->conn)
         d->tp->shutdown(rx->conn);
     atomic_store(&rx->dead, 1);

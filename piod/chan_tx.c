@@ -196,12 +196,12 @@ static void *tx_ack_reader(void *arg)
         if (rc != PIO_OK || f->type != PIO_F_C_ACK)
             break;
         if (ch->sealed) { /* the frame is the associated data of the tag after it */
-            uint8_t tag[PIOD_SEAL_TAG];
+            uint8_t tag[PIO_SEAL_TAG];
             size_t flen = PIO_WIRE_HDR +
                           (size_t)(buf[8] | buf[9] << 8 | buf[10] << 16 | (uint32_t)buf[11] << 24);
             if (d->tp->recv(ch->conn, tag, sizeof(tag)) != PIO_OK)
                 break;
-            if (piod_seal_open(&ch->seal_ack, buf, flen, NULL, 0, tag) != 0) {
+            if (pio_seal_open(&ch->seal_ack, buf, flen, NULL, 0, tag) != 0) {
                 PIOD_WARN("data channel %s: an acknowledgement failed its seal check (forged "
                           "or altered on the way): closed",
                           who);
@@ -279,7 +279,7 @@ static int tx_connect(struct piod_txchan *ch)
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_HELLO;
     int encrypt = piod_config_peer_encrypt(&d->cfg, p->cfg);
-    int offer_aes = piod_seal_wants_aes(d->cfg.cipher);
+    int offer_aes = pio_seal_wants_aes(d->cfg.cipher);
     f.flags = encrypt ? PIO_WH_SEAL | (offer_aes ? PIO_WH_AES : 0) : 0;
     f.u.c_hello.proto = PIO_WIRE_VERSION;
     f.u.c_hello.index = index;
@@ -321,12 +321,12 @@ static int tx_connect(struct piod_txchan *ch)
         goto fail;
     }
     ch->sealed = encrypt;
-    piod_seal_fini(&ch->seal_data);
-    piod_seal_fini(&ch->seal_ack);
+    pio_seal_fini(&ch->seal_data);
+    pio_seal_fini(&ch->seal_ack);
     if (ch->sealed) {
-        int cipher = (f.flags & PIO_WH_AES) ? PIOD_CIPHER_AES : PIOD_CIPHER_CHACHA;
-        piod_seal_init(&ch->seal_data, cipher, key, challenge, index, d->cfg.ident, 0);
-        piod_seal_init(&ch->seal_ack, cipher, key, challenge, index, d->cfg.ident, 1);
+        int cipher = (f.flags & PIO_WH_AES) ? PIO_CIPHER_AES : PIO_CIPHER_CHACHA;
+        pio_seal_init(&ch->seal_data, cipher, key, challenge, index, d->cfg.ident, 0);
+        pio_seal_init(&ch->seal_ack, cipher, key, challenge, index, d->cfg.ident, 1);
         ch->cipher = cipher;
     }
     sodium_memzero(key, sizeof(key));
@@ -434,7 +434,7 @@ static void *tx_thread(void *arg)
         ch->last_err = PIO_OK;
         PIOD_INFO("channel %d to %s up: %s -> %s (%s%s)", ch->index, d->peers[ch->peer].cfg->name,
                   ch->local, ch->remote, ch->sealed ? "sealed, " : "not sealed",
-                  ch->sealed ? piod_seal_cipher_name(ch->cipher) : "");
+                  ch->sealed ? pio_seal_cipher_name(ch->cipher) : "");
         pthread_t acker;
         if (pthread_create(&acker, NULL, tx_ack_reader, ch) != 0) {
             d->tp->close(ch->conn);
@@ -460,7 +460,7 @@ static void *tx_thread(void *arg)
             if (!c)
                 break;
             struct pio_frame f;
-            uint8_t hdr[64], tag[PIOD_SEAL_TAG];
+            uint8_t hdr[64], tag[PIO_SEAL_TAG];
             size_t hl;
             memset(&f, 0, sizeof(f));
             f.type = PIO_F_C_DATA;
@@ -482,8 +482,8 @@ static void *tx_thread(void *arg)
                     sealcap = len;
                 }
                 uint8_t ad[20];
-                piod_seal_chunk_ad(ad, c->msgid, c->off, len);
-                if (piod_seal_data(&ch->seal_data, ad, sizeof(ad), c->data, sealbuf, len, tag) != 0)
+                pio_seal_chunk_ad(ad, c->msgid, c->off, len);
+                if (pio_seal_data(&ch->seal_data, ad, sizeof(ad), c->data, sealbuf, len, tag) != 0)
                     break;
                 iov[1].iov_base = sealbuf;
             }
@@ -510,8 +510,8 @@ static void *tx_thread(void *arg)
     }
     tx_set_state(ch, PIO_WCHAN_DOWN);
     free(sealbuf);
-    piod_seal_fini(&ch->seal_data);
-    piod_seal_fini(&ch->seal_ack);
+    pio_seal_fini(&ch->seal_data);
+    pio_seal_fini(&ch->seal_ack);
     return NULL;
 }
 
@@ -551,7 +551,7 @@ static void *express_thread(void *arg)
         }
         PIOD_INFO("express lane to %s up: %s -> %s (%s%s)", d->peers[ch->peer].cfg->name, ch->local,
                   ch->remote, ch->sealed ? "sealed, " : "not sealed",
-                  ch->sealed ? piod_seal_cipher_name(ch->cipher) : "");
+                  ch->sealed ? pio_seal_cipher_name(ch->cipher) : "");
         tx_set_state(ch, PIO_WCHAN_UP);
         ev->kind = PIOD_EV_EXPRESS;
         ev->peer = ch->peer;

@@ -229,7 +229,7 @@ enum cfg_type {
     CFG_SIZE32,  /* size, uint32_t */
     CFG_BOOL,    /* yes | no (int) */
     CFG_TRI,     /* yes | no (int: 2 | 1; 0 while unset) */
-    CFG_CIPHER,  /* auto | aes-256-gcm | chacha20-poly1305 (enum piod_cipher) */
+    CFG_CIPHER,  /* auto | aes-256-gcm | chacha20-poly1305 (enum pio_cipher) */
     CFG_TPNAME,  /* a registered stream transport's name (pio_transport_find) */
 };
 
@@ -407,11 +407,11 @@ static void cfg_set(struct cfg_parse *p, void *base, const struct cfg_key *k, co
         break;
     case CFG_CIPHER:
         if (strcmp(val, "auto") == 0)
-            *(int *)(void *)field = PIOD_CIPHER_AUTO;
+            *(int *)(void *)field = PIO_CIPHER_AUTO;
         else if (strcmp(val, "aes-256-gcm") == 0)
-            *(int *)(void *)field = PIOD_CIPHER_AES;
+            *(int *)(void *)field = PIO_CIPHER_AES;
         else if (strcmp(val, "chacha20-poly1305") == 0)
-            *(int *)(void *)field = PIOD_CIPHER_CHACHA;
+            *(int *)(void *)field = PIO_CIPHER_CHACHA;
         else
             cfg_problem(p, "bad cipher '%s': expected auto, aes-256-gcm or chacha20-poly1305", val);
         break;
@@ -914,9 +914,9 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
     fprintf(out, "encrypt = %s\n", c->encrypt ? "yes" : "no");
     fprintf(out, "cipher = %s\n",
-            c->cipher == PIOD_CIPHER_AES      ? "aes-256-gcm"
-            : c->cipher == PIOD_CIPHER_CHACHA ? "chacha20-poly1305"
-                                              : "auto");
+            c->cipher == PIO_CIPHER_AES      ? "aes-256-gcm"
+            : c->cipher == PIO_CIPHER_CHACHA ? "chacha20-poly1305"
+                                             : "auto");
     fprintf(out, "spin-us = %u\n", c->spin_us);
     fprintf(out, "stall-ms = %u\n", c->stall_ms);
     fprintf(out, "link-timeout = %u\n", c->link_timeout);

@@ -74,7 +74,7 @@ struct piod_config {
     int curve;         /* 1 (default): CURVE on the control plane; 0 only with --insecure */
     int express;       /* 1 (default): H_* frames on the express lane once it is up */
     int encrypt; /* 1 (default): data channels and express lanes sealed (seal.h); [peer] may say */
-    int cipher;  /* enum piod_cipher (piod/seal.h): which AEAD we offer; default auto */
+    int cipher;  /* enum pio_cipher (common/seal.h): which AEAD we offer; default auto */
     uint32_t spin_us; /* main loop: look again without sleeping this long (us) */
     uint32_t
         stall_ms; /* ms without an ack (plus the bytes' time) before a channel or lane is down */

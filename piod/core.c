@@ -107,7 +107,7 @@ static int express_send(struct piod_peer_st *p, const uint8_t *buf, size_t len)
 {
     if (!p->xo_sealed)
         return pio_fout_send(&p->xo, p->xout_fd, buf, len);
-    size_t body = len + PIOD_SEAL_TAG, need = PIO_WIRE_HDR + body;
+    size_t body = len + PIO_SEAL_TAG, need = PIO_WIRE_HDR + body;
     if (need > p->xcap) {
         uint8_t *nb = realloc(p->xbuf, need);
         if (!nb)
@@ -118,8 +118,8 @@ static int express_send(struct piod_peer_st *p, const uint8_t *buf, size_t len)
     int rc = pio_wire_sealed_wrap(p->xbuf, body);
     if (rc != PIO_OK)
         return rc;
-    if (piod_seal_data(&p->xo_seal, p->xbuf, 12, buf, p->xbuf + PIO_WIRE_HDR, len,
-                       p->xbuf + PIO_WIRE_HDR + len) != 0)
+    if (pio_seal_data(&p->xo_seal, p->xbuf, 12, buf, p->xbuf + PIO_WIRE_HDR, len,
+                      p->xbuf + PIO_WIRE_HDR + len) != 0)
         return PIO_ENOMEM;
     return pio_fout_send(&p->xo, p->xout_fd, p->xbuf, need);
 }
@@ -388,10 +388,9 @@ int piod_init(struct piod *d)
             PIOD_INFO("data channels and express lanes sealed%s (offering %s, run by %s; "
                       "ChaCha20-Poly1305 if the peer does not take it)",
                       plain ? " but to peers with encrypt = no" : "",
-                      piod_seal_wants_aes(d->cfg.cipher) ? "AES-256-GCM" : "ChaCha20-Poly1305",
-                      piod_seal_backend_name(piod_seal_wants_aes(d->cfg.cipher)
-                                                 ? PIOD_CIPHER_AES
-                                                 : PIOD_CIPHER_CHACHA));
+                      pio_seal_wants_aes(d->cfg.cipher) ? "AES-256-GCM" : "ChaCha20-Poly1305",
+                      pio_seal_backend_name(pio_seal_wants_aes(d->cfg.cipher) ? PIO_CIPHER_AES
+                                                                              : PIO_CIPHER_CHACHA));
         else
             PIOD_INFO("encrypt = no: data channels and express lanes are not sealed (for links "
                       "you trust; the control plane stays CURVE)");
@@ -768,7 +767,7 @@ void piod_fini(struct piod *d)
             d->tp->close(d->peers[i].xout);
         d->peers[i].xout = NULL;
         pio_fout_clear(&d->peers[i].xo);
-        piod_seal_fini(&d->peers[i].xo_seal);
+        pio_seal_fini(&d->peers[i].xo_seal);
         free(d->peers[i].xbuf);
         d->peers[i].xbuf = NULL;
         piod_lseq_fini(&d->peers[i].lq);

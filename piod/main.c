@@ -320,11 +320,11 @@ int main(int argc, char **argv)
         case O_NO_ENCRYPT: c->encrypt = 0; break;
         case O_CIPHER:
             if (strcmp(optarg, "auto") == 0)
-                c->cipher = PIOD_CIPHER_AUTO;
+                c->cipher = PIO_CIPHER_AUTO;
             else if (strcmp(optarg, "aes-256-gcm") == 0)
-                c->cipher = PIOD_CIPHER_AES;
+                c->cipher = PIO_CIPHER_AES;
             else if (strcmp(optarg, "chacha20-poly1305") == 0)
-                c->cipher = PIOD_CIPHER_CHACHA;
+                c->cipher = PIO_CIPHER_CHACHA;
             else {
                 fprintf(stderr,
                         "piod: bad --cipher '%s': expected auto, aes-256-gcm or "

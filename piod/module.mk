@@ -1,6 +1,8 @@
 # piod/module.mk - the daemon. Everything but main.c also goes into an
 # internal archive (libpiod.a) that the unit tests link.
-PIOD_SRCS := $(filter-out piod/main.c piod/fuzz_%.c,$(wildcard piod/*.c))
+# the seal (common/seal*.c) lives in common/ for libpio's direct lane too
+SEAL_SRCS := common/seal.c common/seal_evp.c common/seal_imb.c
+PIOD_SRCS := $(filter-out piod/main.c piod/fuzz_%.c,$(wildcard piod/*.c)) $(SEAL_SRCS)
 PIOD_OBJS := $(PIOD_SRCS:%.c=$(B)/%.o)
 LIBPIOD_A := $(B)/lib/libpiod.a
 PIOD_BIN  := $(B)/sbin/piod
@@ -11,11 +13,12 @@ $(LIBPIOD_A): $(PIOD_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
 
-# Sealing (seal*.c): libcrypto always; intel-ipsec-mb, AES-GCM's fastest
-# backend on x86-64, where it is installed (mk/deps.sh installs it on amd64).
+# Sealing (common/seal*.c): libcrypto always; intel-ipsec-mb, AES-GCM's
+# fastest backend on x86-64, where it is installed (mk/deps.sh installs it
+# on amd64).
 PIOD_IMB := $(if $(wildcard /usr/include/intel-ipsec-mb.h),1)
 PIOD_CRYPTO_LIBS := $(call pkg,--libs,libcrypto) $(if $(PIOD_IMB),-lIPSec_MB)
-$(B)/piod/seal_imb.o: CPPFLAGS += $(if $(PIOD_IMB),-DPIOD_HAVE_IMB)
+$(B)/common/seal_imb.o: CPPFLAGS += $(if $(PIOD_IMB),-DPIO_HAVE_IMB)
 $(PIOD_BIN): LDLIBS += $(PIOD_CRYPTO_LIBS)
 
 $(PIOD_BIN): $(B)/piod/main.o $(LIBPIOD_A) $(LIBPIO_A)

@@ -407,7 +407,7 @@ void express_out_down(struct piod *d, int peer, const char *why)
     p->xout = NULL;
     p->xout_fd = -1;
     p->xo_sealed = 0;
-    piod_seal_fini(&p->xo_seal);
+    pio_seal_fini(&p->xo_seal);
     piod_express_failed(d, peer); /* its thread closes it and reconnects */
     if (p->lq.head) {
         PIOD_WARN("%zu frame(s) (%zu bytes) to %s not yet acknowledged go again on the control "
@@ -427,7 +427,7 @@ void express_in_down(struct piod *d, int peer)
     p->xin_fd = -1;
     pio_fin_fini(&p->xi);
     p->xi_sealed = 0;
-    piod_seal_fini(&p->xi_seal);
+    pio_seal_fini(&p->xi_seal);
 }
 
 static int set_nonblocking(int fd)
@@ -444,7 +444,7 @@ void on_express_event(struct piod *d, struct piod_ev *ev)
         if (p->xout)
             express_out_down(d, ev->peer, "replaced");
         if (set_nonblocking(fd) != 0) {
-            piod_seal_fini(&ev->seal);
+            pio_seal_fini(&ev->seal);
             piod_express_failed(d, ev->peer);
             return;
         }
@@ -455,7 +455,7 @@ void on_express_event(struct piod *d, struct piod_ev *ev)
     } else {                   /* the peer's, from a receiver thread */
         express_in_down(d, ev->peer);
         if (set_nonblocking(fd) != 0) {
-            piod_seal_fini(&ev->seal);
+            pio_seal_fini(&ev->seal);
             d->tp->close(ev->conn);
             return;
         }
@@ -464,7 +464,7 @@ void on_express_event(struct piod *d, struct piod_ev *ev)
         p->xi_sealed = ev->sealed;
         p->xi_seal = ev->seal;
         /* a sealed frame is the frame, a header and a tag */
-        pio_fin_init(&p->xi, d->scratch_len + PIO_WIRE_HDR + PIOD_SEAL_TAG);
+        pio_fin_init(&p->xi, d->scratch_len + PIO_WIRE_HDR + PIO_SEAL_TAG);
     }
 }
 
@@ -499,9 +499,9 @@ void on_express_ready(struct piod *d, int peer, int out, short revents, struct p
         if (p->xi_sealed) { /* open it in place: the buffer is ours until the next fill */
             uint8_t *body = (uint8_t *)(uintptr_t)fr + PIO_WIRE_HDR;
             size_t n = len - PIO_WIRE_HDR;
-            if (fr[5] != PIO_F_C_SEALED || n < PIO_WIRE_HDR + PIOD_SEAL_TAG ||
-                piod_seal_open(&p->xi_seal, fr, 12, body, n - PIOD_SEAL_TAG,
-                               body + n - PIOD_SEAL_TAG) != 0) {
+            if (fr[5] != PIO_F_C_SEALED || n < PIO_WIRE_HDR + PIO_SEAL_TAG ||
+                pio_seal_open(&p->xi_seal, fr, 12, body, n - PIO_SEAL_TAG,
+                              body + n - PIO_SEAL_TAG) != 0) {
                 PIOD_WARN("express lane from %s: a frame failed its seal check (%s): closed",
                           p->cfg->name,
                           fr[5] != PIO_F_C_SEALED ? "not sealed" : "forged or altered on the way");
@@ -509,7 +509,7 @@ void on_express_ready(struct piod *d, int peer, int out, short revents, struct p
                 return;
             }
             fr = body;
-            len = n - PIOD_SEAL_TAG;
+            len = n - PIO_SEAL_TAG;
         }
         on_peer_frame(d, peer, fr, len, f);
     }

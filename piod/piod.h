@@ -94,8 +94,8 @@ struct piod_txchan {
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
     /* sealed (encrypt = yes): set by tx_connect before the connection is
      * used; seal_data is the sender thread's, seal_ack the ack reader's */
-    int sealed, cipher; /* cipher: PIOD_CIPHER_AES or _CHACHA, when sealed */
-    struct piod_seal seal_data, seal_ack;
+    int sealed, cipher; /* cipher: PIO_CIPHER_AES or _CHACHA, when sealed */
+    struct pio_seal seal_data, seal_ack;
 };
 
 /* One incoming channel (the peer opened it; we receive C_DATA on it). */
@@ -112,8 +112,8 @@ struct piod_rxchan {
     uint64_t hs_deadline_ms;
     char local[PIO_TP_ADDR], remote[PIO_TP_ADDR];
     int sealed; /* the opener asked (C_HELLO flag): seal_data opens, seal_ack seals */
-    int cipher; /* when sealed: PIOD_CIPHER_AES or _CHACHA, as the handshake chose */
-    struct piod_seal seal_data, seal_ack;
+    int cipher; /* when sealed: PIO_CIPHER_AES or _CHACHA, as the handshake chose */
+    struct pio_seal seal_data, seal_ack;
 };
 
 /* Balancing view of one channel from the receiver's side. */
@@ -165,7 +165,7 @@ struct piod_peer_st {
      * (xo_seal, sealed in the order they enter xo), xin's come in so
      * (xi_seal); xbuf holds one being sealed */
     int xo_sealed, xi_sealed;
-    struct piod_seal xo_seal, xi_seal;
+    struct pio_seal xo_seal, xi_seal;
     uint8_t *xbuf;
     size_t xcap;
     /* every H_* frame but H_HELLO, numbered and kept until acked (lane.h),
@@ -337,7 +337,7 @@ struct piod_ev {
     struct piod_chunk *chunks; /* PIOD_EV_REQUEUE */
     struct pio_tp_conn *conn;  /* PIOD_EV_EXPRESS */
     int sealed;                /* PIOD_EV_EXPRESS: the lane is sealed with seal (moved in) */
-    struct piod_seal seal;
+    struct pio_seal seal;
     uint64_t gen; /* PIOD_EV_CHAN rx up/down: the connection (rx->gen) */
 };
 

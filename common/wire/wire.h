@@ -106,7 +106,7 @@ enum pio_ftype { PIO_FTYPES(PIO_FTYPE_ENUM_) };
  * the channel is sealed (status PIO_OK) or that this acceptor takes sealed
  * channels only (status PIO_EREFUSED); on a sealed channel every C_DATA
  * payload and every C_ACK frame is followed by a 16-byte tag
- * (piod/seal.h). */
+ * (common/seal.h). */
 #define PIO_WH_SEAL 0x0001
 /* With PIO_WH_SEAL: on C_HELLO, the opener offers AES-256-GCM; on C_ACCEPT,
  * the acceptor chose it (else the channel uses ChaCha20-Poly1305). */
@@ -351,7 +351,7 @@ struct pio_c_ack {
     } a[PIO_WIRE_MAX_RANGES];
 };
 
-/* C_SEALED (a sealed express lane, piod/seal.h): the body is an encoded
+/* C_SEALED (a sealed express lane, common/seal.h): the body is an encoded
  * frame (at least a header) encrypted, then a 16-byte tag; len counts both.
  * Its header's check covers the header only: the tag authenticates the
  * body. The sealer builds it in place (pio_wire_sealed_wrap); pio_wire_encode

@@ -7,7 +7,7 @@
  * loaded from $PIO_SRC (the runner sets it), else from the current folder.
  */
 #include "piod/config.h"
-#include "piod/seal.h"
+#include "common/seal.h"
 #include "tests/lib/unit.h"
 
 #include <stdio.h>
@@ -185,7 +185,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.curve, 1);
     assert_int_equal(c.express, 1);
     assert_int_equal(c.encrypt, 1);
-    assert_int_equal(c.cipher, PIOD_CIPHER_AUTO);
+    assert_int_equal(c.cipher, PIO_CIPHER_AUTO);
     assert_int_equal(c.spin_us, 50);
     assert_int_equal(c.link_timeout, 30);
     assert_null(c.config_path);
@@ -1081,7 +1081,7 @@ static void test_encrypt(void **state)
                      0);
     free(msgs);
     assert_int_equal(c.encrypt, 0);
-    assert_int_equal(c.cipher, PIOD_CIPHER_CHACHA);
+    assert_int_equal(c.cipher, PIO_CIPHER_CHACHA);
     assert_int_equal(piod_config_peer_encrypt(&c, &c.peers[0]), 1); /* its own */
     assert_int_equal(piod_config_peer_encrypt(&c, &c.peers[1]), 0); /* the top level's */
     assert_int_equal(piod_config_peer_encrypt(&c, NULL), 0);
@@ -1092,7 +1092,7 @@ static void test_encrypt(void **state)
                      0);
     free(msgs);
     assert_int_equal(c.encrypt, 1); /* the default */
-    assert_int_equal(c.cipher, PIOD_CIPHER_AES);
+    assert_int_equal(c.cipher, PIO_CIPHER_AES);
     assert_int_equal(piod_config_peer_encrypt(&c, &c.peers[0]), 0);
     assert_int_equal(piod_config_peer_encrypt(&c, &c.peers[1]), 1);
     /* printed, it reads back the same */
@@ -1106,7 +1106,7 @@ static void test_encrypt(void **state)
     assert_int_equal(load_text(&back, text, &msgs), 0);
     free(msgs);
     free(text);
-    assert_int_equal(back.cipher, PIOD_CIPHER_AES);
+    assert_int_equal(back.cipher, PIO_CIPHER_AES);
     assert_int_equal(piod_config_peer_encrypt(&back, &back.peers[0]), 0);
     assert_int_equal(piod_config_peer_encrypt(&back, &back.peers[1]), 1);
     expect_one("cipher = des\n", 1,

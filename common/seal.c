@@ -9,7 +9,7 @@
 #include <sodium.h>
 #include <string.h>
 
-int piod_seal_has_aesni(void)
+int pio_seal_has_aesni(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
@@ -21,35 +21,35 @@ int piod_seal_has_aesni(void)
 #endif
 }
 
-int piod_seal_wants_aes(int cipher)
+int pio_seal_wants_aes(int cipher)
 {
-    return cipher == PIOD_CIPHER_AES || (cipher == PIOD_CIPHER_AUTO && piod_seal_has_aesni());
+    return cipher == PIO_CIPHER_AES || (cipher == PIO_CIPHER_AUTO && pio_seal_has_aesni());
 }
 
-const char *piod_seal_cipher_name(int cipher)
+const char *pio_seal_cipher_name(int cipher)
 {
     switch (cipher) {
-    case PIOD_CIPHER_AES: return "aes-256-gcm";
-    case PIOD_CIPHER_CHACHA: return "chacha20-poly1305";
+    case PIO_CIPHER_AES: return "aes-256-gcm";
+    case PIO_CIPHER_CHACHA: return "chacha20-poly1305";
     default: return "auto";
     }
 }
 
 /* The backends, fastest first: the one registration point. */
-static const struct piod_seal_backend *const seal_backends[] = {&piod_seal_imb, &piod_seal_evp};
+static const struct pio_seal_backend *const seal_backends[] = {&pio_seal_imb, &pio_seal_evp};
 
-const struct piod_seal_backend *piod_seal_backend(int cipher)
+const struct pio_seal_backend *pio_seal_backend(int cipher)
 {
-    cipher = cipher == PIOD_CIPHER_AES ? PIOD_CIPHER_AES : PIOD_CIPHER_CHACHA;
+    cipher = cipher == PIO_CIPHER_AES ? PIO_CIPHER_AES : PIO_CIPHER_CHACHA;
     for (size_t i = 0; i < sizeof(seal_backends) / sizeof(seal_backends[0]); i++)
         if (seal_backends[i]->runs(cipher))
             return seal_backends[i];
-    return &piod_seal_evp;
+    return &pio_seal_evp;
 }
 
-const char *piod_seal_backend_name(int cipher)
+const char *pio_seal_backend_name(int cipher)
 {
-    return piod_seal_backend(cipher)->name;
+    return pio_seal_backend(cipher)->name;
 }
 
 static void seal_le64(uint8_t *p, uint64_t v)
@@ -58,57 +58,57 @@ static void seal_le64(uint8_t *p, uint64_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-void piod_seal_init(struct piod_seal *s, int cipher, const uint8_t chan_key[32],
-                    const uint8_t challenge[32], uint32_t index, const char *system,
-                    int ack_direction)
+void pio_seal_init(struct pio_seal *s, int cipher, const uint8_t chan_key[32],
+                   const uint8_t challenge[32], uint32_t index, const char *system,
+                   int ack_direction)
 {
     static const char chacha_label[] = "PIO-SEAL-1", aes_label[] = "PIO-SEAL-AES256GCM-1";
-    const char *label = cipher == PIOD_CIPHER_AES ? aes_label : chacha_label;
+    const char *label = cipher == PIO_CIPHER_AES ? aes_label : chacha_label;
     crypto_generichash_state st;
     uint8_t ib[4] = {(uint8_t)index, (uint8_t)(index >> 8), (uint8_t)(index >> 16),
                      (uint8_t)(index >> 24)};
     memset(s, 0, sizeof(*s));
-    s->cipher = cipher == PIOD_CIPHER_AES ? PIOD_CIPHER_AES : PIOD_CIPHER_CHACHA;
-    crypto_generichash_init(&st, chan_key, 32, PIOD_SEAL_KEY);
+    s->cipher = cipher == PIO_CIPHER_AES ? PIO_CIPHER_AES : PIO_CIPHER_CHACHA;
+    crypto_generichash_init(&st, chan_key, 32, PIO_SEAL_KEY);
     crypto_generichash_update(&st, (const uint8_t *)label, strlen(label));
     crypto_generichash_update(&st, challenge, 32);
     crypto_generichash_update(&st, ib, sizeof(ib));
     crypto_generichash_update(&st, (const uint8_t *)system, strlen(system));
-    crypto_generichash_final(&st, s->key, PIOD_SEAL_KEY);
+    crypto_generichash_final(&st, s->key, PIO_SEAL_KEY);
     s->high = ack_direction ? (uint64_t)1 << 63 : 0;
-    s->be = piod_seal_backend(s->cipher);
+    s->be = pio_seal_backend(s->cipher);
 }
 
-void piod_seal_fini(struct piod_seal *s)
+void pio_seal_fini(struct pio_seal *s)
 {
     if (s->be && s->be->fini)
         s->be->fini(s);
     sodium_memzero(s, sizeof(*s));
 }
 
-static void seal_nonce(struct piod_seal *s, uint8_t npub[PIOD_SEAL_NONCE])
+static void seal_nonce(struct pio_seal *s, uint8_t npub[PIO_SEAL_NONCE])
 {
-    memset(npub, 0, PIOD_SEAL_NONCE);
+    memset(npub, 0, PIO_SEAL_NONCE);
     seal_le64(npub, s->high | s->n++);
 }
 
-int piod_seal_data(struct piod_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in,
-                   uint8_t *out, size_t len, uint8_t tag[PIOD_SEAL_TAG])
+int pio_seal_data(struct pio_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in,
+                  uint8_t *out, size_t len, uint8_t tag[PIO_SEAL_TAG])
 {
-    uint8_t npub[PIOD_SEAL_NONCE];
+    uint8_t npub[PIO_SEAL_NONCE];
     seal_nonce(s, npub);
     return s->be->seal(s, npub, ad, adlen, in, out, len, tag);
 }
 
-int piod_seal_open(struct piod_seal *s, const uint8_t *ad, size_t adlen, uint8_t *buf, size_t len,
-                   const uint8_t tag[PIOD_SEAL_TAG])
+int pio_seal_open(struct pio_seal *s, const uint8_t *ad, size_t adlen, uint8_t *buf, size_t len,
+                  const uint8_t tag[PIO_SEAL_TAG])
 {
-    uint8_t npub[PIOD_SEAL_NONCE];
+    uint8_t npub[PIO_SEAL_NONCE];
     seal_nonce(s, npub);
     return s->be->open(s, npub, ad, adlen, buf, len, tag);
 }
 
-void piod_seal_chunk_ad(uint8_t ad[20], uint64_t msgid, uint64_t off, uint32_t len)
+void pio_seal_chunk_ad(uint8_t ad[20], uint64_t msgid, uint64_t off, uint32_t len)
 {
     seal_le64(ad, msgid);
     seal_le64(ad + 8, off);

@@ -27,82 +27,82 @@
  * binds the frame to its payload: msgid, off, len of the C_DATA (u64, u64,
  * u32 LE), the whole encoded C_ACK frame, or the C_SEALED header's first 12
  * bytes.
- * Thread-safety: a piod_seal belongs to one direction of one connection;
+ * Thread-safety: a pio_seal belongs to one direction of one connection;
  * its owner serializes calls (the channel's sender thread, its receiver
- * thread, or the main loop for an express lane). A piod_seal may be moved
+ * thread, or the main loop for an express lane). A pio_seal may be moved
  * (copied) to another owner before first use or between uses.
- * Lifecycle: piod_seal_init, any number of piod_seal_data/open, then
- * piod_seal_fini (also on a state that was only zeroed: a no-op). */
-#ifndef PIOD_SEAL_H
-#define PIOD_SEAL_H
+ * Lifecycle: pio_seal_init, any number of pio_seal_data/open, then
+ * pio_seal_fini (also on a state that was only zeroed: a no-op). */
+#ifndef PIO_SEAL_H
+#define PIO_SEAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define PIOD_SEAL_TAG 16 /* bytes of the tag after each sealed payload */
-#define PIOD_SEAL_KEY 32
+#define PIO_SEAL_TAG 16 /* bytes of the tag after each sealed payload */
+#define PIO_SEAL_KEY 32
 
 /* piod.conf `cipher`: which AEAD this piod offers (seal.c). */
-enum piod_cipher {
-    PIOD_CIPHER_AUTO = 0,   /* AES-256-GCM where the CPU has AES-NI, else ChaCha20-Poly1305 */
-    PIOD_CIPHER_AES = 1,    /* AES-256-GCM whenever the peer takes it */
-    PIOD_CIPHER_CHACHA = 2, /* ChaCha20-Poly1305 always */
+enum pio_cipher {
+    PIO_CIPHER_AUTO = 0,   /* AES-256-GCM where the CPU has AES-NI, else ChaCha20-Poly1305 */
+    PIO_CIPHER_AES = 1,    /* AES-256-GCM whenever the peer takes it */
+    PIO_CIPHER_CHACHA = 2, /* ChaCha20-Poly1305 always */
 };
 
-struct piod_seal_backend;
-struct piod_seal {
-    const struct piod_seal_backend *be; /* who runs the AEAD (seal_be.h) */
-    void *ctx;                          /* the backend's state, made at the first use */
-    int cipher;                         /* PIOD_CIPHER_AES or PIOD_CIPHER_CHACHA */
-    int dir;                            /* what ctx is set up for: 0 none yet, 1 seal, 2 open */
-    uint8_t key[PIOD_SEAL_KEY];
+struct pio_seal_backend;
+struct pio_seal {
+    const struct pio_seal_backend *be; /* who runs the AEAD (seal_be.h) */
+    void *ctx;                         /* the backend's state, made at the first use */
+    int cipher;                        /* PIO_CIPHER_AES or PIO_CIPHER_CHACHA */
+    int dir;                           /* what ctx is set up for: 0 none yet, 1 seal, 2 open */
+    uint8_t key[PIO_SEAL_KEY];
     uint64_t n;    /* the next nonce's counter */
     uint64_t high; /* 0 (opener -> acceptor) or 1 << 63 (acceptor -> opener) */
 };
 
-/* piod_seal_has_aesni - 1 when this CPU has AES-NI and carry-less multiply
+/* pio_seal_has_aesni - 1 when this CPU has AES-NI and carry-less multiply
  * (AES-256-GCM runs fast), else 0. */
-int piod_seal_has_aesni(void);
+int pio_seal_has_aesni(void);
 
-/* piod_seal_wants_aes - 1 when a piod configured with cipher (enum
- * piod_cipher) offers AES-256-GCM at the handshake. The AEAD of a
+/* pio_seal_wants_aes - 1 when a piod configured with cipher (enum
+ * pio_cipher) offers AES-256-GCM at the handshake. The AEAD of a
  * connection is AES-256-GCM when both ends offer it, else ChaCha20-Poly1305. */
-int piod_seal_wants_aes(int cipher);
+int pio_seal_wants_aes(int cipher);
 
-/* piod_seal_cipher_name - "aes-256-gcm", "chacha20-poly1305" or "auto". */
-const char *piod_seal_cipher_name(int cipher);
+/* pio_seal_cipher_name - "aes-256-gcm", "chacha20-poly1305" or "auto". */
+const char *pio_seal_cipher_name(int cipher);
 
-/* piod_seal_backend - the backend that runs cipher here (seal_be.h);
- * piod_seal_backend_name - its name, "intel-ipsec-mb" or "libcrypto". */
-const struct piod_seal_backend *piod_seal_backend(int cipher);
-const char *piod_seal_backend_name(int cipher);
+/* pio_seal_backend - the backend that runs cipher here (seal_be.h);
+ * pio_seal_backend_name - its name, "intel-ipsec-mb" or "libcrypto". */
+const struct pio_seal_backend *pio_seal_backend(int cipher);
+const char *pio_seal_backend_name(int cipher);
 
-/* piod_seal_init - the state of one direction of one connection. cipher:
- * PIOD_CIPHER_AES or PIOD_CIPHER_CHACHA (the one agreed at the handshake);
+/* pio_seal_init - the state of one direction of one connection. cipher:
+ * PIO_CIPHER_AES or PIO_CIPHER_CHACHA (the one agreed at the handshake);
  * chan_key and challenge are PIO_WIRE_KEY (32) bytes; ack_direction 0 for
  * C_DATA and C_SEALED (the opener seals, the acceptor opens), 1 for C_ACK.
  * Allocates nothing (the cipher context comes at the first use). */
-void piod_seal_init(struct piod_seal *s, int cipher, const uint8_t chan_key[32],
-                    const uint8_t challenge[32], uint32_t index, const char *system,
-                    int ack_direction);
+void pio_seal_init(struct pio_seal *s, int cipher, const uint8_t chan_key[32],
+                   const uint8_t challenge[32], uint32_t index, const char *system,
+                   int ack_direction);
 
-/* piod_seal_fini - forget the key and free the cipher context. */
-void piod_seal_fini(struct piod_seal *s);
+/* pio_seal_fini - forget the key and free the cipher context. */
+void pio_seal_fini(struct pio_seal *s);
 
-/* piod_seal_data - encrypt len bytes of in into out (out may equal in) and
+/* pio_seal_data - encrypt len bytes of in into out (out may equal in) and
  * write the tag; ad, adlen: the associated data. Uses one nonce. Returns 0,
  * or -1 when libcrypto fails (out of memory): the connection must close. */
-int piod_seal_data(struct piod_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in,
-                   uint8_t *out, size_t len, uint8_t tag[PIOD_SEAL_TAG]);
+int pio_seal_data(struct pio_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in,
+                  uint8_t *out, size_t len, uint8_t tag[PIO_SEAL_TAG]);
 
-/* piod_seal_open - decrypt buf[0..len) in place if tag is right for it and
+/* pio_seal_open - decrypt buf[0..len) in place if tag is right for it and
  * ad. Returns 0, or -1 (forged, altered, reordered or replayed: buf holds
  * garbage, and the connection must be dropped: its nonce counters no longer
  * agree). Uses one nonce either way. */
-int piod_seal_open(struct piod_seal *s, const uint8_t *ad, size_t adlen, uint8_t *buf, size_t len,
-                   const uint8_t tag[PIOD_SEAL_TAG]);
+int pio_seal_open(struct pio_seal *s, const uint8_t *ad, size_t adlen, uint8_t *buf, size_t len,
+                  const uint8_t tag[PIO_SEAL_TAG]);
 
-/* piod_seal_chunk_ad - the associated data of a C_DATA (20 bytes). */
-void piod_seal_chunk_ad(uint8_t ad[20], uint64_t msgid, uint64_t off, uint32_t len);
+/* pio_seal_chunk_ad - the associated data of a C_DATA (20 bytes). */
+void pio_seal_chunk_ad(uint8_t ad[20], uint64_t msgid, uint64_t off, uint32_t len);
 
 #endif

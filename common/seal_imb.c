@@ -6,7 +6,7 @@
  * seals at about 2.3 x libcrypto's speed (docs/design-notes.md, "Sealed by
  * default"), which is what keeps a sealed stream near a clear one when the
  * CPU, not the link, is the limit. Built when the build finds the library
- * (PIOD_HAVE_IMB, set by the Makefile); without it this backend runs
+ * (PIO_HAVE_IMB, set by the Makefile); without it this backend runs
  * nothing and libcrypto does AES-GCM.
  * One manager for the whole process, made once: its GCM calls keep no
  * state of their own (the key schedule and the running context are ours),
@@ -14,7 +14,7 @@
  * (made from s->key at the first use) and a context. */
 #include "seal_be.h"
 
-#ifdef PIOD_HAVE_IMB
+#ifdef PIO_HAVE_IMB
 #include <intel-ipsec-mb.h>
 #include <pthread.h>
 #include <sodium.h>
@@ -40,7 +40,7 @@ static void imb_setup(void)
 
 static int imb_runs(int cipher)
 {
-    if (cipher != PIOD_CIPHER_AES)
+    if (cipher != PIO_CIPHER_AES)
         return 0;
     pthread_once(&imb_once, imb_setup);
     return imb_mgr != NULL;
@@ -51,7 +51,7 @@ struct imb_state {
     struct gcm_context_data ctx;
 };
 
-static struct imb_state *imb_state(struct piod_seal *s)
+static struct imb_state *imb_state(struct pio_seal *s)
 {
     if (s->ctx)
         return s->ctx;
@@ -64,31 +64,31 @@ static struct imb_state *imb_state(struct piod_seal *s)
     return st;
 }
 
-static int imb_seal(struct piod_seal *s, const uint8_t nonce[PIOD_SEAL_NONCE], const uint8_t *ad,
+static int imb_seal(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], const uint8_t *ad,
                     size_t adlen, const uint8_t *in, uint8_t *out, size_t len,
-                    uint8_t tag[PIOD_SEAL_TAG])
+                    uint8_t tag[PIO_SEAL_TAG])
 {
     struct imb_state *st = imb_state(s);
     if (!st)
         return -1;
     IMB_AES256_GCM_ENC(imb_mgr, &st->key, &st->ctx, out, in, len, nonce, ad, adlen, tag,
-                       PIOD_SEAL_TAG);
+                       PIO_SEAL_TAG);
     return 0;
 }
 
-static int imb_open(struct piod_seal *s, const uint8_t nonce[PIOD_SEAL_NONCE], const uint8_t *ad,
-                    size_t adlen, uint8_t *buf, size_t len, const uint8_t tag[PIOD_SEAL_TAG])
+static int imb_open(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], const uint8_t *ad,
+                    size_t adlen, uint8_t *buf, size_t len, const uint8_t tag[PIO_SEAL_TAG])
 {
     struct imb_state *st = imb_state(s);
-    uint8_t want[PIOD_SEAL_TAG];
+    uint8_t want[PIO_SEAL_TAG];
     if (!st)
         return -1;
     IMB_AES256_GCM_DEC(imb_mgr, &st->key, &st->ctx, buf, buf, len, nonce, ad, adlen, want,
-                       PIOD_SEAL_TAG);
-    return sodium_memcmp(want, tag, PIOD_SEAL_TAG) == 0 ? 0 : -1;
+                       PIO_SEAL_TAG);
+    return sodium_memcmp(want, tag, PIO_SEAL_TAG) == 0 ? 0 : -1;
 }
 
-static void imb_fini(struct piod_seal *s)
+static void imb_fini(struct pio_seal *s)
 {
     if (s->ctx) {
         sodium_memzero(s->ctx, sizeof(struct imb_state));
@@ -97,7 +97,7 @@ static void imb_fini(struct piod_seal *s)
     s->ctx = NULL;
 }
 
-const struct piod_seal_backend piod_seal_imb = {
+const struct pio_seal_backend pio_seal_imb = {
     .name = "intel-ipsec-mb",
     .runs = imb_runs,
     .seal = imb_seal,
@@ -113,6 +113,6 @@ static int imb_none(int cipher)
     return 0;
 }
 
-const struct piod_seal_backend piod_seal_imb = {.name = "intel-ipsec-mb (not built)",
-                                                .runs = imb_none};
+const struct pio_seal_backend pio_seal_imb = {.name = "intel-ipsec-mb (not built)",
+                                              .runs = imb_none};
 #endif

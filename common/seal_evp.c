@@ -9,19 +9,19 @@
 
 static int evp_runs(int cipher)
 {
-    return cipher == PIOD_CIPHER_AES || cipher == PIOD_CIPHER_CHACHA;
+    return cipher == PIO_CIPHER_AES || cipher == PIO_CIPHER_CHACHA;
 }
 
 /* The context set up for dir (1 seal, 2 open) and nonce; NULL when
  * libcrypto cannot make one. */
-static EVP_CIPHER_CTX *evp_begin(struct piod_seal *s, int dir, const uint8_t *nonce)
+static EVP_CIPHER_CTX *evp_begin(struct pio_seal *s, int dir, const uint8_t *nonce)
 {
     if (!s->ctx && !(s->ctx = EVP_CIPHER_CTX_new()))
         return NULL;
     EVP_CIPHER_CTX *c = s->ctx;
     if (s->dir != dir) {
         const EVP_CIPHER *ci =
-            s->cipher == PIOD_CIPHER_AES ? EVP_aes_256_gcm() : EVP_chacha20_poly1305();
+            s->cipher == PIO_CIPHER_AES ? EVP_aes_256_gcm() : EVP_chacha20_poly1305();
         if (EVP_CipherInit_ex(c, ci, NULL, s->key, NULL, dir == 1) != 1) {
             s->dir = 0;
             return NULL;
@@ -49,30 +49,30 @@ static int evp_run(EVP_CIPHER_CTX *c, const uint8_t *ad, size_t adlen, const uin
     return 0;
 }
 
-static int evp_seal(struct piod_seal *s, const uint8_t nonce[PIOD_SEAL_NONCE], const uint8_t *ad,
+static int evp_seal(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], const uint8_t *ad,
                     size_t adlen, const uint8_t *in, uint8_t *out, size_t len,
-                    uint8_t tag[PIOD_SEAL_TAG])
+                    uint8_t tag[PIO_SEAL_TAG])
 {
     EVP_CIPHER_CTX *c = evp_begin(s, 1, nonce);
     uint8_t end[32];
     int n;
     if (!c || evp_run(c, ad, adlen, in, out, len) != 0 || EVP_CipherFinal_ex(c, end, &n) != 1 ||
-        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, PIOD_SEAL_TAG, tag) != 1) {
+        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, PIO_SEAL_TAG, tag) != 1) {
         s->dir = 0; /* set it up afresh next time */
         return -1;
     }
     return 0;
 }
 
-static int evp_open(struct piod_seal *s, const uint8_t nonce[PIOD_SEAL_NONCE], const uint8_t *ad,
-                    size_t adlen, uint8_t *buf, size_t len, const uint8_t tag[PIOD_SEAL_TAG])
+static int evp_open(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], const uint8_t *ad,
+                    size_t adlen, uint8_t *buf, size_t len, const uint8_t tag[PIO_SEAL_TAG])
 {
     EVP_CIPHER_CTX *c = evp_begin(s, 2, nonce);
-    uint8_t end[32], t[PIOD_SEAL_TAG];
+    uint8_t end[32], t[PIO_SEAL_TAG];
     int n;
     memcpy(t, tag, sizeof(t));
     if (!c || evp_run(c, ad, adlen, buf, buf, len) != 0 ||
-        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, PIOD_SEAL_TAG, t) != 1 ||
+        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, PIO_SEAL_TAG, t) != 1 ||
         EVP_CipherFinal_ex(c, end, &n) != 1) {
         s->dir = 0;
         return -1;
@@ -80,14 +80,14 @@ static int evp_open(struct piod_seal *s, const uint8_t nonce[PIOD_SEAL_NONCE], c
     return 0;
 }
 
-static void evp_fini(struct piod_seal *s)
+static void evp_fini(struct pio_seal *s)
 {
     if (s->ctx)
         EVP_CIPHER_CTX_free(s->ctx);
     s->ctx = NULL;
 }
 
-const struct piod_seal_backend piod_seal_evp = {
+const struct pio_seal_backend pio_seal_evp = {
     .name = "libcrypto",
     .runs = evp_runs,
     .seal = evp_seal,
