@@ -108,10 +108,19 @@ total() {
   ANCO_READAHEAD=0 ANCO_CACHE=36M job 8 seq0 seq "$W/export/f32"
   [ "$(total ahead "$W/seq0.out")" -eq 0 ]
   [ "$(total fs "$W/seq0.out")" -eq 32 ]
-  # random reads (no pread continues the one before) never read ahead, with
-  # the same cache
+  # random reads and strided ones (no pread continues the one before; 16
+  # KiB transfers touch every block in order, 4 MiB ones four blocks in a
+  # row) never read ahead, with the same cache
   ANCO_CACHE=36M job 8 rnd36 random "$W/export/f32" 40
   [ "$(total ahead "$W/rnd36.out")" -eq 0 ]
+  local x
+  for x in 16 256 4096; do
+    ANCO_CACHE=36M job 8 str$x strided "$W/export/f32" $x
+    [ "$(grep -c 'bytes checked$' "$W/str$x.out")" -eq 8 ]
+    [ "$(total ahead "$W/str$x.out")" -eq 0 ]
+    # the file once in all, each block loaded once (one group, no evictions)
+    [ "$(total fs "$W/str$x.out")" -eq 32 ]
+  done
 }
 
 # race MODE: rank 0 loads block 3; rank 1 reads it from rank 0's cache and,
