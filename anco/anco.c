@@ -18,6 +18,23 @@
  * one-sided operations (down the layers, never up: no callback runs under
  * it); other threads of the process wait, other processes never do.
  *
+ * Read-ahead: each open file remembers where this process's last pread
+ * ended, the last block it read and how many blocks in a row followed each
+ * other. In a pread that starts where the last one ended, from the third
+ * block of such a run (one block read in pieces counts once), the process,
+ * after serving the block, looks at the next ra_blocks blocks it has not
+ * looked at yet and loads those that no process holds or is loading
+ * (anco_ahead: the same claims, so still one store read per group). Why:
+ * on demand, the loader of block b + 1 first had to get block b, so the
+ * store (a slow shared link) idled between loads while claims, copies and
+ * the reader's own work went on; with claims a few blocks ahead some load
+ * is always under way. Random and strided readers do not start it: their
+ * preads do not continue each other (a strided one leaves gaps; one large
+ * random pread over three blocks continues nothing), and whole-block random
+ * preads would need three neighbours in a row. ra_blocks is at most a
+ * quarter of the cache, so the blocks loaded ahead do not push out the ones
+ * being read.
+ *
  * Block IDs: a file is known by a 64-bit hash of its path and size, a
  * block by mix(file hash + index); 0 is no block. Two different blocks
  * with one ID would mix data: at 64 bits that needs about 2^32 blocks in
@@ -51,6 +68,8 @@
 #define DEF_BLOCK    (1u << 20)
 #define DEF_CACHE    (64ull << 20)
 #define DEF_ROWS     65536
+#define DEF_AHEAD    4   /* blocks read ahead (ANCO_READAHEAD) */
+#define AHEAD_RUN    2   /* neighbouring blocks after the first that start it */
 #define PAUSE_US     200 /* between polls of a loading cell or the barrier */
 #define LOAD_WAIT_S  60  /* a loading cell this long: read around it */
 #define BARRIER_WAIT 600 /* seconds (ANCO_BARRIER_TIMEOUT) */
@@ -65,7 +84,8 @@ struct anco {
     uint32_t rank, size;
     uint64_t block;
     uint32_t nent, rows;
-    int joined; /* anco_init called PIO_Init */
+    uint32_t ra_blocks; /* read-ahead: blocks past the one read (0: off) */
+    int joined;         /* anco_init called PIO_Init */
     void *mem[ANCO_WINS];
     size_t len[ANCO_WINS];
     PIO_Win win[ANCO_WINS];
@@ -85,6 +105,13 @@ struct anco_file {
     const struct anco_store_ops *ops;
     void *h;
     uint64_t size, fid;
+    /* read-ahead: where the last pread ended, the last block read
+     * (UINT64_MAX: none), how many blocks in a row before it followed each
+     * other, the first block not looked at for read-ahead yet; whether the
+     * pread under way continues the last one */
+    uint64_t ra_end, ra_last, ra_next;
+    uint32_t ra_run;
+    int ra_cont;
 };
 
 /* what store_read needs to find a block */
@@ -356,6 +383,16 @@ int anco_init(const anco_config *cfg, int rank, int size, anco **out)
         }
         a->barrier_s = (int)v;
     }
+    long ahead = DEF_AHEAD;
+    const char *ra = getenv("ANCO_READAHEAD");
+    if (ra && *ra && pio_parse_int(ra, 0, 1024, &ahead) != 0) {
+        fprintf(stderr, "anco: ANCO_READAHEAD=%s: want blocks (0..1024, 0: off)\n", ra);
+        rc = PIO_EINVAL;
+        goto fail;
+    }
+    /* a quarter of the cache at most: the blocks loaded ahead go to the
+     * LRU's head and must not push out the ones the reader is on */
+    a->ra_blocks = (uint32_t)ahead < a->nent / 4 ? (uint32_t)ahead : a->nent / 4;
 
     PIO_Hostinfo hi;
     if (PIO_Gethostinfo(&hi) == PIO_ENOTINIT) {
@@ -471,6 +508,7 @@ int anco_open(anco *a, const char *path, anco_file **out, uint64_t *size)
     for (const char *p = path; *p; p++)
         h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
     f->fid = anco_mix(h ^ anco_mix(f->size));
+    f->ra_end = f->ra_last = UINT64_MAX;
     if (size)
         *size = f->size;
     *out = f;
@@ -512,6 +550,49 @@ static int32_t take_entry(anco *a)
     return e;
 }
 
+/* read_ahead - block index of f was just read: follow the run, and when it
+ * is long enough, load the blocks up to ra_blocks past index that were not
+ * looked at yet and that nobody holds or loads. Best effort: a block that
+ * cannot be loaded ahead is read on demand later. */
+static void read_ahead(anco_file *f, uint64_t index)
+{
+    anco *a = f->a;
+    if (index == f->ra_last)
+        return; /* the same block again, in smaller reads */
+    if (f->ra_last != UINT64_MAX && index == f->ra_last + 1) {
+        f->ra_run++;
+    } else {
+        f->ra_run = 0;
+        f->ra_next = 0;
+    }
+    f->ra_last = index;
+    if (f->ra_run < AHEAD_RUN || !f->ra_cont || !a->ra_blocks)
+        return;
+    uint64_t blocks = (f->size + a->block - 1) / a->block, end = index + 1 + a->ra_blocks;
+    if (end > blocks)
+        end = blocks;
+    for (uint64_t b = f->ra_next > index + 1 ? f->ra_next : index + 1; b < end; b++) {
+        f->ra_next = b + 1; /* looked at: the next block read looks further on */
+        uint64_t id = block_id(f, b), start = b * a->block;
+        if (map_find(a, id) >= 0 || !anco_ahead_free(&a->node, id))
+            continue;
+        int32_t e = take_entry(a);
+        if (e < 0)
+            return;
+        size_t blen = (size_t)(f->size - start < a->block ? f->size - start : a->block);
+        struct blk_src src = {f, b};
+        int rc = anco_ahead(&a->node, id, (uint32_t)e, &src, a->bounce, blen);
+        if (rc == 1) {
+            map_add(a, e, id);
+            anco_lists_hit(&a->lists, e);
+            continue;
+        }
+        anco_lists_release(&a->lists, e);
+        if (rc < 0)
+            return; /* the store failed: the on-demand read will say so */
+    }
+}
+
 /* read_block - bytes [off, off + n) of block index of f into buf */
 static int read_block(anco_file *f, uint64_t index, uint64_t off, void *buf, size_t n)
 {
@@ -524,6 +605,7 @@ static int read_block(anco_file *f, uint64_t index, uint64_t off, void *buf, siz
                n);
         anco_lists_hit(&a->lists, e);
         a->node.st.hits_local++;
+        read_ahead(f, index);
         return PIO_OK;
     }
     if ((e = take_entry(a)) < 0)
@@ -536,7 +618,8 @@ static int read_block(anco_file *f, uint64_t index, uint64_t off, void *buf, siz
     }
     map_add(a, e, id);
     anco_lists_hit(&a->lists, e);
-    memcpy(buf, a->bounce + off, n);
+    memcpy(buf, a->bounce + off, n); /* before read_ahead reuses the bounce buffer */
+    read_ahead(f, index);
     return PIO_OK;
 }
 
@@ -548,6 +631,7 @@ int anco_pread(anco_file *f, void *buf, size_t count, uint64_t offset, size_t *g
     int rc = PIO_OK;
     size_t done = 0;
     pthread_mutex_lock(&a->mtx);
+    f->ra_cont = offset == f->ra_end;
     while (done < count && offset + done < f->size) {
         uint64_t pos = offset + done, index = pos / a->block, off = pos % a->block;
         uint64_t left = f->size - pos;
@@ -560,6 +644,7 @@ int anco_pread(anco_file *f, void *buf, size_t count, uint64_t offset, size_t *g
             break;
         done += n;
     }
+    f->ra_end = offset + done;
     pthread_mutex_unlock(&a->mtx);
     *got = done;
     return rc;
@@ -584,11 +669,12 @@ void anco_print_stats(anco *a, FILE *f)
         return;
     fprintf(f,
             "anco: rank %u: local %llu remote %llu fs %llu retries %llu stale %llu evictions "
-            "%llu polls %llu uncached %llu\n",
+            "%llu polls %llu uncached %llu ahead %llu\n",
             a->rank, (unsigned long long)s.hits_local, (unsigned long long)s.hits_remote,
             (unsigned long long)s.fs_reads, (unsigned long long)s.retries,
             (unsigned long long)s.stale, (unsigned long long)s.evictions,
-            (unsigned long long)s.polls, (unsigned long long)s.uncached);
+            (unsigned long long)s.polls, (unsigned long long)s.uncached,
+            (unsigned long long)s.ahead);
 }
 
 /* ---- tests only (internal.h) ------------------------------------------------ */

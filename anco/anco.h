@@ -16,6 +16,12 @@
  *     group poll the cell until it is loaded.
  * So when every process of a job reads the same block at once, the file
  * system serves it at most once per group.
+ * Read-ahead: a process that reads a file's blocks in order (three in a
+ * row) also loads the next few blocks that no process of the job holds or
+ * is loading ($ANCO_READAHEAD blocks, default 4, at most a quarter of the
+ * cache), claimed as above: the store is kept busy instead of idling
+ * between one on-demand load and the next, and still read at most once per
+ * group.
  *
  * Block IDs: a file is known by a 24-bit hash of its path (the same path in
  * every process) and a block by its index (40 bits): id = hash << 40 | index
@@ -58,6 +64,7 @@ typedef struct anco_stats {
     uint64_t evictions; /* entries given up */
     uint64_t polls;     /* waits for another member's load */
     uint64_t uncached;  /* blocks read around the cache (directory full, a peer gone) */
+    uint64_t ahead;     /* blocks loaded ahead of a sequential read (also in fs_reads) */
 } anco_stats;
 
 /* anco_init - this process (rank of size) joins the job's cache: creates
@@ -108,7 +115,8 @@ int anco_barrier(anco *a);
 int anco_get_stats(anco *a, anco_stats *st);
 
 /* anco_print_stats - one line of this process's counters to f:
- *   anco: rank R: local L remote M fs F retries T stale S evictions E polls P uncached U */
+ *   anco: rank R: local L remote M fs F retries T stale S evictions E polls P uncached U
+ *   ahead A */
 void anco_print_stats(anco *a, FILE *f);
 
 /* anco_finalize - collective: waits (anco_barrier) until every process is

@@ -209,6 +209,65 @@ int anco_acquire(struct anco_node *n, uint64_t id, uint32_t idx, const void *src
     return 0;
 }
 
+int anco_ahead_free(struct anco_node *n, uint64_t id)
+{
+    uint64_t row[1 + ROW_MAX], disp;
+    uint32_t owner;
+    if (n->groups > ROW_MAX)
+        return 0;
+    int rc = find_row(n, id, 0, row, &owner, &disp);
+    if (rc == ROW_NONE)
+        return 1; /* no row yet (or none to be had: anco_ahead leaves it) */
+    if (rc != ROW_FOUND)
+        return 0;
+    for (uint32_t k = 0; k < n->groups; k++)
+        if (row[1 + k] != 0)
+            return 0;
+    return 1;
+}
+
+int anco_ahead(struct anco_node *n, uint64_t id, uint32_t idx, const void *src, void *out,
+               size_t len)
+{
+    uint32_t g = anco_group(n->rank, n->groups), owner;
+    uint64_t row[1 + ROW_MAX], disp, old;
+    if (n->groups > ROW_MAX || len > n->block)
+        return 0;
+    if (find_row(n, id, 1, row, &owner, &disp) != ROW_FOUND)
+        return 0;
+    /* a group that has it or is at it: the readers get it on demand (from
+     * its copy, or by waiting for its load), so the store is not read for
+     * it again */
+    for (uint32_t k = 0; k < n->groups; k++)
+        if (row[1 + k] != 0)
+            return 0;
+    uint64_t cell_disp = disp + (1 + (uint64_t)g) * ANCO_CELL_SIZE;
+    uint64_t loading = anco_cell(ANCO_LOADING, n->rank, idx);
+    if (n->ops.cas(n->ops.ctx, ANCO_WIN_DIR, owner, cell_disp, 0, loading, &old) != 0 || old != 0)
+        return 0; /* another member of my group was faster */
+    /* A lower group that claimed it at the same moment keeps it; mine goes
+     * back to invalid (whoever polled it finds invalid and asks the row
+     * again). The on-demand path would wait for that load instead; read-
+     * ahead never waits, so that a process holding claims ahead is never
+     * one of a circle of waiters. */
+    int lower =
+        n->ops.get(n->ops.ctx, ANCO_WIN_DIR, owner, disp, row, anco_row_bytes(n->groups)) != 0;
+    for (uint32_t k = 0; !lower && k < g; k++)
+        lower = row[1 + k] != 0;
+    if (lower || n->ops.store_read(n->ops.ctx, src, id, out, len) != 0) {
+        n->ops.cas(n->ops.ctx, ANCO_WIN_DIR, owner, cell_disp, loading, 0, &old);
+        return lower ? 0 : -1;
+    }
+    n->st.fs_reads++;
+    n->st.ahead++;
+    anco_entry_fill(n->cache, n->block, idx, id, ++n->token, out, len);
+    /* nobody else changes a loading cell (as in anco_acquire) */
+    n->ops.cas(n->ops.ctx, ANCO_WIN_DIR, owner, cell_disp, loading,
+               anco_cell(ANCO_LOADED, n->rank, idx), &old);
+    alt_note(n, id, idx);
+    return 1;
+}
+
 int anco_is_singlet(struct anco_node *n, uint64_t id, uint32_t idx)
 {
     uint64_t row[1 + ROW_MAX], disp, mine = anco_cell(ANCO_LOADED, n->rank, idx);

@@ -35,6 +35,13 @@
  * alternative slot; then clear the entry (entry.h's order).
  * Singlet: no other cell of the row and no alternative slot of my group
  * names a copy of the block but mine.
+ * Read-ahead (anco_ahead): a block that no group holds or loads (its row
+ * all invalid) is claimed with the same compare-and-swap on my group's cell
+ * and loaded from the store into my entry idx; a block anyone else has or
+ * is at is left to the on-demand path. It never waits for another process,
+ * so a process that holds read-ahead claims is never in a circle of
+ * waiters. When two groups claim it at once the lower keeps its claim and
+ * the higher gives its own back (the on-demand rule, without the wait).
  * So when all processes want one block at once, the backing store is read
  * at most once per group. */
 #ifndef ANCO_CORE_H
@@ -90,6 +97,20 @@ enum anco_from { ANCO_FROM_GROUP = 1, ANCO_FROM_OTHER_GROUP, ANCO_FROM_STORE, AN
  * -1 (the store failed: entry idx is unchanged and free to reuse). */
 int anco_acquire(struct anco_node *n, uint64_t id, uint32_t idx, const void *src, void *out,
                  size_t len, enum anco_from *from);
+
+/* anco_ahead_free - 1 when block id is one for anco_ahead: no group holds
+ * it or is loading it (its row all invalid, or no row yet), else 0. One
+ * get: the caller asks before it gives an entry up for the block. */
+int anco_ahead_free(struct anco_node *n, uint64_t id);
+
+/* anco_ahead - read-ahead: block id of file src (len bytes) into my entry
+ * idx when no group holds or loads it (above). Returns 1 (loaded: entry idx
+ * holds it, my group's cell names it, counted in fs_reads and ahead), 0
+ * (left alone: another process has it or is at it, or it has no row; entry
+ * idx unchanged), or -1 (the store failed: my claim is invalid again, entry
+ * idx unchanged). */
+int anco_ahead(struct anco_node *n, uint64_t id, uint32_t idx, const void *src, void *out,
+               size_t len);
 
 /* anco_is_singlet - 1 when my entry idx holding id is the job's only copy
  * that the directories know of, else 0. */

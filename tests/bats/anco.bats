@@ -3,7 +3,9 @@
 # one PIO application on one piod (tests/prog/anco-job.c): random reads of
 # a 64 MiB file through 4 MiB caches, every byte checked against the file;
 # all processes wanting one block at once (file-system reads per block at
-# most the group count); the two published races injected between the
+# most the group count); a sequential shared read (blocks loaded ahead,
+# file-system reads per block still at most the group count); the two
+# published races injected between the
 # header and the data of a remote read; a file on another system's file
 # service (pio://) as the backing store; bad configuration.
 # SPDX-License-Identifier: BSD-3-Clause
@@ -61,7 +63,9 @@ total() {
 @test "all 8 want the same block at once: file-system reads per block <= groups (1, 2, 4)" {
   local g fs
   for g in 1 2 4; do
-    ANCO_GROUPS=$g job 8 same$g same "$W/export/f64" 16
+    # on demand only: read-ahead would load blocks 16.. past the 16 read
+    # (and its own claims are the next test's)
+    ANCO_READAHEAD=0 ANCO_GROUPS=$g job 8 same$g same "$W/export/f64" 16
     [ "$(grep -c 'bytes checked$' "$W/same$g.out")" -eq 8 ]
     fs=$(total fs "$W/same$g.out")
     echo "groups $g: $fs file-system reads for 16 blocks"
@@ -69,6 +73,53 @@ total() {
     [ "$fs" -le $((16 * g)) ]
     # everything else came from another process's cache
     [ "$(total remote "$W/same$g.out")" -eq $((8 * 16 - fs)) ]
+  done
+}
+
+@test "sequential shared read by 8 processes: blocks loaded ahead, file-system reads per block <= groups (1, 2, 4)" {
+  local g fs ahead
+  head -c $((32 << 20)) "$W/export/f64" >"$W/export/f32"
+  for g in 1 2 4; do
+    # 36 MiB caches hold the whole file (35 entries): nothing is evicted, so
+    # no block is loaded twice by one group because its copies went
+    ANCO_CACHE=36M ANCO_GROUPS=$g job 8 seq$g seq "$W/export/f32"
+    [ "$(grep -c 'rank .: 33554432 bytes checked$' "$W/seq$g.out")" -eq 8 ]
+    refute grep -q MISMATCH "$W/seq$g.out"
+    [ "$(total evictions "$W/seq$g.out")" -eq 0 ]
+    fs=$(total fs "$W/seq$g.out")
+    ahead=$(total ahead "$W/seq$g.out")
+    echo "groups $g: $fs file-system reads for 32 blocks, $ahead of them ahead"
+    [ "$fs" -ge 32 ]
+    [ "$fs" -le $((32 * g)) ]
+    # Blocks 0..2 make the run and are loaded on demand. Every later block
+    # b is looked at for read-ahead by whoever read block b - 1 before that
+    # reader can want b, so its first load is always one ahead: whatever
+    # the order the processes run in, at least 29 loads are read-ahead.
+    [ "$ahead" -ge 29 ]
+    [ "$ahead" -le "$fs" ]
+    if [ "$g" -eq 1 ]; then
+      # one group, no evictions: each block loaded exactly once
+      [ "$fs" -eq 32 ]
+      [ "$ahead" -eq 29 ]
+    fi
+    [ "$(total remote "$W/seq$g.out")" -gt 0 ]
+  done
+  # read-ahead off: nothing ahead, still one load per block with one group
+  ANCO_READAHEAD=0 ANCO_CACHE=36M job 8 seq0 seq "$W/export/f32"
+  [ "$(total ahead "$W/seq0.out")" -eq 0 ]
+  [ "$(total fs "$W/seq0.out")" -eq 32 ]
+  # random reads and strided ones (no pread continues the one before; 16
+  # KiB transfers touch every block in order, 4 MiB ones four blocks in a
+  # row) never read ahead, with the same cache
+  ANCO_CACHE=36M job 8 rnd36 random "$W/export/f32" 40
+  [ "$(total ahead "$W/rnd36.out")" -eq 0 ]
+  local x
+  for x in 16 256 4096; do
+    ANCO_CACHE=36M job 8 str$x strided "$W/export/f32" $x
+    [ "$(grep -c 'bytes checked$' "$W/str$x.out")" -eq 8 ]
+    [ "$(total ahead "$W/str$x.out")" -eq 0 ]
+    # the file once in all, each block loaded once (one group, no evictions)
+    [ "$(total fs "$W/str$x.out")" -eq 32 ]
   done
 }
 

@@ -13,6 +13,14 @@
  *   same   [BLOCKS] every process reads blocks 0 .. BLOCKS-1 (default 16)
  *                   in order, with an anco_barrier before each: all want
  *                   the same block at once.
+ *   seq             every process reads the whole file from its start in
+ *                   256 KiB preads, each continuing the last (a sequential
+ *                   shared read: anco reads ahead), all starting together
+ *                   after an anco_barrier.
+ *   strided [XFER]  IOR-like: transfers of XFER KiB (default 256) at a
+ *                   stride of SIZE transfers, process R reading transfers
+ *                   R, R + SIZE, ... to the end of the file (the whole file
+ *                   once in all).
  *   race1 | race2 DIR   two processes. Rank 0 reads block 3 (from the file
  *                   system); then rank 1 reads it from rank 0's cache, and
  *                   in the middle of that read (rank 1 runs with
@@ -88,7 +96,8 @@ static void touch(const char *dir, const char *name)
 int main(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: anco-job random|same|race1|race2 FILE RANK SIZE [ARG]\n");
+        fprintf(stderr,
+                "usage: anco-job random|same|seq|strided|race1|race2 FILE RANK SIZE [ARG]\n");
         return 2;
     }
     const char *mode = argv[1], *path = argv[2];
@@ -127,6 +136,15 @@ int main(int argc, char **argv)
                 return fail("anco_barrier", rc);
             bad = check(f, (uint64_t)b * blk, blk, fsize);
         }
+    } else if (!strcmp(mode, "seq")) {
+        anco_barrier(a);
+        for (uint64_t off = 0; off < fsize && !bad; off += 256 << 10)
+            bad = check(f, off, 256 << 10, fsize);
+    } else if (!strcmp(mode, "strided")) {
+        uint64_t xfer = (uint64_t)(argc > 5 ? atoi(argv[5]) : 256) << 10;
+        anco_barrier(a);
+        for (uint64_t off = rank * xfer; off < fsize && !bad; off += (uint64_t)size * xfer)
+            bad = check(f, off, (size_t)xfer, fsize);
     } else if ((!strcmp(mode, "race1") || !strcmp(mode, "race2")) && argc > 5 && size == 2) {
         const char *dir = argv[5];
         if (rank == 0)

@@ -517,6 +517,113 @@ static void test_directory_full(void **state)
     assert_int_equal(n.st.uncached, 1);
 }
 
+/* read-ahead loads a block nobody has, into the loader's entry; leaves
+ * alone a block that any group holds or loads; the on-demand readers then
+ * copy the block loaded ahead: the store is read once */
+static void test_ahead(void **state)
+{
+    (void)state;
+    memset(&job, 0, sizeof(job));
+    struct anco_node n[JOB_RANKS];
+    for (uint32_t r = 0; r < JOB_RANKS; r++)
+        job_node(&n[r], r, 2);
+    uint8_t out[JOB_BLK], want[JOB_BLK];
+    enum anco_from from;
+    block_bytes(9, want, JOB_BLK);
+    /* rank 3 (group 1) loads block 9 ahead into its entry 2 */
+    assert_int_equal(anco_ahead_free(&n[3], 9), 1);
+    assert_int_equal(anco_ahead(&n[3], 9, 2, NULL, out, JOB_BLK), 1);
+    assert_memory_equal(out, want, JOB_BLK);
+    assert_int_equal(n[3].st.fs_reads, 1);
+    assert_int_equal(n[3].st.ahead, 1);
+    /* now nobody loads it ahead again, in either group */
+    assert_int_equal(anco_ahead_free(&n[1], 9), 0);
+    assert_int_equal(anco_ahead_free(&n[0], 9), 0);
+    assert_int_equal(anco_ahead(&n[0], 9, 0, NULL, out, JOB_BLK), 0);
+    assert_int_equal(anco_ahead(&n[5], 9, 0, NULL, out, JOB_BLK), 0);
+    /* on demand: group 1 copies rank 3's entry, group 0 too (another group's) */
+    memset(out, 0, sizeof(out));
+    assert_int_equal(anco_acquire(&n[1], 9, 0, NULL, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_GROUP);
+    assert_memory_equal(out, want, JOB_BLK);
+    memset(out, 0, sizeof(out));
+    assert_int_equal(anco_acquire(&n[0], 9, 0, NULL, out, JOB_BLK, &from), 0);
+    assert_int_equal(from, ANCO_FROM_OTHER_GROUP);
+    assert_memory_equal(out, want, JOB_BLK);
+    assert_int_equal(atomic_load(&job.store_reads[9]), 1);
+    /* a block another group is loading on demand is left to it */
+    uint32_t owner;
+    uint64_t disp;
+    anco_row_place(11, 0, JOB_RANKS, JOB_ROWS, 2, &owner, &disp);
+    atomic_store(&job.dir[owner][disp / 8], 11);
+    atomic_store(&job.dir[owner][disp / 8 + 1], anco_cell(ANCO_LOADING, 6, 1));
+    assert_int_equal(anco_ahead_free(&n[1], 11), 0);
+    assert_int_equal(anco_ahead(&n[1], 11, 1, NULL, out, JOB_BLK), 0);
+    assert_int_equal(atomic_load(&job.store_reads[11]), 0);
+    assert_int_equal(atomic_load(&job.dir[owner][disp / 8 + 2]), 0); /* group 1: no claim */
+    /* given up by its only holder, the block is free for read-ahead again */
+    anco_give_up(&n[3], 9, 2);
+    anco_give_up(&n[1], 9, 0);
+    anco_give_up(&n[0], 9, 0);
+    assert_int_equal(anco_ahead_free(&n[2], 9), 1);
+}
+
+struct aheader {
+    uint32_t rank, groups;
+    int ok;
+};
+
+/* every rank reads blocks 1..JOB_ENTRIES-1 in order, trying each next
+ * block ahead first (a sequential reader with a window of one) */
+static void *aheader_main(void *arg)
+{
+    struct aheader *r = arg;
+    struct anco_node n;
+    job_node(&n, r->rank, r->groups);
+    uint8_t out[JOB_BLK], want[JOB_BLK];
+    enum anco_from from;
+    int have[JOB_ENTRIES] = {0};
+    r->ok = 1;
+    for (uint64_t id = 1; id < JOB_ENTRIES; id++) {
+        if (!have[id]) {
+            r->ok &= anco_acquire(&n, id, (uint32_t)id, NULL, out, JOB_BLK, &from) == 0;
+            block_bytes(id, want, JOB_BLK);
+            r->ok &= memcmp(out, want, JOB_BLK) == 0;
+        }
+        if (id + 1 < JOB_ENTRIES) {
+            int rc = anco_ahead(&n, id + 1, (uint32_t)id + 1, NULL, out, JOB_BLK);
+            r->ok &= rc >= 0;
+            have[id + 1] = rc == 1;
+        }
+    }
+    return NULL;
+}
+
+/* read-ahead and on-demand loads of the same blocks at once: the store is
+ * read at most once per group, everyone gets the right bytes */
+static void test_ahead_at_once(void **state)
+{
+    (void)state;
+    for (uint32_t groups = 1; groups <= 4; groups *= 2)
+        for (int round = 0; round < 20; round++) {
+            memset(&job, 0, sizeof(job));
+            struct aheader r[JOB_RANKS];
+            pthread_t th[JOB_RANKS];
+            for (uint32_t k = 0; k < JOB_RANKS; k++) {
+                r[k] = (struct aheader){.rank = k, .groups = groups};
+                assert_int_equal(pthread_create(&th[k], NULL, aheader_main, &r[k]), 0);
+            }
+            for (uint32_t k = 0; k < JOB_RANKS; k++) {
+                pthread_join(th[k], NULL);
+                assert_true(r[k].ok);
+            }
+            for (uint64_t id = 1; id < JOB_ENTRIES; id++) {
+                int reads = atomic_load(&job.store_reads[id]);
+                assert_true(reads >= 1 && reads <= (int)groups);
+            }
+        }
+}
+
 struct racer {
     uint32_t rank, groups;
     uint64_t id;
@@ -564,6 +671,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_acquire_sequence),
     cmocka_unit_test(test_acquire_at_once),
     cmocka_unit_test(test_directory_full),
+    cmocka_unit_test(test_ahead),
+    cmocka_unit_test(test_ahead_at_once),
     cmocka_unit_test(test_entry_races),
     cmocka_unit_test(test_lru),
     cmocka_unit_test(test_singlet_moves),
