@@ -10,6 +10,7 @@
  * exit 1 with "FAIL ..." on any mismatch or unexpected status.
  */
 #include "pio.h"
+#include "tests/lib/prog.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -23,22 +24,6 @@ static const char *app = NULL, *partner_name = NULL;
 static int nmsg = 0, rank = 0, nprocs = 1, mode = PIO_BLOCKING, conn = PIO_DYNAMIC, nthreads = 8;
 static const char *sizes_arg = NULL;
 static int partner;
-
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        printf("FAIL %s:%d: ", __func__, __LINE__);                                                \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        fflush(stdout);                                                                            \
-        exit(1);                                                                                   \
-    } while (0)
-
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        int rc_ = (call);                                                                          \
-        if (rc_ != PIO_OK)                                                                         \
-            FAIL("%s -> %s (%s)", #call, PIO_Errname(rc_), PIO_Strerror(rc_));                     \
-    } while (0)
 
 #define EXPECT(call, want)                                                                         \
     do {                                                                                           \

@@ -16,6 +16,7 @@
  * (the message went to a host where its process is not).
  */
 #include "pio.h"
+#include "tests/lib/prog.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -32,22 +33,6 @@
 
 static const size_t sizes[] = {100, SIZE_LARGE};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
-
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        printf("FAIL %s:%d: ", __func__, __LINE__);                                                \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        fflush(stdout);                                                                            \
-        exit(1);                                                                                   \
-    } while (0)
-
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        int rc_ = (call);                                                                          \
-        if (rc_ != PIO_OK)                                                                         \
-            FAIL("%s -> %s (%s)", #call, PIO_Errname(rc_), PIO_Strerror(rc_));                     \
-    } while (0)
 
 static uint8_t pat(int src, int dst, size_t size, size_t off)
 {
