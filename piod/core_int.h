@@ -85,6 +85,7 @@ int proc_by_name(struct piod *d, const char *app, uint32_t proc);
 struct piod_proc *proc_of_app(struct piod *d, const char *app);
 uint32_t find_app(struct piod *d, const char *app, int *peer);
 uint32_t find_proc(struct piod *d, const char *app, uint32_t proc, int *peer);
+int proc_unseen_since(struct piod *d, const char *app, uint32_t proc, uint64_t since);
 void answer_partner(struct piod *d, struct piod_pending_partner *pp, int status);
 struct piod_stream *stream_get(struct piod_streams *t, int peer, const char *src_app,
                                uint32_t src_proc, const char *dst_app, uint32_t dst_proc,
@@ -103,6 +104,7 @@ void grant_wake(struct piod *d, int pi);
 void piod_cls_release(struct piod_proc *p, const struct piod_imsg *m, uint64_t len);
 void imsg_complete(struct piod *d, struct piod_imsg *m, int status);
 int app_proc_left(struct piod *d, const char *app, uint32_t proc);
+int app_proc_left_since(const char *app, uint32_t proc, uint64_t since);
 uint32_t left_nprocs(const char *app, int *peer);
 void on_conn_ready(struct piod *d, struct piod_conn *c, short revents, struct pio_frame *f);
 

@@ -344,7 +344,7 @@ void announce_all(struct piod *d)
             if (m->dst < 0) {
                 m->dst = proc_by_name(d, m->dst_app, m->dst_proc);
                 if (m->dst < 0) {
-                    if (app_proc_left(d, m->dst_app, m->dst_proc))
+                    if (!(m->flags & PIO_WF_FRESH) && app_proc_left(d, m->dst_app, m->dst_proc))
                         imsg_fail(d, m, PIO_EGONE);
                     m = next;
                     continue;

@@ -196,10 +196,16 @@ static void on_peer_registry(struct piod *d, int peer, struct pio_h_registry *r)
             /* a new run of an application that has left, with another
              * process count: it replaces the old one's entry */
             uint8_t *j = calloc(e->nprocs, 1);
-            if (!j)
+            uint64_t *lv = calloc(e->nprocs, sizeof(*lv));
+            if (!j || !lv) {
+                free(j);
+                free(lv);
                 continue;
+            }
             free(a->joined);
+            free(a->left_ev);
             a->joined = j;
+            a->left_ev = lv;
             a->nprocs = e->nprocs;
         }
         if (!a || e->proc >= a->nprocs || a->nprocs != e->nprocs)
@@ -216,6 +222,7 @@ static void on_peer_registry(struct piod *d, int peer, struct pio_h_registry *r)
             streams_forget(d, &d->tx_streams, peer, STREAM_DST, e->app, e->proc);
         }
         if (was && !a->joined[e->proc]) { /* its streams to us go with it */
+            a->left_ev[e->proc] = ++d->events;
             streams_forget(d, &d->rx_streams, peer, STREAM_SRC, e->app, e->proc);
             if (a->njoined == 0)
                 a->left_at = ++p->apps_left;

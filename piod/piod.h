@@ -86,6 +86,7 @@ struct piod_txchan {
     double dlv[PIOD_DLV_SAMPLES]; /* bytes/s; the limit follows their maximum */
     unsigned dlv_i;
     uint64_t pace_rate;        /* the pacing limit set on conn (0: none yet) */
+    int lossy;                 /* a connection of it resent a segment: paced */
     uint32_t max_chunk;        /* the largest chunk queued so far */
     uint32_t downs;            /* up -> not up transitions */
     int last_err;              /* the last connect error logged (said once per kind) */
@@ -131,7 +132,8 @@ struct piod_rxbal {
 struct piod_remote_app {
     char app[PIO_WIRE_NAME];
     uint32_t nprocs;
-    uint8_t *joined; /* nprocs flags */
+    uint8_t *joined;   /* nprocs flags */
+    uint64_t *left_ev; /* per process: d->events when we last heard it left (0: never) */
     uint32_t njoined;
     uint64_t left_at; /* its peer's apps_left when its last process left (0: never) */
 };
@@ -203,6 +205,7 @@ struct piod_proc {
     atomic_int gone;        /* left; pool unmapped when refs drop to 0 */
     atomic_int unmapped;    /* the pool mapping is gone (CAS winner unmaps) */
     uint64_t next_key;
+    uint64_t join_ev;         /* d->events at its join */
     uint64_t dead_since_ms;   /* its pid was found gone (grace before leaving) */
     uint64_t unclaimed_bytes; /* granted to messages not yet claimed */
     size_t lane_bytes;        /* numbered frames of its messages no peer has acked yet */
@@ -443,6 +446,7 @@ struct piod {
     size_t streams_gone; /* rx streams marked gone (core.c streams_sweep) */
     struct piod_pending_partner *pending;
     uint64_t next_msgid;
+    uint64_t events; /* joins and leaves seen here, counted (piod_proc.join_ev, left_ev) */
     uint64_t last_tick_ms;
     atomic_int stopping;
     int sock_bound;             /* we bound cfg.socket (and so may remove it) */

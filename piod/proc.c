@@ -35,9 +35,21 @@
 struct left_entry {
     char app[PIO_WIRE_NAME];
     uint32_t proc, nprocs;
+    uint64_t ev; /* d->events at its leave */
 };
 static struct left_entry left_ring[1024];
 static unsigned left_n;
+
+/* 1 when process proc of app left this host at or after event since */
+int app_proc_left_since(const char *app, uint32_t proc, uint64_t since)
+{
+    unsigned n = left_n < 1024 ? left_n : 1024;
+    for (unsigned i = 0; i < n; i++)
+        if (left_ring[i].proc == proc && left_ring[i].ev >= since &&
+            strcmp(left_ring[i].app, app) == 0)
+            return 1;
+    return 0;
+}
 
 int app_proc_left(struct piod *d, const char *app, uint32_t proc)
 {
@@ -175,6 +187,7 @@ void proc_leave(struct piod *d, int pi, const char *why)
     snprintf(le->app, sizeof(le->app), "%s", p->app);
     le->proc = p->proc;
     le->nprocs = p->nprocs;
+    le->ev = ++d->events;
     /* messages to it fail; their grants go */
     for (struct piod_imsg *m = d->imsgs; m;) {
         struct piod_imsg *next = m->next;
@@ -288,6 +301,7 @@ static void on_hello(struct piod *d, uint64_t cid, struct pio_p_hello *h)
         snprintf(p->app, sizeof(p->app), "%s", h->app);
         p->proc = h->proc;
         p->nprocs = h->nprocs;
+        p->join_ev = ++d->events;
         /* the kernel's word on who connected beats what the hello says */
         p->pid = c && c->pid > 0 ? c->pid : (pid_t)h->pid;
         p->uid = c ? c->uid : geteuid();
@@ -400,7 +414,9 @@ static void on_send(struct piod *d, int pi, struct pio_p_send *s)
     rq.dst_proc = s->dst_proc;
     rq.tag = s->tag;
     rq.datatype = s->datatype;
-    rq.flags = s->flags;
+    rq.flags = s->flags & ~(uint32_t)PIO_WF_FRESH;
+    if (proc_unseen_since(d, s->partner, s->dst_proc, src->join_ev))
+        rq.flags |= PIO_WF_FRESH; /* a new run's process: it waits for it */
     rq.chunk = peer >= 0 && d->peers[peer].chunk ? d->peers[peer].chunk : d->cfg.chunk;
     rq.conn = s->conn;
     rq.conn_arg = s->conn_arg;

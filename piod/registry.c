@@ -52,6 +52,7 @@ static void remote_apps_trim(struct piod_peer_st *p)
     if (nleft < REMOTE_LEFT_MAX)
         return;
     free(p->apps[oldest].joined);
+    free(p->apps[oldest].left_ev);
     p->apps[oldest] = p->apps[--p->napps];
 }
 
@@ -73,16 +74,22 @@ struct piod_remote_app *remote_app(struct piod_peer_st *p, const char *app, uint
     snprintf(a->app, sizeof(a->app), "%s", app);
     a->nprocs = nprocs;
     a->joined = calloc(nprocs, 1);
-    if (!a->joined)
+    a->left_ev = calloc(nprocs, sizeof(*a->left_ev));
+    if (!a->joined || !a->left_ev) {
+        free(a->joined);
+        free(a->left_ev);
         return NULL;
+    }
     p->napps++;
     return a;
 }
 
 void remote_apps_clear(struct piod_peer_st *p)
 {
-    for (int i = 0; i < p->napps; i++)
+    for (int i = 0; i < p->napps; i++) {
         free(p->apps[i].joined);
+        free(p->apps[i].left_ev);
+    }
     free(p->apps);
     p->apps = NULL;
     p->napps = 0;
@@ -198,6 +205,24 @@ uint32_t find_proc(struct piod *d, const char *app, uint32_t proc, int *peer)
         }
     }
     return find_app(d, app, peer);
+}
+
+/* Was process proc of app joined nowhere, as this piod heard, all the time
+ * since event since (a sender's join)? Then a message to it is meant for a
+ * run of app that has not joined yet, not for one that left while the
+ * sender was there (PIO_WF_FRESH). Jobs are run again under the same
+ * names, and the new sender may start before the new receiver: the old
+ * run's leave must not fail its messages. */
+int proc_unseen_since(struct piod *d, const char *app, uint32_t proc, uint64_t since)
+{
+    if (proc_by_name(d, app, proc) >= 0 || app_proc_left_since(app, proc, since))
+        return 0;
+    for (int p = 0; p < d->npeers; p++) {
+        struct piod_remote_app *a = remote_app(&d->peers[p], app, 0, 0);
+        if (a && proc < a->nprocs && (a->joined[proc] || a->left_ev[proc] >= since))
+            return 0;
+    }
+    return 1;
 }
 
 void send_registry(struct piod *d, int peer, int only_proc, uint32_t state)

@@ -109,6 +109,12 @@ struct pio_transport_ops {
      * PIO_TP_CAP_PACE. Returns PIO_OK or an errno-derived error. Safe from
      * any thread while c is open. */
     int (*pace)(struct pio_tp_conn *c, uint64_t rate);
+
+    /* lost - *segs = the segments c has sent again so far (TCP: its
+     * retransmits), the sign that something on the path drops what is sent
+     * too fast. NULL without PIO_TP_CAP_PACE. Returns PIO_OK or an
+     * errno-derived error. Safe from any thread while c is open. */
+    int (*lost)(struct pio_tp_conn *c, uint64_t *segs);
 };
 
 /* pio_transport_find - the backend called name ("tcp", ...), or NULL. */

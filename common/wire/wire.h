@@ -95,6 +95,10 @@ enum pio_ftype { PIO_FTYPES(PIO_FTYPE_ENUM_) };
 #define PIO_WF_SYNC   0x01 /* sender wants H_DONE / P_SEND_DONE on delivery */
 #define PIO_WF_BIGEND 0x02 /* payload is big-endian */
 #define PIO_WF_EAGER  0x04 /* payload is inline in this frame */
+/* the destination process was not joined anywhere, as the sending piod
+ * knew, since the sender joined: it is a new run's, which may join later;
+ * the message waits for it rather than failing for the old run's leave */
+#define PIO_WF_FRESH 0x08
 
 /* Header flags of P_SEND_DONE (struct pio_frame.flags); without either, the
  * send (id = its sid) completed or failed with status. */

@@ -164,3 +164,44 @@ pair() {
   run grep -c "^END" "$w/led.r2"
   assert_output 1
 }
+
+@test "a new run's sender that starts before its receiver waits for it: the old run's leave fails none of its messages" {
+  local w=$BATS_TEST_TMPDIR m=${PIO_TEST_MULT:-1} ch=$PIO_BUILD/tests/prog/pio-chaos
+  # the first run of the pair: both join, 5 messages, both leave
+  bg_start "$w/r0.out" env PIO_SOCKET="$PIO_SOCK_B" timeout $((60 * m)) "$ch" recv -a nr-r -r 0 -P 1 \
+    -p nr-s -l "$w/led.r0"
+  local r0=$BG_PID
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout $((60 * m)) "$ch" send -a nr-s -r 0 -P 1 -p nr-r -n 5 \
+    -m sync -B 65536 -l "$w/led.s0"
+  assert_success
+  bg_wait "$r0"
+  assert_equal "$BG_RC" 0
+  # piod A has heard that the old receiver left (it lists applications
+  # with a process joined; it knew nr-r, whose receiver took 5 messages)
+  pio_wait_until 10 sh -c "PIO_SOCKET='$PIO_SOCK_A' '$PIO_INFO' | awk '\$1 == \"nr-r\" {f = 1} END {exit f}'"
+  # the second run: the sender first (synchronous sends wait for delivery)
+  : >"$w/led.s"
+  bg_start "$w/s.out" env PIO_SOCKET="$PIO_SOCK_A" timeout $((120 * m)) "$ch" send -a nr-s -r 0 \
+    -P 1 -p nr-r -n 20 -m sync -B 65536 -l "$w/led.s"
+  local sp=$BG_PID
+  sleep $((1 * m))
+  # no send has an outcome yet: none failed for the old run's leave (each
+  # did, with PIO_EGONE, before the sender's piod told a new run's message
+  # from one to a process that left while the sender was there)
+  run cat "$w/led.s"
+  assert_output ''
+  bg_start "$w/r1.out" env PIO_SOCKET="$PIO_SOCK_B" timeout $((120 * m)) "$ch" recv -a nr-r -r 0 \
+    -P 1 -p nr-s -l "$w/led.r1"
+  local rp=$BG_PID
+  bg_wait "$sp"
+  cat "$w/s.out"
+  assert_equal "$BG_RC" 0
+  bg_wait "$rp"
+  assert_equal "$BG_RC" 0
+  run grep -c -v ' PIO_OK$' "$w/led.s"
+  assert_output 0
+  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$w/led.s" "$w/led.r1"
+  echo "$output"
+  assert_success
+  assert_output --partial "chaos_check: PASS"
+}

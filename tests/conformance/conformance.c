@@ -554,6 +554,9 @@ void pio_conf_ops_complete(void **state)
     if (((t->caps & PIO_TP_CAP_PACE) != 0) != (t->pace != NULL))
         fail_msg("transport '%s': pace is %s but PIO_TP_CAP_PACE is %s", x->name,
                  t->pace ? "set" : "NULL", (t->caps & PIO_TP_CAP_PACE) ? "declared" : "not");
+    if (((t->caps & PIO_TP_CAP_PACE) != 0) != (t->lost != NULL))
+        fail_msg("transport '%s': lost is %s but PIO_TP_CAP_PACE is %s", x->name,
+                 t->lost ? "set" : "NULL", (t->caps & PIO_TP_CAP_PACE) ? "declared" : "not");
     if (t->caps != x->caps)
         fail_msg("transport '%s' declares capabilities 0x%x, its conformance instantiation "
                  "expects 0x%x (PIO_TP_CAP_*)",
@@ -1327,8 +1330,10 @@ void pio_conf_src_port_range_exhausted(void **state)
  * least 0.25 s whatever the scheduler does (pacing only delays; the
  * kernel lets a first window through at once); after
  * pace(0) 16 MiB takes less than the 8 s it would at that pace. The bytes
- * arrive whole either way. A transport without PIO_TP_CAP_PACE: nothing to
- * check beyond ops_complete. */
+ * arrive whole either way. lost counts nothing on a new connection, and
+ * after 17 MiB over a loopback that drops nothing at most a few tail-loss
+ * probes (a count of every segment sent would be hundreds). A transport without
+ * PIO_TP_CAP_PACE: nothing to check beyond ops_complete. */
 void pio_conf_pace_limits_rate(void **state)
 {
     const struct pio_transport_ops *t = conf_tp(state);
@@ -1336,6 +1341,10 @@ void pio_conf_pace_limits_rate(void **state)
         return;
     struct conf_pair p;
     conf_pair_open(t, NULL, NULL, &p);
+    uint64_t lost = UINT64_MAX;
+    CONF_RC(t->lost(p.cli, &lost), PIO_OK);
+    if (lost != 0)
+        fail_msg("a new connection counts %llu segments sent again", (unsigned long long)lost);
     CONF_RC(t->pace(p.cli, 2000000), PIO_OK);
     struct conf_stream snd = {
         .t = t, .c = p.cli, .seed = 5, .total = CONF_MIB, .piece = 65536, .niov = 1};
@@ -1362,5 +1371,10 @@ void pio_conf_pace_limits_rate(void **state)
     conf_check_stream(&snd2, &rcv2, "pace lifted");
     if (rcv2.t_end - t0 >= 8.0)
         fail_msg("16 MiB after pace(0) took %.3f s: the limit stayed", rcv2.t_end - t0);
+    lost = UINT64_MAX;
+    CONF_RC(t->lost(p.cli, &lost), PIO_OK);
+    if (lost >= 16)
+        fail_msg("17 MiB over a loopback that drops nothing: %llu segments sent again",
+                 (unsigned long long)lost);
     conf_pair_close(t, &p);
 }

@@ -289,6 +289,18 @@ static int tcp_pace(struct pio_tp_conn *c, uint64_t rate)
                : pio_from_errno(errno);
 }
 
+/* TCP_INFO's count of retransmitted segments over the connection's life */
+static int tcp_lost(struct pio_tp_conn *c, uint64_t *segs)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return pio_from_errno(errno);
+    *segs = ti.tcpi_total_retrans;
+    return PIO_OK;
+}
+
 const struct pio_transport_ops pio_tcp_ops = {
     .name = "tcp",
     .caps = PIO_TP_CAP_IPV6 | PIO_TP_CAP_FD | PIO_TP_CAP_PACE,
@@ -304,4 +316,5 @@ const struct pio_transport_ops pio_tcp_ops = {
     .addrs = tcp_addrs,
     .fd = tcp_fd,
     .pace = tcp_pace,
+    .lost = tcp_lost,
 };
