@@ -212,6 +212,54 @@ static void seed_fill(struct pio_frame *f, int t, int variant)
             f->u.c_key.b[i] = (uint8_t)(255 - i * 7);
         break;
     case PIO_F_C_ACCEPT: f->u.c_accept.status = variant ? PIO_EAUTH : PIO_OK; break;
+    case PIO_F_P_LANE_REQ:
+        f->u.p_lane_req = (struct pio_p_lane_req){.req = 9, .proc = 3, .app = "viz"};
+        break;
+    case PIO_F_P_LANE: {
+        struct pio_p_lane *b = &f->u.p_lane;
+        *b = (struct pio_p_lane){.req = 9,
+                                 .status = variant ? PIO_EGONE : PIO_OK,
+                                 .role = variant,
+                                 .proc = 3,
+                                 .sealed = 1,
+                                 .cipher = 1,
+                                 .uid = 1000,
+                                 .gid = 100,
+                                 .lane_id = 77,
+                                 .n_out = 1,
+                                 .n_in = 2,
+                                 .app = "viz",
+                                 .system = "alpha",
+                                 .user = "alice"};
+        for (int i = 0; i < PIO_WIRE_KEY; i++)
+            b->key_out[i] = (uint8_t)i, b->key_in[i] = (uint8_t)(i * 3);
+        break;
+    }
+    case PIO_F_C_LANE:
+        f->u.c_lane = (struct pio_c_lane){.lane_id = 77,
+                                          .src_proc = 1,
+                                          .dst_proc = 3,
+                                          .uid = 1000,
+                                          .gid = 100,
+                                          .src_app = "sim",
+                                          .dst_app = "viz",
+                                          .user = "alice"};
+        break;
+    case PIO_F_L_MSG: {
+        static uint8_t pl[64];
+        for (size_t i = 0; i < sizeof(pl); i++)
+            pl[i] = (uint8_t)(i * 5);
+        f->u.l_msg = (struct pio_l_msg){.seq = 5,
+                                        .size = variant ? 0 : sizeof(pl),
+                                        .count = variant ? 0 : sizeof(pl),
+                                        .tag = 7,
+                                        .datatype = 1,
+                                        .flags = PIO_WF_EAGER,
+                                        .payload = variant ? NULL : pl};
+        break;
+    }
+    case PIO_F_L_ACK:
+    case PIO_F_L_FLUSH: f->u.l_ack.seq = 5 + (uint64_t)variant; break;
     case PIO_F_C_DATA:
         f->u.c_data =
             (struct pio_c_data){.msgid = 1001, .off = 1 << 20, .len = 1 << 20, .resend = variant};

@@ -296,6 +296,56 @@ static int fz_frame_eq(const struct pio_frame *fa, const struct pio_frame *fb)
     case PIO_F_C_CHALLENGE:
     case PIO_F_C_PROOF: return memcmp(fa->u.c_key.b, fb->u.c_key.b, PIO_WIRE_KEY) == 0;
     case PIO_F_C_ACCEPT: return fa->u.c_accept.status == fb->u.c_accept.status;
+    case PIO_F_P_LANE_REQ: {
+        const struct pio_p_lane_req *a = &fa->u.p_lane_req, *b = &fb->u.p_lane_req;
+        FZ_EQ(req);
+        FZ_EQ(proc);
+        FZ_EQS(app);
+        return 1;
+    }
+    case PIO_F_P_LANE: {
+        const struct pio_p_lane *a = &fa->u.p_lane, *b = &fb->u.p_lane;
+        FZ_EQ(req);
+        FZ_EQ(status);
+        FZ_EQ(role);
+        FZ_EQ(proc);
+        FZ_EQ(sealed);
+        FZ_EQ(cipher);
+        FZ_EQ(uid);
+        FZ_EQ(gid);
+        FZ_EQ(lane_id);
+        FZ_EQ(n_out);
+        FZ_EQ(n_in);
+        FZ_EQS(app);
+        FZ_EQS(system);
+        FZ_EQS(user);
+        return memcmp(a->key_out, b->key_out, PIO_WIRE_KEY) == 0 &&
+               memcmp(a->key_in, b->key_in, PIO_WIRE_KEY) == 0;
+    }
+    case PIO_F_C_LANE: {
+        const struct pio_c_lane *a = &fa->u.c_lane, *b = &fb->u.c_lane;
+        FZ_EQ(lane_id);
+        FZ_EQ(src_proc);
+        FZ_EQ(dst_proc);
+        FZ_EQ(uid);
+        FZ_EQ(gid);
+        FZ_EQS(src_app);
+        FZ_EQS(dst_app);
+        FZ_EQS(user);
+        return 1;
+    }
+    case PIO_F_L_MSG: {
+        const struct pio_l_msg *a = &fa->u.l_msg, *b = &fb->u.l_msg;
+        FZ_EQ(seq);
+        FZ_EQ(size);
+        FZ_EQ(count);
+        FZ_EQ(tag);
+        FZ_EQ(datatype);
+        FZ_EQ(flags);
+        return fz_payload_eq(a->flags, a->size, a->payload, b->payload);
+    }
+    case PIO_F_L_ACK:
+    case PIO_F_L_FLUSH: return fa->u.l_ack.seq == fb->u.l_ack.seq;
     case PIO_F_C_DATA: {
         const struct pio_c_data *a = &fa->u.c_data, *b = &fb->u.c_data;
         FZ_EQ(msgid);

@@ -305,6 +305,110 @@ static void r_p_partner(struct wire_r *r, struct pio_p_partner *b)
     get_str(r, b->app, sizeof b->app);
 }
 
+static void w_p_lane_req(struct wire_w *w, const struct pio_p_lane_req *b)
+{
+    put_u64(w, b->req);
+    put_u32(w, b->proc);
+    put_str(w, b->app, sizeof b->app);
+}
+
+static void r_p_lane_req(struct wire_r *r, struct pio_p_lane_req *b)
+{
+    b->req = get_u64(r);
+    b->proc = get_u32(r);
+    get_str(r, b->app, sizeof b->app);
+}
+
+static void w_p_lane(struct wire_w *w, const struct pio_p_lane *b)
+{
+    put_u64(w, b->req);
+    put_i32(w, b->status);
+    put_u32(w, b->role);
+    put_u32(w, b->proc);
+    put_u32(w, b->sealed);
+    put_u32(w, b->cipher);
+    put_u32(w, b->uid);
+    put_u32(w, b->gid);
+    put_u64(w, b->lane_id);
+    put_u64(w, b->n_out);
+    put_u64(w, b->n_in);
+    put_bytes(w, b->key_out, sizeof b->key_out);
+    put_bytes(w, b->key_in, sizeof b->key_in);
+    put_str(w, b->app, sizeof b->app);
+    put_str(w, b->system, sizeof b->system);
+    put_str(w, b->user, sizeof b->user);
+}
+
+static void r_p_lane(struct wire_r *r, struct pio_p_lane *b)
+{
+    b->req = get_u64(r);
+    b->status = get_i32(r);
+    b->role = get_u32(r);
+    b->proc = get_u32(r);
+    b->sealed = get_u32(r);
+    b->cipher = get_u32(r);
+    b->uid = get_u32(r);
+    b->gid = get_u32(r);
+    b->lane_id = get_u64(r);
+    b->n_out = get_u64(r);
+    b->n_in = get_u64(r);
+    get_bytes(r, b->key_out, sizeof b->key_out);
+    get_bytes(r, b->key_in, sizeof b->key_in);
+    get_str(r, b->app, sizeof b->app);
+    get_str(r, b->system, sizeof b->system);
+    get_str(r, b->user, sizeof b->user);
+}
+
+static void w_c_lane(struct wire_w *w, const struct pio_c_lane *b)
+{
+    put_u64(w, b->lane_id);
+    put_u32(w, b->src_proc);
+    put_u32(w, b->dst_proc);
+    put_u32(w, b->uid);
+    put_u32(w, b->gid);
+    put_str(w, b->src_app, sizeof b->src_app);
+    put_str(w, b->dst_app, sizeof b->dst_app);
+    put_str(w, b->user, sizeof b->user);
+}
+
+static void r_c_lane(struct wire_r *r, struct pio_c_lane *b)
+{
+    b->lane_id = get_u64(r);
+    b->src_proc = get_u32(r);
+    b->dst_proc = get_u32(r);
+    b->uid = get_u32(r);
+    b->gid = get_u32(r);
+    get_str(r, b->src_app, sizeof b->src_app);
+    get_str(r, b->dst_app, sizeof b->dst_app);
+    get_str(r, b->user, sizeof b->user);
+}
+
+static void w_l_msg(struct wire_w *w, const struct pio_l_msg *b)
+{
+    put_u64(w, b->seq);
+    put_u64(w, b->size);
+    put_u64(w, b->count);
+    put_i32(w, b->tag);
+    put_u32(w, b->datatype);
+    put_u32(w, b->flags);
+    if (!(b->flags & PIO_WF_EAGER)) /* a lane message always carries its bytes */
+        wire_fail(w, PIO_EINVAL);
+    put_payload(w, b->flags, b->size, b->payload);
+}
+
+static void r_l_msg(struct wire_r *r, struct pio_l_msg *b)
+{
+    b->seq = get_u64(r);
+    b->size = get_u64(r);
+    b->count = get_u64(r);
+    b->tag = get_i32(r);
+    b->datatype = get_u32(r);
+    b->flags = get_u32(r);
+    if (!(b->flags & PIO_WF_EAGER))
+        r->rc = PIO_EPROTO;
+    b->payload = get_payload(r, b->flags, b->size);
+}
+
 static void w_p_partner_info(struct wire_w *w, const struct pio_p_partner_info *b)
 {
     put_u64(w, b->req);
@@ -833,6 +937,12 @@ static void wire_write_body(struct wire_w *w, const struct pio_frame *f)
     case PIO_F_P_EVENT: w_p_event(w, &f->u.p_event); break;
     case PIO_F_P_INFO_REQ: w_p_info_req(w, &f->u.p_info_req); break;
     case PIO_F_P_QOS: w_p_qos(w, &f->u.p_qos); break;
+    case PIO_F_P_LANE_REQ: w_p_lane_req(w, &f->u.p_lane_req); break;
+    case PIO_F_P_LANE: w_p_lane(w, &f->u.p_lane); break;
+    case PIO_F_C_LANE: w_c_lane(w, &f->u.c_lane); break;
+    case PIO_F_L_MSG: w_l_msg(w, &f->u.l_msg); break;
+    case PIO_F_L_ACK:
+    case PIO_F_L_FLUSH: put_u64(w, f->u.l_ack.seq); break;
     case PIO_F_P_INFO: w_p_info(w, &f->u.p_info); break;
     case PIO_F_H_HELLO: w_h_hello(w, &f->u.h_hello); break;
     case PIO_F_H_REGISTRY: w_h_registry(w, &f->u.h_registry); break;
@@ -875,6 +985,12 @@ static void wire_read_body(struct wire_r *r, struct pio_frame *f)
     case PIO_F_P_EVENT: r_p_event(r, &f->u.p_event); break;
     case PIO_F_P_INFO_REQ: r_p_info_req(r, &f->u.p_info_req); break;
     case PIO_F_P_QOS: r_p_qos(r, &f->u.p_qos); break;
+    case PIO_F_P_LANE_REQ: r_p_lane_req(r, &f->u.p_lane_req); break;
+    case PIO_F_P_LANE: r_p_lane(r, &f->u.p_lane); break;
+    case PIO_F_C_LANE: r_c_lane(r, &f->u.c_lane); break;
+    case PIO_F_L_MSG: r_l_msg(r, &f->u.l_msg); break;
+    case PIO_F_L_ACK:
+    case PIO_F_L_FLUSH: f->u.l_ack.seq = get_u64(r); break;
     case PIO_F_P_INFO: r_p_info(r, &f->u.p_info); break;
     case PIO_F_H_HELLO: r_h_hello(r, &f->u.h_hello); break;
     case PIO_F_H_REGISTRY: r_h_registry(r, &f->u.h_registry); break;
@@ -932,6 +1048,7 @@ static size_t wire_payload_len(const struct pio_frame *f)
         return (f->u.p_msg_new.flags & PIO_WF_EAGER) ? (size_t)f->u.p_msg_new.size : 0;
     case PIO_F_H_REQUEST:
         return (f->u.h_request.flags & PIO_WF_EAGER) ? (size_t)f->u.h_request.size : 0;
+    case PIO_F_L_MSG: return (f->u.l_msg.flags & PIO_WF_EAGER) ? (size_t)f->u.l_msg.size : 0;
     default: return 0;
     }
 }

@@ -70,6 +70,8 @@
     X(P_INFO_REQ, 16)    /* process/tool -> piod: status request */                                \
     X(P_INFO, 17)        /* piod -> process/tool: status records */                                \
     X(P_QOS, 18)         /* process -> piod: receive-space shares of its message classes */        \
+    X(P_LANE_REQ, 19)    /* process -> piod: a direct lane to a process of a peer, please */       \
+    X(P_LANE, 20)        /* piod -> process: a direct lane's end (SCM_RIGHTS), or a refusal */     \
     X(H_HELLO, 32)       /* piod -> peer piod: who I am, my channels, channel key */               \
     X(H_REGISTRY, 33)    /* piod -> peer piod: processes joined/left */                            \
     X(H_REQUEST, 34)     /* message announcement (eager data inline) */                            \
@@ -85,7 +87,11 @@
     X(C_ACCEPT, 67)      /* acceptor: status (PIO_OK or why refused) */                            \
     X(C_DATA, 68)        /* a chunk: fixed body, then the payload */                               \
     X(C_ACK, 69)         /* acceptor -> opener: chunks received */                                 \
-    X(C_SEALED, 70)      /* sealed express lane: one H_* frame encrypted, then its tag */
+    X(C_SEALED, 70)      /* sealed express lane: one H_* frame encrypted, then its tag */          \
+    X(C_LANE, 71)        /* direct lane opener piod -> acceptor piod: whose lane it is */          \
+    X(L_MSG, 80)         /* direct lane, sender -> receiver process: one message */                \
+    X(L_ACK, 81)         /* direct lane, receiver -> sender: messages taken so far */              \
+    X(L_FLUSH, 82)       /* direct lane, sender -> receiver: acknowledge up to seq now */
 
 #define PIO_FTYPE_ENUM_(name, value) PIO_F_##name = value,
 enum pio_ftype { PIO_FTYPES(PIO_FTYPE_ENUM_) };
@@ -210,6 +216,35 @@ struct pio_p_qos { /* messages to the process with tag0 <= tag < tag0 + n are of
 struct pio_p_info_req {
     uint64_t req;
     uint32_t what; /* bit 0 host, bit 1 channels, bit 2 apps */
+};
+/* P_LANE_REQ: the calling process asks for a direct lane to process proc
+ * of application app, which joined a peer's piod (docs/protocol.md,
+ * "Direct lanes"). */
+struct pio_p_lane_req {
+    uint64_t req; /* echoed in P_LANE */
+    uint32_t proc;
+    char app[PIO_WIRE_NAME];
+};
+/* P_LANE: one end of a direct lane, the connected socket attached
+ * (SCM_RIGHTS) when status is PIO_OK. role 0: the opener's end (req echoes
+ * P_LANE_REQ; app/proc is the destination); role 1: the acceptor's end
+ * (req 0; app/proc, uid, gid, user and system are the sender's, as its
+ * piod stamped them). The seal of each direction: keys and counters
+ * (key_out seals what this end sends). */
+struct pio_p_lane {
+    uint64_t req;
+    int32_t status;
+    uint32_t role;
+    uint32_t proc;
+    uint32_t sealed; /* 0: frames travel as they are */
+    uint32_t cipher; /* PIO_CIPHER_AES or PIO_CIPHER_CHACHA (seal.h) */
+    uint32_t uid, gid;
+    uint64_t lane_id; /* the opener's piod numbers its lanes */
+    uint64_t n_out, n_in;
+    uint8_t key_out[PIO_WIRE_KEY], key_in[PIO_WIRE_KEY];
+    char app[PIO_WIRE_NAME];
+    char system[PIO_WIRE_NAME];
+    char user[PIO_WIRE_NAME];
 };
 /* A channel's state, in P_INFO and H_LOAD rows (and piod's own). */
 enum pio_wchan_state {
@@ -342,6 +377,33 @@ struct pio_c_key { /* C_CHALLENGE (nonce) and C_PROOF (MAC) */
 struct pio_c_accept {
     int32_t status;
 };
+/* C_LANE: after C_ACCEPT on a connection with index PIOD_DLANE_INDEX, the
+ * opener says whose lane it is (sealed inside C_SEALED when the connection
+ * is); the acceptor answers C_ACCEPT again (PIO_OK, or PIO_EGONE when the
+ * destination did not join there) and hands the socket to the process. */
+struct pio_c_lane {
+    uint64_t lane_id;
+    uint32_t src_proc, dst_proc;
+    uint32_t uid, gid; /* the sender's (SO_PEERCRED at its piod) */
+    char src_app[PIO_WIRE_NAME];
+    char dst_app[PIO_WIRE_NAME];
+    char user[PIO_WIRE_NAME];
+};
+/* L_MSG: one message on a direct lane, its bytes inline (flags has
+ * PIO_WF_EAGER); seq counts the lane's messages from 1. */
+struct pio_l_msg {
+    uint64_t seq;
+    uint64_t size, count;
+    int32_t tag;
+    uint32_t datatype;
+    uint32_t flags;
+    const uint8_t *payload;
+};
+/* L_ACK (receiver -> sender): every message up to seq was taken; L_FLUSH
+ * (sender -> receiver): send an L_ACK for up to seq now. */
+struct pio_l_ack {
+    uint64_t seq;
+};
 struct pio_c_data { /* fixed body; payload of len bytes follows */
     uint64_t msgid;
     uint64_t off;
@@ -397,6 +459,11 @@ struct pio_frame {
         struct pio_c_data c_data;
         struct pio_c_ack c_ack;
         struct pio_c_sealed c_sealed;
+        struct pio_p_lane_req p_lane_req;
+        struct pio_p_lane p_lane;
+        struct pio_c_lane c_lane;
+        struct pio_l_msg l_msg;
+        struct pio_l_ack l_ack; /* L_ACK, L_FLUSH */
     } u;
 };
 

@@ -266,6 +266,41 @@ static void fill(struct pio_frame *f, int type, int v)
             f->u.c_key.b[i] = (uint8_t)rnd();
         break;
     case PIO_F_C_ACCEPT: f->u.c_accept.status = ri32(); break;
+    case PIO_F_P_LANE_REQ: {
+        struct pio_p_lane_req *b = &f->u.p_lane_req;
+        b->req = rnd(), b->proc = r32();
+        fill_str(b->app, sizeof b->app, v);
+        break;
+    }
+    case PIO_F_P_LANE: {
+        struct pio_p_lane *b = &f->u.p_lane;
+        b->req = rnd(), b->status = ri32(), b->role = r32(), b->proc = r32();
+        b->sealed = r32(), b->cipher = r32(), b->uid = r32(), b->gid = r32();
+        b->lane_id = rnd(), b->n_out = rnd(), b->n_in = rnd();
+        for (int i = 0; i < PIO_WIRE_KEY; i++)
+            b->key_out[i] = (uint8_t)rnd(), b->key_in[i] = (uint8_t)rnd();
+        fill_str(b->app, sizeof b->app, v);
+        fill_str(b->system, sizeof b->system, v);
+        fill_str(b->user, sizeof b->user, v);
+        break;
+    }
+    case PIO_F_C_LANE: {
+        struct pio_c_lane *b = &f->u.c_lane;
+        b->lane_id = rnd(), b->src_proc = r32(), b->dst_proc = r32(), b->uid = r32();
+        b->gid = r32();
+        fill_str(b->src_app, sizeof b->src_app, v);
+        fill_str(b->dst_app, sizeof b->dst_app, v);
+        fill_str(b->user, sizeof b->user, v);
+        break;
+    }
+    case PIO_F_L_MSG: {
+        struct pio_l_msg *b = &f->u.l_msg;
+        b->seq = rnd(), b->count = rnd(), b->tag = ri32(), b->datatype = r32();
+        fill_eager(v == V_EMPTY ? V_MIXED : v, &b->size, &b->flags, &b->payload);
+        break;
+    }
+    case PIO_F_L_ACK:
+    case PIO_F_L_FLUSH: f->u.l_ack.seq = rnd(); break;
     case PIO_F_C_DATA: {
         struct pio_c_data *b = &f->u.c_data;
         b->msgid = rnd(), b->off = rnd(), b->len = r32(), b->resend = r32();
@@ -604,6 +639,44 @@ static void cmp_frame(const struct pio_frame *a, const struct pio_frame *b)
     case PIO_F_C_CHALLENGE:
     case PIO_F_C_PROOF: assert_memory_equal(a->u.c_key.b, b->u.c_key.b, PIO_WIRE_KEY); break;
     case PIO_F_C_ACCEPT: assert_int_equal(a->u.c_accept.status, b->u.c_accept.status); break;
+    case PIO_F_P_LANE_REQ:
+        assert_int_equal(a->u.p_lane_req.req, b->u.p_lane_req.req);
+        assert_int_equal(a->u.p_lane_req.proc, b->u.p_lane_req.proc);
+        assert_string_equal(a->u.p_lane_req.app, b->u.p_lane_req.app);
+        break;
+    case PIO_F_P_LANE: {
+        const struct pio_p_lane *x = &a->u.p_lane, *y = &b->u.p_lane;
+        assert_int_equal(x->req, y->req);
+        assert_int_equal(x->status, y->status);
+        assert_int_equal(x->role, y->role);
+        assert_int_equal(x->proc, y->proc);
+        assert_int_equal(x->sealed, y->sealed);
+        assert_int_equal(x->cipher, y->cipher);
+        assert_int_equal(x->uid, y->uid);
+        assert_int_equal(x->gid, y->gid);
+        assert_int_equal(x->lane_id, y->lane_id);
+        assert_int_equal(x->n_out, y->n_out);
+        assert_int_equal(x->n_in, y->n_in);
+        assert_memory_equal(x->key_out, y->key_out, PIO_WIRE_KEY);
+        assert_memory_equal(x->key_in, y->key_in, PIO_WIRE_KEY);
+        assert_string_equal(x->app, y->app);
+        assert_string_equal(x->system, y->system);
+        assert_string_equal(x->user, y->user);
+        break;
+    }
+    case PIO_F_C_LANE: assert_memory_equal(&a->u.c_lane, &b->u.c_lane, sizeof(a->u.c_lane)); break;
+    case PIO_F_L_MSG:
+        assert_int_equal(a->u.l_msg.seq, b->u.l_msg.seq);
+        assert_int_equal(a->u.l_msg.size, b->u.l_msg.size);
+        assert_int_equal(a->u.l_msg.count, b->u.l_msg.count);
+        assert_int_equal(a->u.l_msg.tag, b->u.l_msg.tag);
+        assert_int_equal(a->u.l_msg.datatype, b->u.l_msg.datatype);
+        assert_int_equal(a->u.l_msg.flags, b->u.l_msg.flags);
+        if (a->u.l_msg.size)
+            assert_memory_equal(a->u.l_msg.payload, b->u.l_msg.payload, a->u.l_msg.size);
+        break;
+    case PIO_F_L_ACK:
+    case PIO_F_L_FLUSH: assert_int_equal(a->u.l_ack.seq, b->u.l_ack.seq); break;
     case PIO_F_C_DATA: cmp_c_data(&a->u.c_data, &b->u.c_data); break;
     case PIO_F_C_ACK: cmp_c_ack(&a->u.c_ack, &b->u.c_ack); break;
     case PIO_F_C_SEALED:
@@ -696,6 +769,8 @@ static void check_flips(uint8_t *buf, size_t size)
         pay = g->u.p_msg_new.size;
     else if (g->type == PIO_F_H_REQUEST && (g->u.h_request.flags & PIO_WF_EAGER))
         pay = g->u.h_request.size;
+    else if (g->type == PIO_F_L_MSG)
+        pay = g->u.l_msg.size;
     if (end == size)
         end = size - (size_t)pay;
     for (size_t i = 0; i < end; i++) {
@@ -1351,7 +1426,7 @@ static void test_type_names(void **state)
     PIO_FTYPES(NAME_CHECK)
 #undef NAME_CHECK
     assert_string_equal(pio_wire_type_name(0), "?");
-    assert_string_equal(pio_wire_type_name(19), "?");
+    assert_string_equal(pio_wire_type_name(21), "?");
     assert_string_equal(pio_wire_type_name(-1), "?");
     assert_string_equal(pio_wire_type_name(1000), "?");
 }
