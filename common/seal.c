@@ -35,16 +35,16 @@ const char *pio_seal_cipher_name(int cipher)
     }
 }
 
-/* The backends, fastest first: the one registration point. */
-static const struct pio_seal_backend *const seal_backends[] = {&pio_seal_imb, &pio_seal_evp};
-
+/* The backends, fastest first, come from the program's registration point
+ * (seal_list_piod.c or seal_list_lib.c); the last one is the fallback. */
 const struct pio_seal_backend *pio_seal_backend(int cipher)
 {
     cipher = cipher == PIO_CIPHER_AES ? PIO_CIPHER_AES : PIO_CIPHER_CHACHA;
-    for (size_t i = 0; i < sizeof(seal_backends) / sizeof(seal_backends[0]); i++)
-        if (seal_backends[i]->runs(cipher))
-            return seal_backends[i];
-    return &pio_seal_evp;
+    size_t i;
+    for (i = 0; pio_seal_backends[i]; i++)
+        if (pio_seal_backends[i]->runs(cipher))
+            return pio_seal_backends[i];
+    return pio_seal_backends[i - 1];
 }
 
 const char *pio_seal_backend_name(int cipher)
@@ -75,6 +75,17 @@ void pio_seal_init(struct pio_seal *s, int cipher, const uint8_t chan_key[32],
     crypto_generichash_update(&st, ib, sizeof(ib));
     crypto_generichash_update(&st, (const uint8_t *)system, strlen(system));
     crypto_generichash_final(&st, s->key, PIO_SEAL_KEY);
+    s->high = ack_direction ? (uint64_t)1 << 63 : 0;
+    s->be = pio_seal_backend(s->cipher);
+}
+
+void pio_seal_import(struct pio_seal *s, int cipher, const uint8_t key[PIO_SEAL_KEY], uint64_t n,
+                     int ack_direction)
+{
+    memset(s, 0, sizeof(*s));
+    s->cipher = cipher == PIO_CIPHER_AES ? PIO_CIPHER_AES : PIO_CIPHER_CHACHA;
+    memcpy(s->key, key, PIO_SEAL_KEY);
+    s->n = n;
     s->high = ack_direction ? (uint64_t)1 << 63 : 0;
     s->be = pio_seal_backend(s->cipher);
 }

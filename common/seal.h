@@ -86,6 +86,12 @@ void pio_seal_init(struct pio_seal *s, int cipher, const uint8_t chan_key[32],
                    const uint8_t challenge[32], uint32_t index, const char *system,
                    int ack_direction);
 
+/* pio_seal_import - the state of one direction handed over by its piod (a
+ * direct lane's end, P_LANE): the derived key, the next nonce's counter n
+ * and the direction (0 C_DATA/C_SEALED, 1 C_ACK). Allocates nothing. */
+void pio_seal_import(struct pio_seal *s, int cipher, const uint8_t key[PIO_SEAL_KEY], uint64_t n,
+                     int ack_direction);
+
 /* pio_seal_fini - forget the key and free the cipher context. */
 void pio_seal_fini(struct pio_seal *s);
 

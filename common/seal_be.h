@@ -32,7 +32,13 @@ struct pio_seal_backend {
     void (*fini)(struct pio_seal *s);
 };
 
-extern const struct pio_seal_backend pio_seal_imb; /* seal_imb.c: AES-256-GCM, x86-64 */
-extern const struct pio_seal_backend pio_seal_evp; /* seal_evp.c: both, anywhere */
+extern const struct pio_seal_backend pio_seal_imb;    /* seal_imb.c: AES-256-GCM, x86-64 */
+extern const struct pio_seal_backend pio_seal_evp;    /* seal_evp.c: both, anywhere */
+extern const struct pio_seal_backend pio_seal_sodium; /* seal_sodium.c: both, libpio's */
+
+/* The program's backends, fastest first, NULL-terminated: its one
+ * registration point (seal_list_piod.c for the piods, seal_list_lib.c for
+ * libpio). */
+extern const struct pio_seal_backend *const pio_seal_backends[];
 
 #endif

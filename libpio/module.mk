@@ -9,7 +9,7 @@ LIBPIO_SRCS := libpio/pio.c libpio/reader.c libpio/sendrecv.c libpio/win.c libpi
                libpio/file.c libpio/feed.c
 BASE_SRCS   := common/memtrim.c common/capture.c common/fstream.c common/error.c common/types.c \
                common/parse.c common/pool.c common/wire/wire.c common/wire/pcp_proto.c \
-               common/wire/viz_proto.c
+               common/wire/viz_proto.c common/seal.c common/seal_sodium.c common/seal_list_lib.c
 TRANSPORT_SRCS := transport/registry.c transport/addr.c transport/tcp/tcp.c \
                transport/rdma/ucx.c transport/rdma/rma.c transport/rdma/stream.c
 LIBPIO_OBJS := $(patsubst %.c,$(B)/%.o,$(LIBPIO_SRCS) $(BASE_SRCS) $(TRANSPORT_SRCS))

@@ -38,6 +38,7 @@
  * (peer keys and rx slots), d->rxlist_mtx (accepted channels). Leaves only:
  * no two are held together, none across a send or receive.
  */
+#include "dlane.h"
 #include "piod.h"
 #include "chan_int.h"
 #include "log.h"
@@ -167,6 +168,7 @@ void piod_chan_stop(struct piod *d)
         d->tp->listener_close(d->listeners[i]);
     }
     d->nlisten = 0;
+    piod_dlane_stop(d);
     for (int p = 0; p < d->npeers; p++)
         for (int i = 0; i < PIOD_MAX_LINKS; i++) {
             struct piod_txchan *ch = d->peers[p].tx[i];

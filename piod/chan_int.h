@@ -7,6 +7,7 @@
 #define PIOD_CHAN_INT_H
 
 #include "piod.h"
+#include "seal.h"
 #include "wire/wire.h"
 
 #include <stddef.h>
@@ -17,5 +18,14 @@ int chan_recv_frame(struct piod *d, struct pio_tp_conn *c, uint8_t *buf, size_t 
                     struct pio_frame *f, const char *who);
 void chan_mac(uint8_t out[PIO_WIRE_KEY], const uint8_t key[PIO_WIRE_KEY],
               const uint8_t challenge[PIO_WIRE_KEY], uint32_t index, const char *system);
+
+/* What chan_open made: the connection, and the seals when it is sealed. */
+struct chan_open_out {
+    struct pio_tp_conn *conn;
+    int sealed, cipher;
+    struct pio_seal seal_data, seal_ack;
+};
+int chan_open(struct piod *d, int peer, int link, uint32_t index, const char *who, int last_err,
+              struct chan_open_out *o);
 
 #endif

@@ -10,6 +10,7 @@
  * table; d->grant_cv signals a holder letting go), d->key_mtx (peer keys,
  * rx slots), d->rxlist_mtx (accepted channels); never two at once.
  */
+#include "dlane.h"
 #include "piod.h"
 #include "chan_int.h"
 #include "relay.h"
@@ -223,7 +224,8 @@ static int rx_auth(struct piod_rxchan *rx, uint8_t *buf, size_t cap)
         /* nchan too is the main thread's, written under key_mtx (core.c) */
         pthread_mutex_lock(&d->key_mtx);
         int hello = d->peers[peer].hello_seen;
-        int ok = index < (uint32_t)d->peers[peer].nchan || index == PIOD_EXPRESS_INDEX;
+        int ok = index < (uint32_t)d->peers[peer].nchan || index == PIOD_EXPRESS_INDEX ||
+                 index == PIOD_DLANE_INDEX;
         memcpy(key, d->peers[peer].my_key, sizeof(key));
         pthread_mutex_unlock(&d->key_mtx);
         chan_mac(expect, key, challenge, index, system);
@@ -323,6 +325,20 @@ static void *rx_thread(void *arg)
     struct piod_rxchan *old = NULL;
     if (!buf || rx_auth(rx, buf, cap) != PIO_OK)
         goto out;
+    if ((uint32_t)rx->index == PIOD_DLANE_INDEX) { /* whose lane, then to the main loop */
+        char who[PIO_WIRE_NAME + 48];
+        snprintf(who, sizeof(who), "(direct lane) from %s", d->peers[rx->peer].cfg->name);
+        struct pio_c_lane cl;
+        if (piod_dlane_recv_clane(d, rx->conn, rx->sealed ? &rx->seal_data : NULL, &cl, who) !=
+                PIO_OK ||
+            piod_dlane_accepted(d, rx->peer, rx->conn, rx->sealed, rx->cipher, &rx->seal_data,
+                                &rx->seal_ack, &cl) != PIO_OK)
+            goto out;
+        rx->conn = NULL; /* the main loop's now, and the seals with it */
+        memset(&rx->seal_data, 0, sizeof(rx->seal_data));
+        memset(&rx->seal_ack, 0, sizeof(rx->seal_ack));
+        goto out;
+    }
     if ((uint32_t)rx->index == PIOD_EXPRESS_INDEX) { /* the main loop reads it from now on */
         struct piod_ev *xe = calloc(1, sizeof(*xe));
         if (!xe)

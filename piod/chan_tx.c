@@ -279,28 +279,28 @@ out:
     return NULL;
 }
 
-static int tx_connect(struct piod_txchan *ch)
+/* chan_open - connect to peer over link and prove our key for index (a
+ * data channel's, PIOD_EXPRESS_INDEX or PIOD_DLANE_INDEX); on PIO_OK *o
+ * holds the connection and, when it is sealed, the seal of each
+ * direction. who names the connection in messages; last_err is the error
+ * the caller saw last (a refusal is logged once per kind). Blocking (up to
+ * CHAN_IO_TIMEOUT_MS per step): a channel thread's or a lane opener's. */
+int chan_open(struct piod *d, int peer, int link, uint32_t index, const char *who, int last_err,
+              struct chan_open_out *o)
 {
-    struct piod *d = ch->d;
-    struct piod_peer_st *p = &d->peers[ch->peer];
+    struct piod_peer_st *p = &d->peers[peer];
     int port = p->cfg->data_port ? p->cfg->data_port : d->cfg.data_port;
     struct pio_tp_conn *c = NULL;
     struct pio_frame f;
     uint8_t buf[512], key[PIO_WIRE_KEY];
-    struct pio_tp_opts o = d->tpo;
-    o.timeout_ms = CHAN_IO_TIMEOUT_MS;
-    int link = ch->express ? 0 : ch->index;
-    uint32_t index = ch->express ? PIOD_EXPRESS_INDEX : (uint32_t)ch->index;
+    struct pio_tp_opts to = d->tpo;
+    to.timeout_ms = CHAN_IO_TIMEOUT_MS;
+    memset(o, 0, sizeof(*o));
     int rc = d->cfg.link_owner[link] < 0 ? d->tp->connect(d->cfg.listen[d->cfg.link_local[link]],
-                                                          p->cfg->addr[link], port, &o, &c)
+                                                          p->cfg->addr[link], port, &to, &c)
                                          : piod_relay_out(d, link, p->cfg->addr[link], port, &c);
     if (rc != PIO_OK)
         return rc;
-    char who[PIO_WIRE_NAME + 32];
-    if (ch->express)
-        snprintf(who, sizeof(who), "(express lane) to %s", p->cfg->name);
-    else
-        snprintf(who, sizeof(who), "%d to %s", ch->index, p->cfg->name);
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_HELLO;
     int encrypt = piod_config_peer_encrypt(&d->cfg, p->cfg);
@@ -326,13 +326,13 @@ static int tx_connect(struct piod_txchan *ch)
     PIO_TRY(chan_recv_frame(d, c, buf, sizeof(buf), &f, who), rc, fail);
     PIO_CHECK(f.type != PIO_F_C_ACCEPT, rc, PIO_EPROTO, fail);
     if (f.u.c_accept.status == PIO_EREFUSED && (f.flags & PIO_WH_SEAL) && !encrypt &&
-        ch->last_err != PIO_EREFUSED)
+        last_err != PIO_EREFUSED)
         PIOD_ERR("data channel %s: %s takes encrypted channels only (this piod has encrypt = no "
                  "for it; remove that, or say encrypt = no on both sides)",
                  who, p->cfg->name);
     PIO_CHECK(f.u.c_accept.status != PIO_OK, rc, f.u.c_accept.status, fail);
     if (encrypt && !(f.flags & PIO_WH_SEAL)) {
-        if (ch->last_err != PIO_EAUTH)
+        if (last_err != PIO_EAUTH)
             PIOD_ERR("data channel %s: %s accepted it without sealing it (a piod that cannot "
                      "encrypt?): closed, nothing sent in the clear",
                      who, p->cfg->name);
@@ -345,26 +345,51 @@ static int tx_connect(struct piod_txchan *ch)
         rc = PIO_EPROTO;
         goto fail;
     }
-    ch->sealed = encrypt;
+    o->sealed = encrypt;
+    if (o->sealed) {
+        o->cipher = (f.flags & PIO_WH_AES) ? PIO_CIPHER_AES : PIO_CIPHER_CHACHA;
+        pio_seal_init(&o->seal_data, o->cipher, key, challenge, index, d->cfg.ident, 0);
+        pio_seal_init(&o->seal_ack, o->cipher, key, challenge, index, d->cfg.ident, 1);
+    }
+    sodium_memzero(key, sizeof(key));
+    o->conn = c;
+    return PIO_OK;
+fail:
+    sodium_memzero(key, sizeof(key));
+    d->tp->close(c);
+    return rc;
+}
+
+static int tx_connect(struct piod_txchan *ch)
+{
+    struct piod *d = ch->d;
+    struct piod_peer_st *p = &d->peers[ch->peer];
+    char who[PIO_WIRE_NAME + 32];
+    if (ch->express)
+        snprintf(who, sizeof(who), "(express lane) to %s", p->cfg->name);
+    else
+        snprintf(who, sizeof(who), "%d to %s", ch->index, p->cfg->name);
+    struct chan_open_out o;
+    int rc =
+        chan_open(d, ch->peer, ch->express ? 0 : ch->index,
+                  ch->express ? PIOD_EXPRESS_INDEX : (uint32_t)ch->index, who, ch->last_err, &o);
+    if (rc != PIO_OK)
+        return rc;
+    ch->sealed = o.sealed;
     pio_seal_fini(&ch->seal_data);
     pio_seal_fini(&ch->seal_ack);
     if (ch->sealed) {
-        int cipher = (f.flags & PIO_WH_AES) ? PIO_CIPHER_AES : PIO_CIPHER_CHACHA;
-        pio_seal_init(&ch->seal_data, cipher, key, challenge, index, d->cfg.ident, 0);
-        pio_seal_init(&ch->seal_ack, cipher, key, challenge, index, d->cfg.ident, 1);
-        ch->cipher = cipher;
+        ch->seal_data = o.seal_data;
+        ch->seal_ack = o.seal_ack;
+        ch->cipher = o.cipher;
     }
-    sodium_memzero(key, sizeof(key));
     pthread_mutex_lock(&ch->mtx);
-    ch->conn = c;
+    ch->conn = o.conn;
     ch->pace_rate = 0; /* a new socket: no limit until the next tick sets one */
     ch->conn_dead = 0;
-    d->tp->addrs(c, ch->local, ch->remote);
+    d->tp->addrs(o.conn, ch->local, ch->remote);
     pthread_mutex_unlock(&ch->mtx);
     return PIO_OK;
-fail:
-    d->tp->close(c);
-    return rc;
 }
 
 /* Hand every queued and unacked chunk back to the main thread. */

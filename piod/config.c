@@ -206,6 +206,7 @@ void piod_config_defaults(struct piod_config *c)
     c->log_level = PIOD_LOG_INFO;
     c->curve = 1;
     c->express = 1;
+    c->direct_lanes = 1;
     c->encrypt = 1;
     c->spin_us = 50;
     c->stall_ms = 400;
@@ -263,6 +264,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"chunk-ms", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk_ms)},
     {"pace", CFG_SIZE32, CFG_FIELD(struct piod_config, pace)},
     {"express", CFG_BOOL, CFG_FIELD(struct piod_config, express)},
+    {"direct-lanes", CFG_BOOL, CFG_FIELD(struct piod_config, direct_lanes)},
     {"encrypt", CFG_BOOL, CFG_FIELD(struct piod_config, encrypt)},
     {"cipher", CFG_CIPHER, CFG_FIELD(struct piod_config, cipher)},
     {"spin-us", CFG_SIZE32, CFG_FIELD(struct piod_config, spin_us)},
@@ -680,6 +682,7 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                     "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                     "export, export-map, log, log-level, listen, control, control-port, data-port, "
                     "source-ports, pool, proc-pool, eager-limit, chunk, chunk-ms, pace, express, "
+                    "direct-lanes, "
                     "encrypt, cipher, "
                     "spin-us, "
                     "stall-ms, link-timeout, internal, relay-port, transport)",
@@ -912,6 +915,7 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "chunk-ms = %u\n", c->chunk_ms);
     fprintf(out, "pace = %u\n", c->pace);
     fprintf(out, "express = %s\n", c->express ? "yes" : "no");
+    fprintf(out, "direct-lanes = %s\n", c->direct_lanes ? "yes" : "no");
     fprintf(out, "encrypt = %s\n", c->encrypt ? "yes" : "no");
     fprintf(out, "cipher = %s\n",
             c->cipher == PIO_CIPHER_AES      ? "aes-256-gcm"

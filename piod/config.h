@@ -73,6 +73,7 @@ struct piod_config {
     int log_level;     /* enum piod_log_level, default INFO */
     int curve;         /* 1 (default): CURVE on the control plane; 0 only with --insecure */
     int express;       /* 1 (default): H_* frames on the express lane once it is up */
+    int direct_lanes;  /* 1 (default): processes may ask for direct lanes (dlane.c) */
     int encrypt; /* 1 (default): data channels and express lanes sealed (seal.h); [peer] may say */
     int cipher;  /* enum pio_cipher (common/seal.h): which AEAD we offer; default auto */
     uint32_t spin_us; /* main loop: look again without sleeping this long (us) */

@@ -215,6 +215,17 @@ int piod_conn_send(struct piod *d, uint64_t cid, const void *buf, size_t len)
     return rc == PIO_ECLOSED ? PIO_EGONE : rc;
 }
 
+int piod_conn_send_fd(struct piod *d, uint64_t cid, const void *buf, size_t len, int pass_fd)
+{
+    struct piod_conn *c = piod_conn_get(d, cid);
+    if (!c || c->dropped) {
+        close(pass_fd);
+        return PIO_EGONE;
+    }
+    int rc = pio_fout_send_fd(&c->out, c->fd, buf, len, pass_fd);
+    return rc == PIO_ECLOSED ? PIO_EGONE : rc;
+}
+
 int piod_conn_reading(struct piod *d, struct piod_conn *c)
 {
     (void)d;

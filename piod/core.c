@@ -34,6 +34,7 @@
  * Locks: this file takes d->ev_mtx (event queue) and d->key_mtx (keys, rx
  * slots) briefly, never together and never across a send.
  */
+#include "dlane.h"
 #include "piod.h"
 #include "core_int.h"
 #include "relay.h"
@@ -87,6 +88,17 @@ int send_cid(struct piod *d, uint64_t cid, const struct pio_frame *f)
     if (rc != PIO_OK)
         return rc;
     return piod_conn_send(d, cid, d->scratch, len);
+}
+
+int send_cid_fd(struct piod *d, uint64_t cid, const struct pio_frame *f, int pass_fd)
+{
+    size_t len;
+    int rc = enc(d, f, &len);
+    if (rc != PIO_OK) {
+        close(pass_fd);
+        return rc;
+    }
+    return piod_conn_send_fd(d, cid, d->scratch, len, pass_fd);
 }
 
 int send_proc(struct piod *d, int pi, const struct pio_frame *f)
@@ -812,6 +824,8 @@ void piod_fini(struct piod *d)
         d->ev_head = e->next;
         if (e->kind == PIOD_EV_EXPRESS && e->conn)
             d->tp->close(e->conn);
+        if (e->kind == PIOD_EV_DLANE)
+            piod_dlane_discard(d, e);
         while (e->chunks) {
             struct piod_chunk *c = e->chunks;
             e->chunks = c->next;

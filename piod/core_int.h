@@ -76,6 +76,9 @@ size_t lane_share(struct piod *d);
 int lane_heavy(struct piod *d, struct piod_conn *c, size_t share);
 
 int send_cid(struct piod *d, uint64_t cid, const struct pio_frame *f);
+/* send_cid with descriptor pass_fd attached (owned by the call from now on) */
+int send_cid_fd(struct piod *d, uint64_t cid, const struct pio_frame *f, int pass_fd);
+
 int send_peer_msg(struct piod *d, int peer, const struct pio_frame *f, int src, uint64_t sid,
                   int owner);
 void send_done_flags(struct piod *d, int pi, int type, uint16_t flags, uint64_t id, int status);

@@ -2,6 +2,7 @@
  * acknowledged, arrived, handed back; channels and lanes up and down) and
  * the main thread's periodic work (tick). Split from core.c; main thread only.
  * SPDX-License-Identifier: BSD-3-Clause */
+#include "dlane.h"
 #include "piod.h"
 #include "balance.h"
 #include "core_int.h"
@@ -47,6 +48,7 @@ void on_events(struct piod *d)
         struct piod_ev *next = ev->next;
         switch (ev->kind) {
         case PIOD_EV_EXPRESS: on_express_event(d, ev); break;
+        case PIOD_EV_DLANE: piod_on_dlane_event(d, ev); break;
         case PIOD_EV_ADOPT: piod_rx_adopt(d, ev->conn); break;
         case PIOD_EV_ACK: {
             struct piod_omsg *m = omsg_find(d, ev->msgid);

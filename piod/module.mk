@@ -1,7 +1,7 @@
 # piod/module.mk - the daemon. Everything but main.c also goes into an
 # internal archive (libpiod.a) that the unit tests link.
 # the seal (common/seal*.c) lives in common/ for libpio's direct lane too
-SEAL_SRCS := common/seal.c common/seal_evp.c common/seal_imb.c
+SEAL_SRCS := common/seal.c common/seal_evp.c common/seal_imb.c common/seal_list_piod.c
 PIOD_SRCS := $(filter-out piod/main.c piod/fuzz_%.c,$(wildcard piod/*.c)) $(SEAL_SRCS)
 PIOD_OBJS := $(PIOD_SRCS:%.c=$(B)/%.o)
 LIBPIOD_A := $(B)/lib/libpiod.a

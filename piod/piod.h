@@ -27,6 +27,7 @@
 #define PIOD_PIOD_H
 
 #define PIOD_EXPRESS_INDEX 0xffffu              /* C_HELLO index of an express lane */
+#define PIOD_DLANE_INDEX   0xfffeu              /* C_HELLO index of a direct lane (dlane.c) */
 #define PIOD_NCLS          PIO_WIRE_MAX_CLASSES /* receive classes of a process */
 
 #include "balance.h"
@@ -318,7 +319,8 @@ enum piod_ev_kind {
     PIOD_EV_ARRIVED,
     PIOD_EV_REQUEUE,
     PIOD_EV_EXPRESS, /* a lane came up (conn; state says whose) */
-    PIOD_EV_ADOPT    /* the relay took a channel for us (conn): run a receiver on it */
+    PIOD_EV_ADOPT,   /* the relay took a channel for us (conn): run a receiver on it */
+    PIOD_EV_DLANE    /* a direct lane was opened (state OURS) or accepted (THEIRS): dlane */
 };
 
 /* piod_ev.state: PIOD_EV_CHAN carries a sender channel's new state (enum
@@ -341,7 +343,8 @@ struct piod_ev {
     struct pio_tp_conn *conn;  /* PIOD_EV_EXPRESS */
     int sealed;                /* PIOD_EV_EXPRESS: the lane is sealed with seal (moved in) */
     struct pio_seal seal;
-    uint64_t gen; /* PIOD_EV_CHAN rx up/down: the connection (rx->gen) */
+    uint64_t gen;             /* PIOD_EV_CHAN rx up/down: the connection (rx->gen) */
+    struct piod_dlane *dlane; /* PIOD_EV_DLANE (dlane.c) */
 };
 
 struct piod_pending_partner {
@@ -403,7 +406,9 @@ struct piod_member_st {
 
 struct piod {
     struct piod_config cfg;
-    uint64_t epoch; /* this run (random, never 0): H_HELLO, H_SEQ, H_ACK */
+    atomic_int dlane_threads; /* direct lanes being opened (dlane.c): stop waits for them */
+    uint64_t dlane_next;      /* the last direct lane's id (main thread) */
+    uint64_t epoch;           /* this run (random, never 0): H_HELLO, H_SEQ, H_ACK */
     struct piod_keys keys;
     const struct pio_transport_ops *tp;
     struct pio_tp_opts tpo;
@@ -528,6 +533,9 @@ void piod_conn_accept(struct piod *d); /* take every pending connection */
 struct piod_conn *piod_conn_get(struct piod *d, uint64_t cid); /* NULL: gone */
 uint64_t piod_conn_cid(struct piod *d, struct piod_conn *c);
 int piod_conn_send(struct piod *d, uint64_t cid, const void *buf, size_t len); /* queues */
+/* piod_conn_send of one frame with pass_fd attached (SCM_RIGHTS); the call
+ * owns pass_fd (closed once sent, or on an error) */
+int piod_conn_send_fd(struct piod *d, uint64_t cid, const void *buf, size_t len, int pass_fd);
 void piod_conn_close(struct piod *d, struct piod_conn *c);
 int piod_conn_reading(struct piod *d, struct piod_conn *c); /* poll it for requests now? */
 /* a frame begun and not finished for too long (logged): the caller closes c */

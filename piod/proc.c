@@ -2,6 +2,7 @@
  * (sends, claims, frees, partner look-ups, info), and local delivery.
  * Split from core.c; main thread only.
  * SPDX-License-Identifier: BSD-3-Clause */
+#include "dlane.h"
 #include "piod.h"
 #include "core_int.h"
 #include "relay.h"
@@ -790,6 +791,7 @@ static void on_proc_frame(struct piod *d, uint64_t cid, const uint8_t *buf, size
     case PIO_F_P_FREE: on_free(d, pi, &f->u.p_ranges); break;
     case PIO_F_P_CLAIM: on_claim(d, pi, f->u.p_done.id); break;
     case PIO_F_P_QOS: on_qos(d, pi, &f->u.p_qos); break;
+    case PIO_F_P_LANE_REQ: piod_on_lane_req(d, pi, &f->u.p_lane_req); break;
     case PIO_F_P_CONSUMED: on_consumed(d, pi, f->u.p_done.id); break;
     default:
         PIOD_WARN("unexpected %s from process %s:%u", pio_wire_type_name(f->type), d->procs[pi].app,
