@@ -36,6 +36,7 @@
  */
 #include "pio.h"
 #include "pio_int.h"
+#include "lane.h"
 #include "err.h"
 #include "fstream.h"
 #include "partner.h"
@@ -226,6 +227,8 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
     PIO_CHECK(pio_g.evfd < 0, rc, PIO_ENOMEM, unlock);
     PIO_TRY(pio_unix_connect(path, &pio_g.fd), rc, unlock);
     pio_fin_init(&pio_g.in, PIO_WIRE_HDR + (size_t)PIO_WIRE_MAX_BODY);
+    pio_fin_want_fds(&pio_g.in); /* direct lanes come as descriptors (P_LANE) */
+    pio_lane_init();
     PIO_CHECK(pthread_create(&pio_g.thr, NULL, pio_progress, NULL) != 0, rc, PIO_ENOMEM, unlock);
 
     struct pio_frame f;
@@ -298,6 +301,7 @@ int PIO_Exit(void)
         if (!busy || pio_g.closed || pio_wait_until(&dl) == PIO_ETIMEDOUT)
             break;
     }
+    pio_lane_exit(&dl); /* the receivers take what the lanes carry, or it goes again */
     pio_fail_everything(PIO_ECANCELED);
     struct pio_frame f;
     memset(&f, 0, sizeof(f));

@@ -147,5 +147,9 @@ void pio_on_msg_new(struct pio_p_msg_new *n);
 void pio_on_msg_data(struct pio_p_ranges *pr);
 void pio_on_send_done(struct pio_frame *f);
 void pio_on_event(struct pio_p_event *e);
+/* A send of libpio's own (lane.c): never on a lane; out NULL frees a send
+ * that completed at once (the caller must not keep one that did not). */
+int pio_send_internal(int partner, int proc, int tag, const void *buf, size_t count, int datatype,
+                      uint64_t size, int sync, struct pio_request **out);
 
 #endif

@@ -10,6 +10,7 @@
  */
 #include "pio.h"
 #include "pio_int.h"
+#include "lane.h"
 #include "fstream.h"
 #include "pool.h"
 #include "types.h"
@@ -122,6 +123,11 @@ static void on_frame(const uint8_t *buf, size_t len)
     case PIO_F_P_MSG_NEW: pio_on_msg_new(&f->u.p_msg_new); break;
     case PIO_F_P_MSG_DATA: pio_on_msg_data(&f->u.p_ranges); break;
     case PIO_F_P_EVENT: pio_on_event(&f->u.p_event); break;
+    case PIO_F_P_LANE: {
+        int fd = f->u.p_lane.status == PIO_OK ? pio_fin_take_fd(&pio_g.in) : -1;
+        pio_lane_on_p_lane(&f->u.p_lane, fd);
+        break;
+    }
     default: break;
     }
     free(f);
@@ -203,17 +209,22 @@ static void lost(void)
  * run the copies they made ready. */
 static void reader_pass(int timeout_ms)
 {
-    struct pollfd p[2] = {{pio_g.fd, (short)(POLLIN | (pio_g.out.head ? POLLOUT : 0)), 0},
-                          {pio_g.evfd, POLLIN, 0}};
+    struct pollfd p[2 + PIO_LANE_POLL] = {
+        {pio_g.fd, (short)(POLLIN | (pio_g.out.head ? POLLOUT : 0)), 0}, {pio_g.evfd, POLLIN, 0}};
+    int np = 2 + pio_lane_poll(p + 2, PIO_LANE_POLL);
     int n = 1;
+    for (int i = 2; i < np; i++) /* no poll below: every lane is looked at */
+        p[i].revents = p[i].events;
     if (timeout_ms != 0 && !pio_g.jobs) {
+        for (int i = 2; i < np; i++)
+            p[i].revents = 0;
         pthread_mutex_unlock(&pio_g.mtx);
         n = 0;
         if (pio_g.spin_us > 0) { /* look without sleeping for a moment first */
             struct timespec t0, t;
             clock_gettime(CLOCK_MONOTONIC, &t0);
             do {
-                if ((n = poll(p, 2, 0)) != 0)
+                if ((n = poll(p, (nfds_t)np, 0)) != 0)
                     break;
                 sched_yield();
                 clock_gettime(CLOCK_MONOTONIC, &t);
@@ -221,7 +232,7 @@ static void reader_pass(int timeout_ms)
                      pio_g.spin_us);
         }
         if (n == 0)
-            n = poll(p, 2, timeout_ms);
+            n = poll(p, (nfds_t)np, timeout_ms);
         if (n > 0 && (p[1].revents & POLLIN)) {
             uint64_t v;
             ssize_t r = read(pio_g.evfd, &v, sizeof(v));
@@ -255,6 +266,9 @@ static void reader_pass(int timeout_ms)
         if (pio_g.in.drained)
             break;
     }
+    /* the lanes after the piod's frames: what the piod said first is in */
+    if (np > 2 && !pio_g.closed)
+        pio_lane_io(p + 2, np - 2);
     pio_g.in_pass = 0;
     run_jobs();
 }

@@ -11,6 +11,7 @@
  */
 #include "pio.h"
 #include "pio_int.h"
+#include "lane.h"
 #include "partner.h"
 #include "pool.h"
 #include "types.h"
@@ -290,6 +291,12 @@ static void steal_for(struct inmsg *m)
 /* P_MSG_NEW: a message for us; a receive waiting for it takes it. */
 void pio_on_msg_new(struct pio_p_msg_new *n)
 {
+    if (n->tag == PIO_TAG_LANE) { /* between lane ends (lane.c): never an application's */
+        if ((n->flags & PIO_WF_SYNC) && (n->flags & PIO_WF_EAGER))
+            pio_out_done(PIO_F_P_CONSUMED, n->key);
+        pio_lane_on_ctl(n);
+        return;
+    }
     struct inmsg *m = calloc(1, sizeof(*m));
     if (!m)
         return;
@@ -420,6 +427,8 @@ void pio_on_event(struct pio_p_event *e)
         return;
     pio_g.partners[p].left[e->proc] = e->kind == 2;
     if (e->kind == 2)
+        pio_lane_left(p, e->proc);
+    if (e->kind == 2)
         for (struct pio_request *r = pio_g.recvs, *next; r; r = next) {
             next = r->next;
             try_match_recv(r);
@@ -430,7 +439,7 @@ void pio_on_event(struct pio_p_event *e)
  * block inside a larger array (pio_send_sub; never eager). */
 static int isend_sub(int partner, int process_ID, int tag, int connection, const void *addr,
                      int datatype, size_t count, int mode, const struct pio_request *sub,
-                     struct pio_request **out)
+                     int internal, struct pio_request **out)
 {
     size_t es = pio_type_size(datatype);
     if (!es || tag < 0 || (mode != PIO_BLOCKING && mode != PIO_SYNC) || (!addr && count > 0) ||
@@ -449,10 +458,21 @@ static int isend_sub(int partner, int process_ID, int tag, int connection, const
         return PIO_ECHANNEL;
     if (p->left && p->left[process_ID])
         return PIO_EGONE;
+    uint64_t size = (uint64_t)count * es;
+    /* a direct lane (lane.c) for a small message, or the piods' path, in
+     * order with what went the other way; a message on a named channel
+     * keeps it, unless it is small enough to travel inline (such messages
+     * take no channel on the piods' path either) */
+    struct pio_lane *lane =
+        internal ? NULL
+                 : pio_lane_route(partner, process_ID,
+                                  mode != PIO_SYNC && !sub && size <= pio_lane_max() &&
+                                      (connection < 0 || size <= pio_g.w.eager_limit));
+    if (pio_g.closed)
+        return PIO_ECLOSED;
     struct pio_request *r = calloc(1, sizeof(*r));
     if (!r)
         return PIO_ENOMEM;
-    uint64_t size = (uint64_t)count * es;
     r->kind = REQ_SEND;
     r->sid = ++pio_g.next_sid;
     r->size = size;
@@ -470,6 +490,18 @@ static int isend_sub(int partner, int process_ID, int tag, int connection, const
     r->st.datatype = datatype;
     r->st.count = count;
     r->st.bytes = size;
+    if (lane) {
+        int rc = pio_lane_send(lane, tag, datatype, count, size, addr);
+        if (rc != PIO_OK) {
+            free(r);
+            return rc;
+        }
+        r->next_off = r->size;
+        r->copied_all = 1;
+        pio_req_complete(r, PIO_OK);
+        *out = r;
+        return PIO_OK;
+    }
     struct pio_frame *f = calloc(1, sizeof(*f));
     if (!f) {
         free(r);
@@ -597,7 +629,24 @@ static int recv_timed_out(struct pio_request *r, PIO_Status *status)
 static int isend(int partner, int process_ID, int tag, int connection, const void *addr,
                  int datatype, size_t count, int mode, struct pio_request **out)
 {
-    return isend_sub(partner, process_ID, tag, connection, addr, datatype, count, mode, NULL, out);
+    return isend_sub(partner, process_ID, tag, connection, addr, datatype, count, mode, NULL, 0,
+                     out);
+}
+
+int pio_send_internal(int partner, int proc, int tag, const void *buf, size_t count, int datatype,
+                      uint64_t size, int sync, struct pio_request **out)
+{
+    (void)size;
+    struct pio_request *r = NULL;
+    int rc = isend_sub(partner, proc, tag, PIO_DYNAMIC, buf, datatype, count,
+                       sync ? PIO_SYNC : PIO_BLOCKING, NULL, 1, &r);
+    if (rc != PIO_OK)
+        return rc;
+    if (out)
+        *out = r;
+    else if (r->done)
+        free(r);
+    return PIO_OK;
 }
 
 int pio_send_sub(int partner, int process_ID, int tag, int connection, const void *base,
@@ -638,7 +687,7 @@ int pio_send_sub(int partner, int process_ID, int tag, int connection, const voi
     struct pio_request *r;
     pthread_mutex_lock(&pio_g.mtx);
     int rc = isend_sub(partner, process_ID, tag, connection, first, datatype, (size_t)n,
-                       PIO_BLOCKING, &sub, &r);
+                       PIO_BLOCKING, &sub, 0, &r);
     if (rc == PIO_OK)
         rc = wait_req(r, PIO_WAIT_FOREVER, NULL, NULL);
     pthread_mutex_unlock(&pio_g.mtx);

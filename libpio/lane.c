@@ -1,0 +1,757 @@
+/* lane.c - direct lanes: small messages straight to a process of another
+ * host, on a TCP connection the two piods brokered (piod/dlane.c).
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * A send of at most $PIO_LANE_MAX bytes (default 1 MiB; 0: no lanes) that
+ * is not synchronous, names no channel and is not a block of an array may
+ * take a lane to its destination process when that process joined another
+ * host's piod. The first such send asks the piod for one (P_LANE_REQ) and
+ * goes through the piods; the piod hands the lane's end over (P_LANE, the
+ * socket attached), and so does the destination's piod to the destination.
+ *
+ * Order. Messages from one sender to one receiver stay in send order across
+ * the two paths:
+ *  - piods -> lane: before the first lane message (and again after any
+ *    message took the piods' path) the sender sends a fence through the
+ *    piods, a synchronous zero-byte-like message with tag PIO_TAG_LANE, and
+ *    waits until the receiver's libpio took it: everything the sender sent
+ *    through the piods before is then in the receiver's list. Other sends
+ *    to that receiver wait meanwhile.
+ *  - lane -> piods: before a message takes the piods' path while the lane
+ *    is up, the sender asks for an acknowledgement (L_FLUSH) and waits until
+ *    the receiver took every lane message (L_ACK).
+ * No acknowledged byte is lost: a lane send completes once its frame is in
+ * the socket (or queued for it), and the sender keeps a copy until the
+ * receiver acknowledges it (every 64 messages or 1 MiB, or when asked).
+ * When the lane breaks, the sender asks the receiver through the piods
+ * which message it took last (a query; the receiver closes its end first,
+ * so nothing more comes in), and sends the rest again through the piods, in
+ * order, before anything new. A lane that broke stays down for the life of
+ * the process (its sends go through the piods).
+ * Identity: a lane message carries the sender's uid, gid, user and system as
+ * the sender's piod stamped them when it brokered the lane.
+ * Sealing: when the piods' connection is sealed (the default), every lane
+ * frame travels inside a C_SEALED frame under the keys and counters the
+ * piods derived and handed over (seal.h); libpio runs the AEAD with
+ * libsodium.
+ * Lanes are never freed before PIO_Exit (a pointer to one stays valid while
+ * pio_g.mtx is dropped); all state is guarded by pio_g.mtx.
+ */
+#include "lane.h"
+#include "pio.h"
+#include "pio_int.h"
+#include "err.h"
+#include "fstream.h"
+#include "seal.h"
+#include "types.h"
+#include "wire/wire.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define LANE_MAX_DEFAULT 0          /* off until the lane is complete (work in progress) */
+#define LANE_ACK_EVERY   64         /* messages taken before an L_ACK goes */
+#define LANE_ACK_BYTES   (1u << 20) /* ... or bytes */
+#define LANE_WINDOW      (8u << 20) /* unacknowledged bytes a sender keeps before it waits */
+
+enum {
+    LANE_OPENING = 1, /* out: asked the piod */
+    LANE_READY,       /* out: a fence must go before the next lane message */
+    LANE_FENCING,     /* out: the fence is on its way */
+    LANE_UP,          /* out: messages go on it; in: messages come on it */
+    LANE_RECOVER,     /* out: broke; the query is on its way */
+    LANE_DOWN,        /* closed for good */
+};
+
+enum { CTL_FENCE = 1, CTL_QUERY = 2, CTL_ANSWER = 3 };
+
+struct lane_copy {
+    struct lane_copy *next;
+    uint64_t seq, count, size;
+    int tag, datatype;
+    uint8_t data[];
+};
+
+struct pio_lane {
+    struct pio_lane *next;
+    int out; /* 1: we send on it; 0: we receive */
+    int state;
+    int partner; /* handle, or -1 (a receiver's lane from a process it never named) */
+    uint32_t proc;
+    char app[PIO_WIRE_NAME];
+    uint64_t lane_id, req;
+    int fd;
+    int sealed;
+    struct pio_seal so, si;
+    struct pio_fin in;
+    struct pio_fout q;
+    uint8_t *wbuf;
+    size_t wcap;
+    /* out */
+    uint64_t next_seq, acked;
+    struct lane_copy *copies, *copies_tail;
+    size_t copy_bytes;
+    /* in */
+    uint64_t rx_seq, rx_acked;
+    size_t rx_unacked_bytes;
+    uint32_t uid, gid;
+    char user[PIO_WIRE_NAME], system[PIO_WIRE_NAME];
+};
+
+struct replay { /* a message sent again through the piods, until its send completes */
+    struct replay *next;
+    struct pio_request *r;
+    struct lane_copy *c;
+};
+
+static struct {
+    struct pio_lane *all;
+    uint64_t max; /* $PIO_LANE_MAX */
+    uint64_t next_req;
+    struct replay *replays;
+} L;
+
+static FILE *lane_trace(void)
+{
+    static FILE *f;
+    static int tried;
+    if (!tried) {
+        tried = 1;
+        const char *p = getenv("PIO_LANE_TRACE");
+        if (p && *p)
+            f = fopen(p, "a");
+        if (f)
+            setvbuf(f, NULL, _IOLBF, 0);
+    }
+    return f;
+}
+
+#define TRACE(...)                                                                                 \
+    do {                                                                                           \
+        FILE *tf_ = lane_trace();                                                                  \
+        if (tf_)                                                                                   \
+            fprintf(tf_, __VA_ARGS__);                                                             \
+    } while (0)
+
+void pio_lane_init(void)
+{
+    const char *v = getenv("PIO_LANE_MAX");
+    L.max = v && *v ? strtoull(v, NULL, 0) : LANE_MAX_DEFAULT;
+    if (L.max > PIO_WIRE_MAX_BODY - 4096)
+        L.max = PIO_WIRE_MAX_BODY - 4096;
+}
+
+uint64_t pio_lane_max(void)
+{
+    return L.max;
+}
+
+static struct pio_lane *find_out(int partner, uint32_t proc)
+{
+    for (struct pio_lane *l = L.all; l; l = l->next)
+        if (l->out && l->partner == partner && l->proc == proc)
+            return l;
+    return NULL;
+}
+
+static struct pio_lane *find_in(const char *app, uint32_t proc, uint64_t lane_id)
+{
+    for (struct pio_lane *l = L.all; l; l = l->next)
+        if (!l->out && l->lane_id == lane_id && l->proc == proc && strcmp(l->app, app) == 0)
+            return l;
+    return NULL;
+}
+
+static struct pio_lane *lane_new(int out, int partner, uint32_t proc, const char *app)
+{
+    struct pio_lane *l = calloc(1, sizeof(*l));
+    if (!l)
+        return NULL;
+    l->out = out;
+    l->partner = partner;
+    l->proc = proc;
+    l->fd = -1;
+    l->next_seq = 1;
+    snprintf(l->app, sizeof(l->app), "%s", app);
+    pio_fin_init(&l->in, PIO_WIRE_HDR + (size_t)PIO_WIRE_MAX_BODY);
+    l->next = L.all;
+    L.all = l;
+    return l;
+}
+
+static void lane_close_fd(struct pio_lane *l)
+{
+    if (l->fd >= 0) {
+        shutdown(l->fd, SHUT_RDWR);
+        close(l->fd);
+    }
+    l->fd = -1;
+    pio_fout_clear(&l->q);
+    pio_seal_fini(&l->so);
+    pio_seal_fini(&l->si);
+}
+
+/* ---- control messages through the piods ---- */
+
+static void ctl_encode(uint8_t b[24], uint32_t kind, uint64_t lane_id, uint64_t seq)
+{
+    memset(b, 0, 24);
+    for (int i = 0; i < 4; i++)
+        b[i] = (uint8_t)(kind >> (8 * i));
+    for (int i = 0; i < 8; i++) {
+        b[8 + i] = (uint8_t)(lane_id >> (8 * i));
+        b[16 + i] = (uint8_t)(seq >> (8 * i));
+    }
+}
+
+static int ctl_send(int partner, uint32_t proc, uint32_t kind, uint64_t lane_id, uint64_t seq,
+                    int sync, struct pio_request **out)
+{
+    uint8_t b[24];
+    ctl_encode(b, kind, lane_id, seq);
+    return pio_send_internal(partner, (int)proc, PIO_TAG_LANE, b, 24, PIO_BYTE, 24, sync, out);
+}
+
+/* ---- writing frames ---- */
+
+static void lane_broke(struct pio_lane *l, const char *why);
+
+/* f onto l (sealed when l is), in order. */
+static int lane_write(struct pio_lane *l, const struct pio_frame *f)
+{
+    size_t len = pio_wire_encoded_size(f);
+    size_t need = PIO_WIRE_HDR + len + PIO_SEAL_TAG;
+    if (!len)
+        return PIO_EINVAL;
+    if (need > l->wcap) {
+        uint8_t *nb = realloc(l->wbuf, need);
+        if (!nb)
+            return PIO_ENOMEM;
+        l->wbuf = nb;
+        l->wcap = need;
+    }
+    uint8_t *inner = l->wbuf + PIO_WIRE_HDR;
+    int rc = pio_wire_encode(f, inner, len, &len);
+    if (rc != PIO_OK)
+        return rc;
+    const uint8_t *out = inner;
+    size_t n = len;
+    if (l->sealed) {
+        if ((rc = pio_wire_sealed_wrap(l->wbuf, len + PIO_SEAL_TAG)) != PIO_OK)
+            return rc;
+        if (pio_seal_data(&l->so, l->wbuf, 12, inner, inner, len, inner + len) != 0)
+            return PIO_ENOMEM;
+        out = l->wbuf;
+        n = PIO_WIRE_HDR + len + PIO_SEAL_TAG;
+    }
+    rc = pio_fout_send(&l->q, l->fd, out, n);
+    if (rc == PIO_OK && l->q.queued)
+        pio_wake_reader(); /* the reader polls for room */
+    return rc;
+}
+
+/* ---- the sender's side ---- */
+
+static void copies_drop_upto(struct pio_lane *l, uint64_t seq)
+{
+    while (l->copies && l->copies->seq <= seq) {
+        struct lane_copy *c = l->copies;
+        l->copies = c->next;
+        l->copy_bytes -= c->size;
+        free(c);
+    }
+    if (!l->copies)
+        l->copies_tail = NULL;
+}
+
+static void replays_reap(void)
+{
+    for (struct replay **pp = &L.replays; *pp;) {
+        struct replay *x = *pp;
+        if (x->r && !x->r->done) {
+            pp = &x->next;
+            continue;
+        }
+        *pp = x->next;
+        free(x->r);
+        free(x->c);
+        free(x);
+    }
+}
+
+/* Wait until the receiver took every message of l (or l broke). */
+static void flush_wait(struct pio_lane *l)
+{
+    if (l->acked + 1 >= l->next_seq)
+        return;
+    struct pio_frame f = {.type = PIO_F_L_FLUSH, .u.l_ack.seq = l->next_seq - 1};
+    int rc = lane_write(l, &f);
+    if (rc != PIO_OK) {
+        lane_broke(l, PIO_Strerror(rc));
+        return;
+    }
+    while (l->state == LANE_UP && l->acked + 1 < l->next_seq && !pio_g.closed)
+        pio_wait_until(NULL);
+}
+
+/* Wait while l's state is st (another thread fences or recovers it). */
+static void wait_while(struct pio_lane *l, int st)
+{
+    while (l->state == st && !pio_g.closed)
+        pio_wait_until(NULL);
+}
+
+static void fence(struct pio_lane *l)
+{
+    struct pio_request *r = NULL;
+    l->state = LANE_FENCING;
+    int rc = ctl_send(l->partner, l->proc, CTL_FENCE, l->lane_id, 0, 1, &r);
+    if (rc == PIO_OK) {
+        while (!r->done && !pio_g.closed)
+            pio_wait_until(NULL);
+        rc = r->done ? r->status : PIO_ECLOSED;
+        free(r);
+    }
+    if (l->state != LANE_FENCING) /* closed meanwhile (its process left) */
+        return;
+    if (rc == PIO_OK) {
+        l->state = LANE_UP;
+        TRACE("lane %llu to %s:%u up\n", (unsigned long long)l->lane_id, l->app, l->proc);
+    } else {
+        TRACE("lane %llu to %s:%u: fence failed (%s): down\n", (unsigned long long)l->lane_id,
+              l->app, l->proc, PIO_Errname(rc));
+        lane_close_fd(l);
+        l->state = LANE_DOWN;
+    }
+    pthread_cond_broadcast(&pio_g.cv);
+}
+
+static void request(int partner, uint32_t proc)
+{
+    const struct partner *p = &pio_g.partners[partner];
+    struct pio_lane *l = lane_new(1, partner, proc, p->name);
+    if (!l)
+        return;
+    l->state = LANE_OPENING;
+    l->req = ++L.next_req;
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_P_LANE_REQ;
+    f.u.p_lane_req.req = l->req;
+    f.u.p_lane_req.proc = proc;
+    snprintf(f.u.p_lane_req.app, sizeof(f.u.p_lane_req.app), "%s", p->name);
+    if (pio_out_frame(&f) != PIO_OK)
+        l->state = LANE_DOWN;
+}
+
+struct pio_lane *pio_lane_route(int partner, int proc, int eligible)
+{
+    if (!L.max || partner < 0 || proc < 0)
+        return NULL;
+    if (L.replays)
+        replays_reap();
+    struct pio_lane *l = find_out(partner, (uint32_t)proc);
+    for (;;) {
+        if (!l) {
+            /* a process of another system only: this host's piod is the
+             * shortest way to its own processes */
+            if (eligible && strcmp(pio_g.partners[partner].system, pio_g.w.system) != 0)
+                request(partner, (uint32_t)proc);
+            return NULL;
+        }
+        switch (l->state) {
+        case LANE_READY:
+            if (!eligible)
+                return NULL;
+            fence(l);
+            continue;
+        case LANE_FENCING: wait_while(l, LANE_FENCING); continue;
+        case LANE_RECOVER: wait_while(l, LANE_RECOVER); continue;
+        case LANE_UP:
+            if (eligible)
+                return l;
+            flush_wait(l);
+            if (l->state == LANE_UP)
+                l->state = LANE_READY; /* a fence before the next lane message */
+            continue;
+        default: return NULL; /* OPENING, DOWN */
+        }
+    }
+}
+
+int pio_lane_send(struct pio_lane *l, int tag, int datatype, uint64_t count, uint64_t size,
+                  const void *buf)
+{
+    struct lane_copy *c = malloc(sizeof(*c) + (size ? size : 1));
+    if (!c)
+        return PIO_ENOMEM;
+    c->next = NULL;
+    c->seq = l->next_seq++;
+    c->count = count;
+    c->size = size;
+    c->tag = tag;
+    c->datatype = datatype;
+    if (size)
+        memcpy(c->data, buf, size);
+    if (l->copies_tail)
+        l->copies_tail->next = c;
+    else
+        l->copies = c;
+    l->copies_tail = c;
+    l->copy_bytes += size;
+    struct pio_frame f;
+    memset(&f, 0, sizeof(f));
+    f.type = PIO_F_L_MSG;
+    f.u.l_msg =
+        (struct pio_l_msg){.seq = c->seq,
+                           .size = size,
+                           .count = count,
+                           .tag = tag,
+                           .datatype = (uint32_t)datatype,
+                           .flags = PIO_WF_EAGER | (pio_host_bigendian() ? PIO_WF_BIGEND : 0),
+                           .payload = size ? c->data : NULL};
+    int rc = lane_write(l, &f);
+    if (rc == PIO_ENOMEM)
+        return rc;
+    if (rc != PIO_OK)
+        lane_broke(l, PIO_Strerror(rc)); /* the copy goes through the piods */
+    else if (l->copy_bytes > LANE_WINDOW)
+        flush_wait(l);
+    return PIO_OK;
+}
+
+/* l (ours) broke: ask the receiver what it took; the answer sends the rest
+ * again (ctl ANSWER). */
+static void lane_broke(struct pio_lane *l, const char *why)
+{
+    if (!l->out) {
+        TRACE("lane %llu from %s:%u broke (%s)\n", (unsigned long long)l->lane_id, l->app, l->proc,
+              why);
+        lane_close_fd(l);
+        l->state = LANE_DOWN;
+        return;
+    }
+    if (l->state == LANE_RECOVER || l->state == LANE_DOWN)
+        return;
+    TRACE("lane %llu to %s:%u broke (%s): %zu bytes to resend at most\n",
+          (unsigned long long)l->lane_id, l->app, l->proc, why, l->copy_bytes);
+    lane_close_fd(l);
+    if (!l->copies) {
+        l->state = LANE_DOWN;
+        pthread_cond_broadcast(&pio_g.cv);
+        return;
+    }
+    l->state = LANE_RECOVER;
+    if (ctl_send(l->partner, l->proc, CTL_QUERY, l->lane_id, 0, 0, NULL) != PIO_OK) {
+        l->state = LANE_DOWN; /* the piods are gone too: nothing can go */
+        copies_drop_upto(l, UINT64_MAX);
+    }
+    pthread_cond_broadcast(&pio_g.cv);
+}
+
+/* The receiver took every message up to seq: the rest goes through the
+ * piods, in order, before anything new. */
+static void recover(struct pio_lane *l, uint64_t seq)
+{
+    copies_drop_upto(l, seq);
+    int n = 0;
+    while (l->copies) {
+        struct lane_copy *c = l->copies;
+        l->copies = c->next;
+        l->copy_bytes -= c->size;
+        struct replay *x = calloc(1, sizeof(*x));
+        struct pio_request *r = NULL;
+        int rc = x ? pio_send_internal(l->partner, (int)l->proc, c->tag, c->data, (size_t)c->count,
+                                       c->datatype, c->size, 0, &r)
+                   : PIO_ENOMEM;
+        if (rc != PIO_OK || !x) {
+            free(x);
+            free(c);
+            continue;
+        }
+        x->r = r;
+        x->c = c;
+        x->next = L.replays;
+        L.replays = x;
+        n++;
+    }
+    l->copies_tail = NULL;
+    TRACE("lane %llu to %s:%u: the receiver took up to %llu; %d sent again through the piods\n",
+          (unsigned long long)l->lane_id, l->app, l->proc, (unsigned long long)seq, n);
+    l->state = LANE_DOWN;
+    pthread_cond_broadcast(&pio_g.cv);
+}
+
+/* ---- the receiver's side ---- */
+
+static void send_ack(struct pio_lane *l)
+{
+    if (l->rx_acked == l->rx_seq || l->fd < 0)
+        return;
+    struct pio_frame f = {.type = PIO_F_L_ACK, .u.l_ack.seq = l->rx_seq};
+    if (lane_write(l, &f) == PIO_OK) {
+        l->rx_acked = l->rx_seq;
+        l->rx_unacked_bytes = 0;
+    }
+}
+
+static void on_lane_msg(struct pio_lane *l, const struct pio_l_msg *m)
+{
+    if (m->seq != l->rx_seq + 1) {
+        lane_broke(l, "a message out of sequence");
+        return;
+    }
+    l->rx_seq = m->seq;
+    struct pio_p_msg_new n;
+    memset(&n, 0, sizeof(n));
+    n.size = m->size;
+    n.count = m->count;
+    n.src_proc = l->proc;
+    n.tag = m->tag;
+    n.datatype = m->datatype;
+    n.flags = m->flags & (PIO_WF_EAGER | PIO_WF_BIGEND);
+    n.src_uid = l->uid;
+    n.src_gid = l->gid;
+    snprintf(n.src_app, sizeof(n.src_app), "%s", l->app);
+    snprintf(n.src_system, sizeof(n.src_system), "%s", l->system);
+    snprintf(n.src_user, sizeof(n.src_user), "%s", l->user);
+    n.payload = m->payload;
+    pio_on_msg_new(&n);
+    l->rx_unacked_bytes += m->size;
+    if (l->rx_seq - l->rx_acked >= LANE_ACK_EVERY || l->rx_unacked_bytes >= LANE_ACK_BYTES)
+        send_ack(l);
+}
+
+static void on_lane_frame(struct pio_lane *l, const uint8_t *fr, size_t len)
+{
+    if (l->sealed) {
+        uint8_t *body = (uint8_t *)(uintptr_t)fr + PIO_WIRE_HDR;
+        size_t n = len - PIO_WIRE_HDR;
+        if (fr[5] != PIO_F_C_SEALED || n < PIO_WIRE_HDR + PIO_SEAL_TAG ||
+            pio_seal_open(&l->si, fr, 12, body, n - PIO_SEAL_TAG, body + n - PIO_SEAL_TAG) != 0) {
+            lane_broke(l, "a frame failed its seal check");
+            return;
+        }
+        fr = body;
+        len = n - PIO_SEAL_TAG;
+    }
+    struct pio_frame *f = malloc(sizeof(*f));
+    if (!f)
+        return;
+    if (pio_wire_decode(fr, len, f, NULL) != PIO_OK) {
+        free(f);
+        lane_broke(l, "a frame that does not decode");
+        return;
+    }
+    if (!l->out && f->type == PIO_F_L_MSG)
+        on_lane_msg(l, &f->u.l_msg);
+    else if (!l->out && f->type == PIO_F_L_FLUSH)
+        send_ack(l);
+    else if (l->out && f->type == PIO_F_L_ACK && f->u.l_ack.seq < l->next_seq) {
+        if (f->u.l_ack.seq > l->acked)
+            l->acked = f->u.l_ack.seq;
+        copies_drop_upto(l, l->acked);
+        pthread_cond_broadcast(&pio_g.cv);
+    } else {
+        lane_broke(l, pio_wire_type_name(f->type));
+    }
+    free(f);
+}
+
+/* Read what l has (every complete frame); closes it on an error. */
+static void lane_read(struct pio_lane *l)
+{
+    for (int k = 0; k < 64 && l->fd >= 0; k++) {
+        int rc = pio_fin_fill(&l->in, l->fd);
+        if (rc == PIO_EAGAIN)
+            return;
+        if (rc != PIO_OK) {
+            lane_broke(l, rc == PIO_ECLOSED ? "the other end closed it" : PIO_Strerror(rc));
+            return;
+        }
+        const uint8_t *fr;
+        size_t len;
+        while (l->fd >= 0 && (rc = pio_fin_next(&l->in, &fr, &len, NULL)) == PIO_OK)
+            on_lane_frame(l, fr, len);
+        if (l->fd >= 0 && rc != PIO_EAGAIN) {
+            lane_broke(l, "bytes that are not frames");
+            return;
+        }
+        if (l->in.drained)
+            return;
+    }
+}
+
+void pio_lane_on_p_lane(const struct pio_p_lane *pl, int fd)
+{
+    struct pio_lane *l = NULL;
+    if (pl->role == 0) {
+        for (struct pio_lane *x = L.all; x; x = x->next)
+            if (x->out && x->req == pl->req && x->state == LANE_OPENING)
+                l = x;
+        if (!l || pl->status != PIO_OK || fd < 0) {
+            if (l) {
+                TRACE("lane to %s:%u refused: %s\n", l->app, l->proc, PIO_Errname(pl->status));
+                l->state = LANE_DOWN;
+            }
+            if (fd >= 0)
+                close(fd);
+            return;
+        }
+        l->state = LANE_READY;
+    } else {
+        if (fd < 0 || pl->status != PIO_OK)
+            return;
+        l = lane_new(0, pio_partner_by_name(pl->app), pl->proc, pl->app);
+        if (!l) {
+            close(fd);
+            return;
+        }
+        l->state = LANE_UP;
+        l->uid = pl->uid;
+        l->gid = pl->gid;
+        snprintf(l->user, sizeof(l->user), "%s", pl->user);
+        snprintf(l->system, sizeof(l->system), "%s", pl->system);
+    }
+    l->fd = fd;
+    l->lane_id = pl->lane_id;
+    l->sealed = pl->sealed != 0;
+    if (l->sealed) {
+        pio_seal_import(&l->so, (int)pl->cipher, pl->key_out, pl->n_out, l->out ? 0 : 1);
+        pio_seal_import(&l->si, (int)pl->cipher, pl->key_in, pl->n_in, l->out ? 1 : 0);
+    }
+    TRACE("lane %llu %s %s:%u (%s)\n", (unsigned long long)l->lane_id, l->out ? "to" : "from",
+          l->app, l->proc, l->sealed ? pio_seal_cipher_name((int)pl->cipher) : "not sealed");
+    pthread_cond_broadcast(&pio_g.cv);
+}
+
+void pio_lane_on_ctl(const struct pio_p_msg_new *n)
+{
+    if (!(n->flags & PIO_WF_EAGER) || n->size != 24 || !n->payload)
+        return;
+    const uint8_t *b = n->payload;
+    uint32_t kind = 0;
+    uint64_t id = 0, seq = 0;
+    for (int i = 3; i >= 0; i--)
+        kind = kind << 8 | b[i];
+    for (int i = 7; i >= 0; i--) {
+        id = id << 8 | b[8 + i];
+        seq = seq << 8 | b[16 + i];
+    }
+    if (kind == CTL_QUERY) { /* the sender lost our lane: say what we took */
+        struct pio_lane *l = find_in(n->src_app, n->src_proc, id);
+        uint64_t took = 0;
+        if (l) {
+            if (l->fd >= 0)
+                lane_read(l); /* what is here still counts */
+            took = l->rx_seq;
+            lane_close_fd(l);
+            l->state = LANE_DOWN;
+        }
+        int partner = pio_partner_by_name(n->src_app);
+        if (partner >= 0)
+            ctl_send(partner, n->src_proc, CTL_ANSWER, id, took, 0, NULL);
+    } else if (kind == CTL_ANSWER) {
+        int partner = pio_partner_by_name(n->src_app);
+        struct pio_lane *l = partner >= 0 ? find_out(partner, n->src_proc) : NULL;
+        if (l && l->lane_id == id && l->state == LANE_RECOVER)
+            recover(l, seq);
+    }
+    /* CTL_FENCE: nothing to do; taking it is what the sender waits for */
+}
+
+/* ---- the reader ---- */
+
+int pio_lane_poll(struct pollfd *p, int max)
+{
+    int n = 0;
+    for (struct pio_lane *l = L.all; l && n < max; l = l->next)
+        if (l->fd >= 0) {
+            p[n].fd = l->fd;
+            p[n].events = (short)(POLLIN | (l->q.head ? POLLOUT : 0));
+            p[n].revents = 0;
+            n++;
+        }
+    return n;
+}
+
+void pio_lane_io(const struct pollfd *p, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!p[i].revents)
+            continue;
+        struct pio_lane *l;
+        for (l = L.all; l && l->fd != p[i].fd; l = l->next)
+            ;
+        if (!l)
+            continue;
+        if ((p[i].revents & POLLOUT) && l->q.head && pio_fout_flush(&l->q, l->fd) != PIO_OK) {
+            lane_broke(l, "the other end closed it");
+            continue;
+        }
+        if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
+            lane_read(l);
+    }
+    for (struct pio_lane *l = L.all; l; l = l->next) /* a pass ends: what we took is acked */
+        if (!l->out && l->fd >= 0 && l->rx_seq != l->rx_acked &&
+            (l->rx_seq - l->rx_acked >= LANE_ACK_EVERY || l->rx_unacked_bytes >= LANE_ACK_BYTES))
+            send_ack(l);
+}
+
+void pio_lane_left(int partner, uint32_t proc)
+{
+    for (struct pio_lane *l = L.all; l; l = l->next)
+        if (l->partner == partner && l->proc == proc && l->state != LANE_DOWN) {
+            lane_close_fd(l);
+            copies_drop_upto(l, UINT64_MAX); /* what it did not take is gone with it */
+            l->state = LANE_DOWN;
+        }
+    pthread_cond_broadcast(&pio_g.cv);
+}
+
+void pio_lane_exit(const struct timespec *dl)
+{
+    for (struct pio_lane *l = L.all; l; l = l->next) {
+        if (!l->out)
+            continue;
+        if (l->state == LANE_UP || l->state == LANE_READY) {
+            if (l->acked + 1 < l->next_seq && l->fd >= 0) {
+                struct pio_frame f = {.type = PIO_F_L_FLUSH, .u.l_ack.seq = l->next_seq - 1};
+                if (lane_write(l, &f) != PIO_OK)
+                    lane_broke(l, "closed at exit");
+            }
+            while ((l->state == LANE_UP || l->state == LANE_READY) && l->acked + 1 < l->next_seq &&
+                   !pio_g.closed && pio_wait_until(dl) != PIO_ETIMEDOUT)
+                ;
+        }
+        while (l->state == LANE_RECOVER && !pio_g.closed && pio_wait_until(dl) != PIO_ETIMEDOUT)
+            ;
+    }
+    /* replayed messages: their bytes into the pool (sends then complete) */
+    for (;;) {
+        replays_reap();
+        if (!L.replays || pio_g.closed || pio_wait_until(dl) == PIO_ETIMEDOUT)
+            break;
+    }
+    while (L.all) {
+        struct pio_lane *l = L.all;
+        L.all = l->next;
+        lane_close_fd(l);
+        copies_drop_upto(l, UINT64_MAX);
+        pio_fin_fini(&l->in);
+        free(l->wbuf);
+        free(l);
+    }
+}
+
+void pio_lane_count(int *out, int *in)
+{
+    *out = *in = 0;
+    for (struct pio_lane *l = L.all; l; l = l->next)
+        if (l->state == LANE_UP)
+            (*(l->out ? out : in))++;
+}

@@ -1,0 +1,65 @@
+/* lane.h - libpio's direct lanes (lane.c's head comment describes them).
+ * SPDX-License-Identifier: BSD-3-Clause
+ * Thread-safety: every function runs with pio_g.mtx held (some wait on
+ * pio_g.cv, which releases it; they say so). Private to libpio. */
+#ifndef PIO_LANE_H
+#define PIO_LANE_H
+
+#include "wire/wire.h"
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PIO_TAG_LANE  (PIO_TAG_RESERVED + 2) /* fences, queries and answers between lane ends */
+#define PIO_LANE_POLL 64                     /* lanes the reader polls at most */
+
+struct pio_lane;
+
+/* pio_lane_init - read $PIO_LANE_MAX (PIO_Init). pio_lane_max - its value:
+ * the largest message a lane takes (0: no lanes). */
+void pio_lane_init(void);
+uint64_t pio_lane_max(void);
+
+/* pio_lane_route - the lane a send of size bytes to (partner, proc) takes,
+ * or NULL: the piods' path. eligible: the send may take a lane (not
+ * synchronous, no named channel, not a block of an array). Asks for a lane
+ * the first time; before the first message on a lane sends a fence through
+ * the piods and waits for it; before a message takes the piods' path while a
+ * lane is up, waits until the receiver took every lane message (ordering).
+ * May wait (pio_g.cv). */
+struct pio_lane *pio_lane_route(int partner, int proc, int eligible);
+
+/* pio_lane_send - message (tag, datatype, count, size bytes at buf) on
+ * lane l. Returns PIO_OK once the message is in the socket or queued for
+ * it (a copy kept until the receiver acknowledges it); PIO_ENOMEM. A lane
+ * that broke meanwhile is recovered (its messages go through the piods). */
+int pio_lane_send(struct pio_lane *l, int tag, int datatype, uint64_t count, uint64_t size,
+                  const void *buf);
+
+/* pio_lane_on_p_lane - the piod handed us a lane end (fd, or -1 with a
+ * refusal's status). */
+void pio_lane_on_p_lane(const struct pio_p_lane *pl, int fd);
+
+/* pio_lane_on_ctl - a message with tag PIO_TAG_LANE from a lane's other
+ * end (through the piods): fence, query or answer. */
+void pio_lane_on_ctl(const struct pio_p_msg_new *n);
+
+/* pio_lane_poll - the lanes' descriptors for the reader's poll, from p[0]
+ * on (at most max); returns how many. pio_lane_io - after the poll: read
+ * and write what they have (the piod socket's frames were handled first). */
+int pio_lane_poll(struct pollfd *p, int max);
+void pio_lane_io(const struct pollfd *p, int n);
+
+/* pio_lane_left - process proc of partner left: its lanes close. */
+void pio_lane_left(int partner, uint32_t proc);
+
+/* pio_lane_exit - PIO_Exit: wait (up to dl) until receivers took every
+ * lane message, recovering broken lanes through the piods; then close them
+ * all. May wait. */
+void pio_lane_exit(const struct timespec *dl);
+
+/* pio_lane_count - lanes up, in and out (tests, pio-info). */
+void pio_lane_count(int *out, int *in);
+
+#endif
