@@ -29,3 +29,4 @@ $(LIBPIO_SO): $(LIBPIO_OBJS) libpio/libpio.map
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) -shared -Wl,-soname,libpio.so.$(PIO_SOVERSION) \
 	  -Wl,--version-script=libpio/libpio.map $(LDFLAGS) -o $@ $(LIBPIO_OBJS) $(LDLIBS)
+INSTALL_INCLUDES += libpio/pio_mpi.h

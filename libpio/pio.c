@@ -44,8 +44,10 @@
 #include "win.h"
 #include "wire/wire.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,11 +185,42 @@ static int env_int(const char *const *names, int dflt)
     return dflt;
 }
 
+/* The launchers' (rank, size) variables, most specific first: PIO's own,
+ * Open MPI's mpirun, PMIx (srun --mpi=pmix, prterun), Slurm's srun, PMI-1/2
+ * (MPICH's hydra). Slurm's are read only inside a job step (SLURM_STEP_ID
+ * set): a batch script's own environment holds SLURM_PROCID=0 and the
+ * allocation's SLURM_NTASKS too, and a program started there without srun
+ * is one process (docs/design-notes.md, issue 32). */
+static const char *const init_env[][2] = {
+    {"PIO_PROCESS", "PIO_NPROCS"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+    {"PMIX_RANK", "PMIX_SIZE"},    {"SLURM_PROCID", "SLURM_NTASKS"},
+    {"PMI_RANK", "PMI_SIZE"},
+};
+
+/* init_env_value - *out from the first variable of column col (0 rank, 1
+ * size) of init_env that is set, else dflt. Returns 0, or -1 when that
+ * variable is not a whole number from lo to INT32_MAX. */
+static int init_env_value(int col, int lo, int dflt, int *out)
+{
+    const char *step = getenv("SLURM_STEP_ID");
+    *out = dflt;
+    for (size_t i = 0; i < sizeof(init_env) / sizeof(init_env[0]); i++) {
+        const char *v = getenv(init_env[i][col]);
+        if (!v || !*v || (strncmp(init_env[i][col], "SLURM_", 6) == 0 && (!step || !*step)))
+            continue;
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || *end || n < lo || n > INT32_MAX)
+            return -1;
+        *out = (int)n;
+        return 0;
+    }
+    return 0;
+}
+
 int PIO_Init(const char *app_name, int process_ID, int nprocs)
 {
-    static const char *const rank_vars[] = {"PIO_PROCESS", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-                                            "PMI_RANK", NULL};
-    static const char *const size_vars[] = {"PIO_NPROCS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
     int rc = PIO_OK;
     pthread_mutex_lock(&init_mtx);
     PIO_CHECK(pio_g.inited, rc, PIO_EINITED, out);
@@ -195,9 +228,9 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
         app_name = getenv("PIO_APP");
     PIO_CHECK(!app_name || !*app_name || strlen(app_name) >= PIO_WIRE_NAME, rc, PIO_EINVAL, out);
     if (process_ID < 0)
-        process_ID = env_int(rank_vars, 0);
+        PIO_CHECK(init_env_value(0, 0, 0, &process_ID) != 0, rc, PIO_EINVAL, out);
     if (nprocs <= 0)
-        nprocs = env_int(size_vars, 1);
+        PIO_CHECK(init_env_value(1, 1, 1, &nprocs) != 0, rc, PIO_EINVAL, out);
     PIO_CHECK(process_ID < 0 || nprocs <= 0 || process_ID >= nprocs, rc, PIO_EINVAL, out);
     const char *senders = getenv("PIO_SENDERS");
     PIO_CHECK(senders && *senders && strcmp(senders, "owner") != 0 && strcmp(senders, "any") != 0,

@@ -185,14 +185,27 @@ typedef struct PIO_Coninfo {
 } PIO_Coninfo;
 
 /* PIO_Init - join this process to its local piod.
- * app_name [in]: this application's name (NULL: $PIO_APP).
- * process_ID [in]: this process' number, 0..nprocs-1 (< 0: $PIO_PROCESS, else
- *   the MPI launcher's rank variable, else 0).
- * nprocs [in]: processes in the application (<= 0: $PIO_NPROCS, else the
- *   launcher's size variable, else 1).
+ * app_name [in]: this application's name (NULL: $PIO_APP); copied.
+ * process_ID [in]: this process' number, 0..nprocs-1; < 0: from the
+ *   environment (below).
+ * nprocs [in]: processes in the application; <= 0: from the environment.
+ * How arguments and environment combine: an argument given (process_ID >= 0,
+ *   nprocs > 0) always wins. Each one not given is taken, on its own, from
+ *   the first variable of its column that is set:
+ *       rank                  size
+ *       PIO_PROCESS           PIO_NPROCS            (the user's word)
+ *       OMPI_COMM_WORLD_RANK  OMPI_COMM_WORLD_SIZE  (Open MPI's mpirun)
+ *       PMIX_RANK             PMIX_SIZE             (PMIx: srun --mpi=pmix, prterun)
+ *       SLURM_PROCID          SLURM_NTASKS          (srun; only in a job step,
+ *                                                    SLURM_STEP_ID set)
+ *       PMI_RANK              PMI_SIZE              (PMI-1/2: MPICH's hydra)
+ *   else 0 and 1. A variable that is set but not a whole number in range
+ *   gives PIO_EINVAL (never a silent rank 0). MPI programs should pass the
+ *   rank and size they know, or call PIO_Init_comm (pio_mpi.h).
  * The piod is found through $PIO_SOCKET, else /run/pio/piod.sock.
  * Returns PIO_OK; PIO_EINITED if already joined; PIO_ENOPIOD if no piod
- * answers; PIO_EINVAL for bad arguments; PIO_EEXIST if that process_ID of
+ * answers; PIO_EINVAL for bad arguments or launcher variables
+ * (process_ID >= nprocs too); PIO_EEXIST if that process_ID of
  * that application is already joined; PIO_EACCES if processes of another
  * user (uid) are joined under app_name on this host: the uid of the first
  * process to join owns the name while any of its processes is joined.
@@ -200,7 +213,7 @@ typedef struct PIO_Coninfo {
  * own uid (the piod refuses the others; a sender waiting on the outcome
  * gets PIO_EACCES); any (the default): from every process that may reach
  * it; another value gives PIO_EINVAL.
- * Call once per process. */
+ * Call once per process. Thread-safe, but must not race PIO_Exit. */
 int PIO_Init(const char *app_name, int process_ID, int nprocs);
 
 /* PIO_Exit - leave: waits for this process' outstanding sends to reach the

@@ -717,6 +717,12 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
             p->c->nlisten = 0;
             p->listen_reset = 1;
         }
+        if (p->peer == NULL) { /* listen: an address, a CIDR or an interface glob */
+            char why[256];
+            if (piod_config_listen_add(p->c, val, why, sizeof(why)) < 0)
+                cfg_problem(p, "%s", why);
+            return;
+        }
         if (cfg_addr_parse(val, NULL) != 0)
             cfg_problem(p, "bad address '%s' for %s: %s", val, key, CFG_ADDR_HELP);
         else if (*count >= PIOD_MAX_LINKS)

@@ -55,6 +55,8 @@ struct piod_config {
     char logfile[PIOD_PATH_MAX];     /* "" : stderr (or syslog) */
     int nlisten;                     /* our link addresses, in channel order */
     char listen[PIOD_MAX_LINKS][PIOD_ADDR_MAX];
+    char listen_from[PIOD_MAX_LINKS][PIOD_NAME_MAX]; /* "PATTERN on IFACE" when a pattern
+                                                        gave listen[i] ("": written as is) */
     char control_addr[PIOD_ADDR_MAX]; /* where the control plane binds ("" : listen[0]) */
     int control_port;                 /* default 7700 */
     int data_port; /* default 7701; data channels listen here on every listen address */
@@ -111,13 +113,30 @@ void piod_config_defaults(struct piod_config *c);
  * NAME; the user must exist when the file is read) and `senders = owner|any`
  * (owner: its processes take messages only from senders of their own uid). Top-level keys: name,
  * internal, relay-port, system, socket, keys, pidfile, export, export-map, log, log-level, listen
- * (repeatable), control, control-port, data-port, source-ports (LO-HI), pool, proc-pool,
- * eager-limit, chunk, chunk-ms (sizes accept K, M, G suffixes, powers of 1024).
- * errs [in]: where to print one line per problem, "FILE:LINE: what is wrong"
- * (NULL: silent). Every problem is reported, not only the first.
- * Returns the number of problems (0: ok); -1 if the file cannot be read
- * (reported on errs). */
+ * (repeatable; an address, a CIDR or an interface glob: piod_config_listen_add), control,
+ * control-port, data-port, source-ports (LO-HI), pool, proc-pool, eager-limit, chunk, chunk-ms
+ * (sizes accept K, M, G suffixes, powers of 1024). errs [in]: where to print one line per problem,
+ * "FILE:LINE: what is wrong" (NULL: silent). Every problem is reported, not only the first. Returns
+ * the number of problems (0: ok); -1 if the file cannot be read (reported on errs). */
 int piod_config_load(struct piod_config *c, const char *path, FILE *errs);
+
+/* piod_config_listen_add - add the link addresses that one `listen` value
+ * (file or --listen flag) names to c->listen, in order:
+ *   an address   (198.18.0.1, fd00::1)  itself;
+ *   a CIDR       (198.18.0.0/16)        every address of this host inside it;
+ *   an interface (eth0, eth*, ib[0-3])  the IPv4 addresses of the interfaces
+ *                                       whose names match the glob
+ *                                       (fnmatch); a glob with a wildcard
+ *                                       skips loopback interfaces.
+ * Patterns are resolved now, against this host's interfaces (getifaddrs),
+ * sorted by interface name (eth2 before eth10) and then address; IPv6
+ * link-local addresses are never taken; an address already in c->listen
+ * is skipped. c->listen_from[i] records "PATTERN on IFACE" for
+ * --check-config. why [out]: one line on failure.
+ * Returns the number of addresses added (>= 1), or -1: not an address, CIDR
+ * or interface name; nothing on this host matches; more than
+ * PIOD_MAX_LINKS addresses. */
+int piod_config_listen_add(struct piod_config *c, const char *spec, char *why, size_t whylen);
 
 /* piod_config_peer_arg - parse a --peer NAME=ADDR[,ADDR...] flag into c.
  * Returns 0, or -1 with a line on errs. */

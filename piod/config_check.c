@@ -1,7 +1,9 @@
 /* config_check.c - piod configuration as a whole: the checks of relations
  * between values (piod_config_validate) and the values derived from the
- * rest (piod_config_links: the system's links, pool sizes). Split from
- * config.c, whose parser checks what one line can tell.
+ * rest (piod_config_links: the system's links, pool sizes), and the
+ * resolution of `listen` patterns (an interface glob or a CIDR) against this
+ * host's interfaces (piod_config_listen_add). Split from config.c, whose
+ * parser checks what one line can tell.
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * piod_config_validate treats a config from a file and one from flags
@@ -12,10 +14,17 @@
 #include "config_int.h"
 #include "transport.h"
 
+#include <arpa/inet.h>
+#include <fnmatch.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -326,4 +335,188 @@ void piod_config_links(struct piod_config *c)
                      m < 0 ? c->listen[a] : c->members[m].addr[a]);
         }
     }
+}
+
+/* ---- listen patterns: an interface glob or a CIDR ----------------------- */
+
+struct cfg_if_addr {
+    char ifname[IF_NAMESIZE];
+    unsigned char key[17]; /* cfg_addr_parse's form: family byte + 16 bytes */
+    char text[PIOD_ADDR_MAX];
+};
+
+static int cfg_if_addr_cmp(const void *a, const void *b)
+{
+    const struct cfg_if_addr *x = a, *y = b;
+    int c = strverscmp(x->ifname, y->ifname);
+    return c ? c : memcmp(x->key, y->key, sizeof(x->key));
+}
+
+/* "198.18.0.0/16" -> key and prefix length. Returns 0, or -1 if spec is not
+ * a CIDR (an address, '/', a prefix length within the family's bits). */
+static int cfg_cidr_parse(const char *spec, unsigned char key[17], int *bits)
+{
+    char addr[PIOD_ADDR_MAX];
+    const char *slash = strchr(spec, '/');
+    char *end;
+    if (!slash || (size_t)(slash - spec) >= sizeof(addr) || !slash[1])
+        return -1;
+    memcpy(addr, spec, (size_t)(slash - spec));
+    addr[slash - spec] = '\0';
+    if (cfg_addr_parse(addr, key) != 0)
+        return -1;
+    long n = strtol(slash + 1, &end, 10);
+    if (*end || slash[1] < '0' || slash[1] > '9' || n < 0 || n > (key[0] == 4 ? 32 : 128))
+        return -1;
+    *bits = (int)n;
+    return 0;
+}
+
+/* The first bits of the address bytes of a and net agree (same family). */
+static int cfg_in_cidr(const unsigned char a[17], const unsigned char net[17], int bits)
+{
+    if (a[0] != net[0])
+        return 0;
+    for (int i = 0; i < bits; i++) {
+        int byte = 1 + i / 8, mask = 0x80 >> (i % 8);
+        if ((a[byte] & mask) != (net[byte] & mask))
+            return 0;
+    }
+    return 1;
+}
+
+/* An interface name or glob: what fnmatch patterns over names are made of. */
+static int cfg_glob_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              strchr("._-:@*?[]!", *s)))
+            return 0;
+    return 1;
+}
+
+int piod_config_listen_add(struct piod_config *c, const char *spec, char *why, size_t whylen)
+{
+    unsigned char net[17];
+    int bits = 0, cidr, glob, wild, added = 0, n = 0, cap = 0;
+    struct ifaddrs *ifa = NULL;
+    struct cfg_if_addr *list = NULL;
+    char seen[256] = "";
+
+    if (cfg_addr_parse(spec, NULL) == 0) { /* an address: itself */
+        for (int i = 0; i < c->nlisten && i < PIOD_MAX_LINKS; i++)
+            if (cfg_addr_same(c->listen[i], spec)) {
+                snprintf(why, whylen, "listen address %s is given twice: one address per link",
+                         spec);
+                return -1;
+            }
+        if (c->nlisten >= PIOD_MAX_LINKS) {
+            snprintf(why, whylen, "too many listen addresses: at most %d (one per link)",
+                     PIOD_MAX_LINKS);
+            return -1;
+        }
+        snprintf(c->listen[c->nlisten], PIOD_ADDR_MAX, "%s", spec);
+        memset(c->listen_from[c->nlisten], 0, PIOD_NAME_MAX);
+        c->nlisten++;
+        return 1;
+    }
+    cidr = cfg_cidr_parse(spec, net, &bits) == 0;
+    glob = !cidr && cfg_glob_ok(spec);
+    if (!cidr && !glob) {
+        snprintf(why, whylen,
+                 "bad listen value '%.60s': expected an address (198.18.0.1), a CIDR "
+                 "(198.18.0.0/16) or an interface name or glob (eth0, eth*)",
+                 spec);
+        return -1;
+    }
+    wild = glob && strpbrk(spec, "*?[") != NULL;
+    if (getifaddrs(&ifa) != 0) {
+        snprintf(why, whylen, "listen = %.60s: cannot list this host's interfaces (getifaddrs)",
+                 spec);
+        return -1;
+    }
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+        struct cfg_if_addr a;
+        const void *bytes;
+        int fam;
+        if (!i->ifa_addr || !i->ifa_name)
+            continue;
+        fam = i->ifa_addr->sa_family;
+        if (fam != AF_INET && fam != AF_INET6)
+            continue;
+        if (glob && strlen(seen) + strlen(i->ifa_name) + 3 < sizeof(seen) &&
+            !strstr(seen, i->ifa_name)) { /* for the message when nothing matches */
+            strcat(seen, seen[0] ? ", " : "");
+            strcat(seen, i->ifa_name);
+        }
+        memset(&a, 0, sizeof(a));
+        snprintf(a.ifname, sizeof(a.ifname), "%s", i->ifa_name);
+        bytes = fam == AF_INET
+                    ? (const void *)&((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr
+                    : (const void *)&((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
+        a.key[0] = fam == AF_INET ? 4 : 6;
+        memcpy(a.key + 1, bytes, fam == AF_INET ? 4 : 16);
+        if (!inet_ntop(fam, bytes, a.text, sizeof(a.text)))
+            continue;
+        if (fam == AF_INET6 && a.key[1] == 0xfe && (a.key[2] & 0xc0) == 0x80)
+            continue; /* link-local: no scope in a listen address */
+        if (cidr ? !cfg_in_cidr(a.key, net, bits)
+                 : fam != AF_INET || fnmatch(spec, i->ifa_name, 0) != 0 ||
+                       (wild && (i->ifa_flags & IFF_LOOPBACK)))
+            continue;
+        if (n == cap) {
+            struct cfg_if_addr *m = realloc(list, (size_t)(cap ? 2 * cap : 16) * sizeof(*list));
+            if (!m) {
+                snprintf(why, whylen, "listen = %.60s: out of memory", spec);
+                added = -1;
+                goto free;
+            }
+            list = m;
+            cap = cap ? 2 * cap : 16;
+        }
+        list[n++] = a;
+    }
+    if (n == 0) {
+        if (cidr)
+            snprintf(why, whylen, "listen = %.60s: no address of this host is in that range", spec);
+        else
+            snprintf(why, whylen,
+                     "listen = %.60s: no interface of this host with an IPv4 address matches "
+                     "(interfaces: %s)",
+                     spec, seen[0] ? seen : "none");
+        added = -1;
+        goto free;
+    }
+    qsort(list, (size_t)n, sizeof(*list), cfg_if_addr_cmp);
+    for (int k = 0; k < n; k++) {
+        int dup = 0;
+        for (int i = 0; i < c->nlisten && i < PIOD_MAX_LINKS; i++)
+            dup |= cfg_addr_same(c->listen[i], list[k].text);
+        if (dup)
+            continue;
+        if (c->nlisten >= PIOD_MAX_LINKS) {
+            snprintf(why, whylen,
+                     "listen = %.60s gives more than %d addresses: at most %d (one per link); "
+                     "name fewer interfaces or a narrower range",
+                     spec, PIOD_MAX_LINKS, PIOD_MAX_LINKS);
+            added = -1;
+            goto free;
+        }
+        snprintf(c->listen[c->nlisten], PIOD_ADDR_MAX, "%s", list[k].text);
+        memset(c->listen_from[c->nlisten], 0, PIOD_NAME_MAX);
+        snprintf(c->listen_from[c->nlisten], PIOD_NAME_MAX, "%.40s on %s", spec, list[k].ifname);
+        c->nlisten++;
+        added++;
+    }
+    if (added == 0) {
+        snprintf(why, whylen, "listen = %.60s: every address it gives is listed already", spec);
+        added = -1;
+    }
+free:
+    free(list);
+    freeifaddrs(ifa);
+    return added;
 }

@@ -368,6 +368,63 @@ static void sweep_stale_pools(void)
         PIOD_INFO("removed %d pool(s) left in /dev/shm by piods that are gone", n);
 }
 
+void piod_peer_ctl_ep(const struct piod *d, int i, char *ep, size_t len)
+{
+    const struct piod_peer *pc = &d->cfg.peers[i];
+    int port = pc->control_port ? pc->control_port : d->cfg.control_port;
+    /* its control address, or its address on the first link we own */
+    int k0 = 0;
+    while (k0 < d->cfg.nlinks && k0 < pc->naddr - 1 && d->cfg.link_owner[k0] >= 0)
+        k0++;
+    const char *a = pc->control[0] ? pc->control : pc->addr[k0];
+    snprintf(ep, len, strchr(a, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", a, port);
+}
+
+int piod_peer_open(struct piod *d, int i)
+{
+    int rc = PIO_OK;
+    char ep[PIOD_PATH_MAX + 16];
+    struct piod_peer_st *p = &d->peers[i];
+    p->cfg = &d->cfg.peers[i];
+    randombytes_buf(p->my_key, sizeof(p->my_key));
+    piod_lseq_init(&p->lq);
+    p->lq.freed = lane_freed;
+    p->lq.freed_arg = d;
+    const char *server_key = piod_keys_public_of(&d->keys, p->cfg->name);
+    if (!server_key) {
+        PIOD_ERR("no public key for peer %s in %s: copy %s.pub there", p->cfg->name, d->cfg.keys,
+                 p->cfg->name);
+        rc = PIO_ECONFIG;
+        goto out;
+    }
+    p->dealer = zmq_socket(d->zctx, ZMQ_DEALER);
+    PIO_CHECK(!p->dealer, rc, PIO_ENOMEM, out);
+    zmq_setsockopt(p->dealer, ZMQ_CURVE_SERVERKEY, server_key, 40);
+    zmq_setsockopt(p->dealer, ZMQ_CURVE_PUBLICKEY, d->keys.public_key, 40);
+    zmq_setsockopt(p->dealer, ZMQ_CURVE_SECRETKEY, d->keys.secret_key, 40);
+    zsock_opt_int(p->dealer, ZMQ_SNDHWM, 100000);
+    zsock_opt_int(p->dealer, ZMQ_LINGER, 0);
+    zsock_opt_int(p->dealer, ZMQ_RECONNECT_IVL, 100);
+    zsock_opt_int(p->dealer, ZMQ_RECONNECT_IVL_MAX, 1000);
+    piod_peer_ctl_ep(d, i, ep, sizeof(ep));
+    char mon_ep[64];
+    snprintf(mon_ep, sizeof(mon_ep), "inproc://piod-peer-%d", i);
+    if (zmq_socket_monitor(p->dealer, mon_ep,
+                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) == 0) {
+        p->mon = zmq_socket(d->zctx, ZMQ_PAIR);
+        if (p->mon && zmq_connect(p->mon, mon_ep) != 0) {
+            zmq_close(p->mon);
+            p->mon = NULL;
+        }
+    }
+    PIO_CHECK(zmq_connect(p->dealer, ep) != 0, rc, PIO_EADDR, out);
+    p->nchan = 0;
+out:
+    return rc;
+}
+
 int piod_init(struct piod *d)
 {
     sweep_stale_pools();
@@ -467,51 +524,8 @@ int piod_init(struct piod *d)
         randombytes_buf(&d->epoch, sizeof(d->epoch));
     while (d->epoch == 0);
     d->npeers = d->cfg.npeers;
-    for (int i = 0; i < d->npeers; i++) {
-        struct piod_peer_st *p = &d->peers[i];
-        p->cfg = &d->cfg.peers[i];
-        randombytes_buf(p->my_key, sizeof(p->my_key));
-        piod_lseq_init(&p->lq);
-        p->lq.freed = lane_freed;
-        p->lq.freed_arg = d;
-        const char *server_key = piod_keys_public_of(&d->keys, p->cfg->name);
-        if (!server_key) {
-            PIOD_ERR("no public key for peer %s in %s: copy %s.pub there", p->cfg->name,
-                     d->cfg.keys, p->cfg->name);
-            rc = PIO_ECONFIG;
-            goto out;
-        }
-        p->dealer = zmq_socket(d->zctx, ZMQ_DEALER);
-        PIO_CHECK(!p->dealer, rc, PIO_ENOMEM, out);
-        zmq_setsockopt(p->dealer, ZMQ_CURVE_SERVERKEY, server_key, 40);
-        zmq_setsockopt(p->dealer, ZMQ_CURVE_PUBLICKEY, d->keys.public_key, 40);
-        zmq_setsockopt(p->dealer, ZMQ_CURVE_SECRETKEY, d->keys.secret_key, 40);
-        zsock_opt_int(p->dealer, ZMQ_SNDHWM, 100000);
-        zsock_opt_int(p->dealer, ZMQ_LINGER, 0);
-        zsock_opt_int(p->dealer, ZMQ_RECONNECT_IVL, 100);
-        zsock_opt_int(p->dealer, ZMQ_RECONNECT_IVL_MAX, 1000);
-        int port = p->cfg->control_port ? p->cfg->control_port : d->cfg.control_port;
-        /* its control address, or its address on the first link we own */
-        int k0 = 0;
-        while (k0 < d->cfg.nlinks && k0 < p->cfg->naddr - 1 && d->cfg.link_owner[k0] >= 0)
-            k0++;
-        const char *a = p->cfg->control[0] ? p->cfg->control : p->cfg->addr[k0];
-        snprintf(ep, sizeof(ep), strchr(a, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", a, port);
-        char mon_ep[64];
-        snprintf(mon_ep, sizeof(mon_ep), "inproc://piod-peer-%d", i);
-        if (zmq_socket_monitor(p->dealer, mon_ep,
-                               ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                                   ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                   ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) == 0) {
-            p->mon = zmq_socket(d->zctx, ZMQ_PAIR);
-            if (p->mon && zmq_connect(p->mon, mon_ep) != 0) {
-                zmq_close(p->mon);
-                p->mon = NULL;
-            }
-        }
-        PIO_CHECK(zmq_connect(p->dealer, ep) != 0, rc, PIO_EADDR, out);
-        p->nchan = 0;
-    }
+    for (int i = 0; i < d->npeers; i++)
+        PIO_TRY(piod_peer_open(d, i), rc, out);
     PIO_TRY(piod_chan_start(d), rc, out);
     PIO_TRY(piod_relay_start(d), rc, out);
     for (int i = 0; i < d->npeers; i++)
@@ -614,10 +628,13 @@ int piod_run(struct piod *d, volatile int *stop, volatile int *reopen, int drain
             d->dump = 0;
             piod_dump(d);
         }
-        if (*reopen) {
+        if (*reopen) { /* SIGHUP: the log, then peers and keys (reload.c) */
             *reopen = 0;
             piod_log_reopen();
             PIOD_INFO("log reopened");
+            piod_reload(d);
+            for (int p = 0; p < d->npeers; p++) /* new peers' handshake monitors */
+                mon_fd[p] = d->peers[p].mon ? zsock_fd(d->peers[p].mon) : -1;
         }
         if (*stop && !drain_deadline) {
             d->stopping = 1;

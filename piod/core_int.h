@@ -53,6 +53,20 @@ struct piod_imsg *imsg_new(struct piod *d, int peer, const struct pio_h_request 
 void omsg_pump(struct piod *d, struct piod_omsg *m);
 void remote_apps_announce(struct piod *d, int peer, uint32_t kind);
 void peer_send_hello(struct piod *d, int peer);
+/* piod_peer_open - set up d->peers[i] for d->cfg.peers[i]: its lane, its
+ * CURVE DEALER (the peer's public key from d->keys) and handshake monitor,
+ * connected. Main thread. Returns PIO_OK, PIO_ECONFIG (no key: logged),
+ * PIO_ENOMEM, PIO_EADDR; on failure the caller closes what is set. */
+int piod_peer_open(struct piod *d, int i);
+/* piod_reload - SIGHUP: new peers, keys and application owners from the
+ * config file and key directory (reload.c); main thread, between turns. */
+void piod_reload(struct piod *d);
+/* piod_peer_reconnect - make peer i's control connection again, with the
+ * peer's key as d->keys has it now (libzmq does not retry a connection the
+ * peer refused at the CURVE handshake). Main thread (reload.c). */
+void piod_peer_reconnect(struct piod *d, int i);
+/* piod_peer_ctl_ep - "tcp://ADDR:PORT" of peer i's control plane into ep. */
+void piod_peer_ctl_ep(const struct piod *d, int i, char *ep, size_t len);
 void on_peer_monitor(struct piod *d, int peer);
 void lane_lost(void *arg, const struct piod_lseq_ent *e);
 void on_ctl_frame(struct piod *d, const char *user, const uint8_t *buf, size_t len,

@@ -402,9 +402,15 @@ int main(int argc, char **argv)
             printf("piod: wrote %s/%s.key and %s/%s.pub\n", keygen, c->system, keygen, c->system);
         return rc == PIO_OK ? 0 : 1;
     }
-    if (nlisten > 0) {
-        c->nlisten = nlisten;
-        memcpy(c->listen, listen, sizeof(listen));
+    if (nlisten > 0) { /* --listen flags replace the file's listen lines */
+        c->nlisten = 0;
+        for (int i = 0; i < nlisten; i++) {
+            char why[256];
+            if (piod_config_listen_add(c, listen[i], why, sizeof(why)) < 0) {
+                fprintf(stderr, "piod: --listen: %s\n", why);
+                bad = 1;
+            }
+        }
     }
     for (int i = 0; i < npeer_args; i++)
         bad |= piod_config_peer_arg(c, peer_args[i], stderr) != 0;
@@ -414,6 +420,9 @@ int main(int argc, char **argv)
     if (check) {
         if (problems == 0) {
             printf("piod: configuration %s is valid\n", config ? config : "(from flags)");
+            for (int i = 0; i < c->nlisten; i++) /* what each listen pattern resolved to */
+                if (c->listen_from[i][0])
+                    printf("piod: link %d: listen = %s: %s\n", i, c->listen_from[i], c->listen[i]);
             if (verbose)
                 piod_config_print(c, stdout);
         } else {

@@ -178,6 +178,8 @@ static void on_peer_hello(struct piod *d, int peer, struct pio_h_hello *h)
     pthread_mutex_unlock(&d->key_mtx);
     snprintf(p->host, sizeof(p->host), "%s", h->host);
     PIOD_INFO("peer %s (host %s) says hello: %d channel(s)", p->cfg->name, h->host, p->nchan);
+    if (p->refused) /* it refused our key, and talks to us now: it may know it (reload.c) */
+        piod_peer_reconnect(d, peer);
     peer_send_hello(d, peer);
     send_registry(d, peer, -1, PIO_WREG_JOINED);
     piod_txchans_start(d, peer);

@@ -13,3 +13,4 @@ $$(B)/bin/$(1): $$($(1)_OBJS) $$(LIBPIO_A)
 	$$(call msg,LD,$$@)$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
+BINS += tools/pio-job/pio-job

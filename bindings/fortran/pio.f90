@@ -218,7 +218,7 @@ module pio
 
   ! ---- public procedures --------------------------------------------------
 
-  public :: PIO_Init, PIO_Exit, PIO_Setpartner, PIO_Addpartner
+  public :: PIO_Init, PIO_Init_comm, PIO_Exit, PIO_Setpartner, PIO_Addpartner
   public :: PIO_Send, PIO_Recv, PIO_Isend, PIO_Irecv, PIO_Wait, PIO_Test
   public :: PIO_Getappinfo, PIO_Gethostinfo, PIO_Getconinfo, PIO_Setclasses
   public :: PIO_Strerror, PIO_Errname, PIO_USER
@@ -570,6 +570,12 @@ module pio
       integer(c_int), value :: process_ID, nprocs
     end function c_init
 
+    integer(c_int) function c_comm_info(comm, rank, size) bind(C, name='pio_f_comm_info')
+      import :: c_int
+      integer(c_int), value :: comm
+      integer(c_int), intent(out) :: rank, size
+    end function c_comm_info
+
     integer(c_int) function c_exit() bind(C, name='PIO_Exit')
       import :: c_int
     end function c_exit
@@ -888,6 +894,25 @@ contains
     end if
     call finish(rc, 'PIO_Init', ierr)
   end subroutine PIO_Init
+
+  ! PIO_Init_comm - PIO_Init with the rank and size of an MPI communicator:
+  ! comm is a Fortran MPI handle (the INTEGER of `use mpi` or mpif.h; with
+  ! `use mpi_f08`, pass comm%MPI_VAL). The binding asks MPI through the
+  ! Fortran MPI library of the program (MPI_COMM_RANK, MPI_COMM_SIZE), so
+  ! module pio needs no MPI to build; a program not linked with MPI gets
+  ! PIO_ENOSYS. app_name as in PIO_Init.
+  subroutine PIO_Init_comm(app_name, comm, ierr)
+    character(len=*), intent(in), optional :: app_name
+    integer, intent(in) :: comm
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: rank, size, rc
+    rc = c_comm_info(int(comm, c_int), rank, size)
+    if (rc == PIO_OK) then
+      call PIO_Init(app_name, rank, size, ierr)
+    else
+      call finish(rc, 'PIO_Init_comm', ierr)
+    end if
+  end subroutine PIO_Init_comm
 
   subroutine PIO_Exit(ierr)
     integer(c_int), intent(out), optional :: ierr

@@ -22,7 +22,9 @@
  * CONTIGUOUS dummy would ask the compiler for that, but gfortran 12 crashes
  * when an assumed-rank argument is passed on to one). Then the pio.h call;
  * then ierr, or without it pio_f_stop (Fortran) ends the program: this file
- * never exits by itself. The other calls of the binding are Fortran.
+ * never exits by itself. The other calls of the binding are Fortran, but
+ * for pio_f_comm_info (PIO_Init_comm), which reaches the Fortran MPI
+ * library through weak references so that libpiof.a needs no MPI.
  *
  * Thread-safe: no state.
  */
@@ -728,4 +730,23 @@ void pio_f_rfile_pread_c4(const PIO_Rfile *rf, CFI_cdesc_t *buf, int offset, int
                           int *ierr)
 {
     f_rfile_pread(rf, buf, offset, got, ierr);
+}
+
+/* ---- PIO_Init_comm: the Fortran MPI library, if the program has one ---- */
+
+/* The Fortran MPI entry points (gfortran's names; Open MPI and MPICH export
+ * them): weak, so that they are NULL in a program without MPI. */
+extern void mpi_comm_rank_(const int *comm, int *rank, int *ierr) __attribute__((weak));
+extern void mpi_comm_size_(const int *comm, int *size, int *ierr) __attribute__((weak));
+
+int pio_f_comm_info(int comm, int *rank, int *size)
+{
+    int e1 = -1, e2 = -1;
+    *rank = -1;
+    *size = 0;
+    if (!mpi_comm_rank_ || !mpi_comm_size_)
+        return PIO_ENOSYS;
+    mpi_comm_rank_(&comm, rank, &e1);
+    mpi_comm_size_(&comm, size, &e2);
+    return e1 == 0 && e2 == 0 && *rank >= 0 && *size > 0 ? PIO_OK : PIO_EINVAL;
 }

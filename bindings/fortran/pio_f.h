@@ -40,6 +40,13 @@ struct pio_f_feed {
  * call, why [in]: C strings. file: append PIO_File_error_text. Never returns. */
 void pio_f_stop(int rc, const char *call, const char *why, int file);
 
+/* pio_f_comm_info - the rank and size of Fortran MPI communicator comm,
+ * through the program's Fortran MPI library (mpi_comm_rank_ and
+ * mpi_comm_size_, weak references: libpiof needs no MPI to link).
+ * rank, size [out]. Returns PIO_OK; PIO_ENOSYS when the program is not
+ * linked with a Fortran MPI library; PIO_EINVAL when MPI says no. */
+int pio_f_comm_info(int comm, int *rank, int *size);
+
 void pio_f_send_c4(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,
                    int datatype, int count, int mode, int *ierr);
 void pio_f_send_c8(int partner, int process_ID, int tag, int connection, const CFI_cdesc_t *buf,

@@ -296,9 +296,15 @@ static void test_error_syntax(void **state)
 static void test_error_bad_values(void **state)
 {
     (void)state;
+    /* listen also takes an interface name or glob (issue 32): node7 is
+     * one that matches nothing here; a host name with a space is neither */
     expect_one("listen = node7\n", 1,
-               "bad address 'node7' for listen: expected a numeric IPv4 or IPv6 address, no host "
-               "name");
+               "listen = node7: no interface of this host with an IPv4 address matches");
+    expect_one("listen = node 7\n", 1,
+               "bad listen value 'node 7': expected an address (198.18.0.1), a CIDR");
+    expect_one("listen = 10.0.0.0/33\n", 1, "bad listen value '10.0.0.0/33'");
+    expect_one("listen = 127.0.0.1\nlisten = 127.0.0.0/8\n", 2,
+               "listen = 127.0.0.0/8: every address it gives is listed already");
     expect_one("\ncontrol = 10.0.0.256\n", 2, "bad address '10.0.0.256' for control");
     expect_one("[peer sysB]\naddr = ::1::2\n", 2, "bad address '::1::2' for addr");
     expect_one("name = node A\n", 1,
