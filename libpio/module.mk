@@ -9,9 +9,13 @@ LIBPIO_SRCS := libpio/pio.c libpio/reader.c libpio/sendrecv.c libpio/lane.c libp
                libpio/file.c libpio/feed.c
 BASE_SRCS   := common/memtrim.c common/capture.c common/fstream.c common/error.c common/types.c \
                common/parse.c common/pool.c common/wire/wire.c common/wire/pcp_proto.c \
-               common/wire/viz_proto.c common/seal.c common/seal_sodium.c common/seal_list_lib.c
+               common/wire/viz_proto.c common/seal.c common/seal_imb.c common/seal_sodium.c common/seal_list_lib.c
 TRANSPORT_SRCS := transport/registry.c transport/addr.c transport/tcp/tcp.c \
                transport/rdma/ucx.c transport/rdma/rma.c transport/rdma/stream.c
+# Direct lanes seal with intel-ipsec-mb's AES-GCM where it is installed (as
+# piod does), else with libsodium (common/seal_list_lib.c).
+LIBPIO_IMB := $(if $(wildcard /usr/include/intel-ipsec-mb.h),1)
+LDLIBS += $(if $(LIBPIO_IMB),-lIPSec_MB)
 LIBPIO_OBJS := $(patsubst %.c,$(B)/%.o,$(LIBPIO_SRCS) $(BASE_SRCS) $(TRANSPORT_SRCS))
 LIBPIO_A    := $(B)/lib/libpio.a
 LIBPIO_SO   := $(B)/lib/libpio.so

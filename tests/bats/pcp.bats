@@ -460,7 +460,10 @@ fs_pid() {
   "$PCP" --progress "$W/p" B:p >/dev/null 2>"$W/p.err" 3>&- &
   p=$!
   wait_for "$EXP/.p.pcp-part"
-  sleep 1
+  # the service wrote some bytes and pcp heard of some (a loaded machine can
+  # take seconds for the first)
+  pio_wait_until 60 sh -c "[ \$(stat -c %s '$EXP/.p.pcp-part') -gt 0 ] &&
+    grep -q '[1-9][0-9]* of [0-9]* bytes acknowledged' '$W/p.err'"
   fs=$(fs_pid)
   echo "$fs" >>"$W/fs-stopped"
   kill -STOP "$fs"
