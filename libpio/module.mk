@@ -9,13 +9,17 @@ LIBPIO_SRCS := libpio/pio.c libpio/reader.c libpio/sendrecv.c libpio/win.c libpi
                libpio/file.c libpio/feed.c
 BASE_SRCS   := common/memtrim.c common/capture.c common/fstream.c common/error.c common/types.c \
                common/parse.c common/pool.c common/wire/wire.c common/wire/pcp_proto.c \
-               common/wire/viz_proto.c
+               common/wire/viz_proto.c common/sdnotify.c
+# The rdma transport (UCX) is linked, and registered (transport/registry.c,
+# PIO_HAVE_UCX), only with WITH_UCX=1.
 TRANSPORT_SRCS := transport/registry.c transport/addr.c transport/tcp/tcp.c \
-               transport/rdma/ucx.c transport/rdma/rma.c transport/rdma/stream.c
+               $(if $(filter 1,$(WITH_UCX)),transport/rdma/ucx.c transport/rdma/rma.c transport/rdma/stream.c)
 LIBPIO_OBJS := $(patsubst %.c,$(B)/%.o,$(LIBPIO_SRCS) $(BASE_SRCS) $(TRANSPORT_SRCS))
 LIBPIO_A    := $(B)/lib/libpio.a
 LIBPIO_SO   := $(B)/lib/libpio.so
 OBJS += $(LIBPIO_OBJS)
+PC_FILES += libpio/pio.pc.in
+$(B)/transport/registry.o: CPPFLAGS += $(if $(filter 1,$(WITH_UCX)),-DPIO_HAVE_UCX)
 
 $(LIBPIO_A): $(LIBPIO_OBJS)
 	@mkdir -p $(@D)
