@@ -98,6 +98,15 @@ ifneq ($(BUILDING),)
   ifeq ($(WITH_UCX),1)
     $(call need_pkg,WITH_UCX,ucx,libucx-dev)
   endif
+  ifeq ($(WITH_VIZ),1)
+    $(call need_pkg,WITH_VIZ,libmicrohttpd,libmicrohttpd-dev)
+  endif
+  ifeq ($(WITH_FORTRAN),1)
+    ifeq ($(shell command -v $(firstword $(FC))),)
+      $(error WITH_FORTRAN=1 needs a Fortran compiler: FC=$(FC) is not found; install gfortran, \
+        give FC=..., or build with WITH_FORTRAN=0)
+    endif
+  endif
 endif
 
 WERR     := $(if $(filter 1,$(WERROR)),-Werror)

@@ -45,11 +45,12 @@ VTK_MISSING := $(if $(VTK_SOURCE),,WITH_VIZ=1 needs VTK 9: install libvtk9-dev (
   build with WITH_VIZ=0)
 
 $(VTK_MK): mk/vtk/CMakeLists.txt viz/module.mk $(SETTINGS)
-	@mkdir -p $(@D)/vtk-probe
-	$(call msg,VTK,$(VTK_CMAKE))cmake -S mk/vtk -B $(@D)/vtk-probe -DVTK_DIR='$(VTK_CMAKE)' \
-	  -DPIO_VTK_MODULES='$(subst $(eval) ,;,$(VTK_MODS))' -DOUT=$(abspath $@.tmp) >$(@D)/vtk-probe.log 2>&1 || \
-	  { tail -n 20 $(@D)/vtk-probe.log >&2; echo "VTK not usable from $(VTK_CMAKE) (log: \
-	  $(@D)/vtk-probe.log); give VTK_DIR, or build with WITH_VIZ=0" >&2; exit 1; }
+	@rm -rf $(@D)/vtk-probe && mkdir -p $(@D)/vtk-probe
+	$(call msg,VTK,$(VTK_CMAKE))cmake -S mk/vtk -B $(@D)/vtk-probe -DPIO_VTK_DIR='$(VTK_CMAKE)' \
+	  -DPIO_VTK_MODULES='$(subst $(eval) ,;,$(VTK_MODS))' -DOUT=$(abspath $@.tmp) \
+	  >$(@D)/vtk-probe.log 2>&1 || { tail -n 20 $(@D)/vtk-probe.log >&2; \
+	  echo "VTK not usable from $(VTK_CMAKE) (log: $(@D)/vtk-probe.log); give VTK_DIR, or" \
+	  "build with WITH_VIZ=0" >&2; exit 1; }
 	@mv $@.tmp $@
 
 VIZ_CXXFLAGS := -std=c++17 $(WARN) $(OPT) -g -pthread $(SANFLAGS) $(VTK_CXXFLAGS) \

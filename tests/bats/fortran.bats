@@ -534,16 +534,13 @@ run_sim_viz() {
 
 # ---- install ------------------------------------------------------------------
 
-@test "install: examples/fortran build with mpif90 and only pkg-config --cflags --libs pio, and run" {
-  local prefix=$BATS_TEST_TMPDIR/prefix rel=${PIO_BUILD#"$PIO_SRC"/} settings cc opt san
+@test "install: examples/fortran build with mpif90 and only pkg-config --cflags --libs pio-fortran, and run" {
+  local prefix=$BATS_TEST_TMPDIR/prefix settings san args
   # make install with this build's own settings, so that nothing rebuilds
   # (a different flag would rewrite $PIO_BUILD/.make-settings: checked below)
   settings=$(cat "$PIO_BUILD/.make-settings")
-  cc=$(sed -E 's/^CC=([^ ]*) .*/\1/' <<<"$settings")
-  opt=$(grep -oE -- ' -O[0-9s]( |$)' <<<"$settings" | head -n 1 | tr -d ' ')
   san=$(grep -oE -- '-fsanitize=[a-z]+' <<<"$settings" | head -n 1)
-  local args=(B="$rel" CC="$cc" OPT="$opt")
-  [ -n "$san" ] && args+=(SANITIZER="${san#-fsanitize=}")
+  mapfile -t args < <(pio_make_args)
   run make -C "$PIO_SRC" "${args[@]}" install PREFIX="$prefix"
   [ "$status" -eq 0 ] || { echo "$output" | tail -n 30; fail "make install failed"; }
   [ "$(cat "$PIO_BUILD/.make-settings")" = "$settings" ] || fail "make install changed the build settings"
@@ -552,7 +549,7 @@ run_sim_viz() {
   [ -f "$prefix/include/pio.h" ]
 
   export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-  run pkg-config --cflags --libs pio
+  run pkg-config --cflags --libs pio-fortran
   assert_success
   # -I for pio.mod (and pio.h), then the libraries; the private
   # requirements' -I flags (libzmq's) may sit between
