@@ -22,7 +22,7 @@ PKGS=(
   libzmq3-dev libsodium-dev libssl-dev libxxhash-dev
   libucx-dev ucx-utils libibverbs-dev
   openmpi-bin libopenmpi-dev
-  libhdf5-openmpi-dev hdf5-tools python3-h5py
+  libhdf5-openmpi-dev libhdf5-dev hdf5-tools python3-h5py
   xvfb xauth cmake
   libmicrohttpd-dev libsqlite3-dev
   # tests
