@@ -229,6 +229,11 @@ all: $(PROGRAMS) $(UNIT_TESTS) $(TEST_BINS) $(MAN_ROFF)
 deps:
 	@mk/deps.sh
 
+# the pkg-config modules a program that links libpio.a needs (tests use it)
+.PHONY: pkg-deps
+pkg-deps:
+	@echo $(PKG_DEPS)
+
 # The second pass of `make test`: what it builds and which cases it runs.
 SAN_PASS        ?= 1
 SAN_PASS_FILTER ?= ^(unit/|bats/(pio_loopback|pio_errors|pio_paths|piod_cli|pio_seal|hostile)$$)

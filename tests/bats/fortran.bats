@@ -76,9 +76,10 @@ int main(void)
 }
 C
   # libpio.a needs the libraries of the Makefile's PKG_DEPS (libzmq, ucx, ...)
-  local deps
-  deps=$(sed -nE 's/^PKG_DEPS[[:space:]]*:=[[:space:]]*//p' "$PIO_SRC/Makefile")
-  [ -n "$deps" ] || fail "no PKG_DEPS in the Makefile"
+  local deps args
+  mapfile -t args < <(pio_make_args)
+  deps=$(make -s --no-print-directory -C "$PIO_SRC" "${args[@]}" pkg-deps)
+  [ -n "$deps" ] || fail "make pkg-deps printed nothing"
   cc -I"$PIO_SRC/libpio" -o "$BATS_TEST_TMPDIR/liar" "$BATS_TEST_TMPDIR/liar.c" \
     "$PIO_BUILD/lib/libpio.a" $(pkg-config --libs $deps) -lrt -pthread \
     $(grep -o -- '-fsanitize=[a-z]*' "$PIO_BUILD/.make-settings" | head -n 1)

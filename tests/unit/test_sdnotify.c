@@ -26,9 +26,9 @@ static int listen_at(const char *addr)
     memcpy(sa.sun_path, addr, len);
     if (addr[0] == '@')
         sa.sun_path[0] = '\0';
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa,
-                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)),
-                     0);
+    assert_int_equal(
+        bind(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)),
+        0);
     return fd;
 }
 
