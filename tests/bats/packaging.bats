@@ -29,8 +29,9 @@ teardown() {
   if [ -f "$W/deb-installed" ]; then
     # shellcheck disable=SC2086 # package names are words
     dpkg --purge $DEB_PKGS >/dev/null 2>&1 || true
-    [ -f "$W/run-pio-made" ] && rmdir /run/pio 2>/dev/null || true
   fi
+  # /run/pio, made by the packages' tmpfiles entry, goes when it was not there
+  if [ -f "$W/run-pio-made" ]; then rmdir /run/pio 2>/dev/null || true; fi
 }
 
 # ---- units ---------------------------------------------------------------------
