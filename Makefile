@@ -2,13 +2,26 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Each component adds its sources and targets in its own module.mk; this file
-# owns flags, build folders, dependencies (-MMD), sanitizer builds and the
-# user-facing targets. Objects go under build/<variant>/ mirroring the source
-# tree, so `make SANITIZER=address` never mixes objects with the plain build.
+# owns flags, build folders, dependencies (-MMD), sanitizer builds, the
+# optional parts and the user-facing targets. Objects go under
+# build/<variant>/ mirroring the source tree, so `make SANITIZER=address`
+# never mixes objects with the plain build.
 #
-#   make [-j2] [V=1] [SANITIZER=address|undefined|thread|address+undefined]
-#   make test | demo | demo-viz | bench | deps | install PREFIX=... | format-check | clean
+#   make [-j2] [V=1] [SANITIZER=address|undefined|thread|address+undefined] [WERROR=1]
+#        [WITH_VIZ=0|1] [WITH_FORTRAN=0|1] [WITH_UCX=0|1] [CC=...] [CXX=...] [FC=...] [VTK_DIR=...]
+#   make test | demo | demo-viz | bench | deps | format-check | clean
+#   make programs | install | uninstall  [PREFIX=/usr/local] [DESTDIR=...] (mk/install.mk)
 #   make fuzz [FUZZ_TIME=60] | fuzz-corpus (tests/fuzz/module.mk) | soak [DURATION=1800]
+#
+# Optional parts, each on by default (a build never drops a part silently: a
+# missing dependency stops it with the switch to turn off): WITH_VIZ
+# (pio-vizd, VTK and libmicrohttpd), WITH_FORTRAN (module pio, libpiof.a, the
+# Fortran examples and tests; needs FC), WITH_UCX (the "rdma" transport and
+# one-sided windows, libucp). With all three off, libpio, piod and the tools
+# need ZeroMQ, libsodium and xxHash (piod also libcrypto for sealing, and the
+# file service serial HDF5). CC, CXX and FC come from the environment (or the
+# command line); make's built-in defaults become gcc, g++ and gfortran.
+# -Werror only with WERROR=1; `make test` (what CI runs) sets it.
 #
 # `make test` (what CI runs) also builds the unit tests, piod and the tools
 # once more with ASan+UBSan (build/asan-ubsan) and runs the unit tests and
@@ -18,10 +31,22 @@
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
 
-PREFIX  ?= /usr/local
-DESTDIR ?=
 V       ?= 0
 SANITIZER ?=
+
+# The optional parts (above); each switch is 0 or 1.
+WITH_VIZ     ?= 1
+WITH_FORTRAN ?= 1
+WITH_UCX     ?= 1
+# -Werror only when asked for; `make test` asks (CI), and passes it on to
+# every make the tests run (exported), so their builds match this one.
+ifneq ($(filter test,$(MAKECMDGOALS)),)
+  WERROR ?= 1
+endif
+WERROR ?= 0
+export WERROR
+$(foreach w,WITH_VIZ WITH_FORTRAN WITH_UCX WERROR,$(if $(filter-out 0 1,$($(w))),\
+  $(error $(w)=$($(w)): give 0 or 1)))
 
 ifeq ($(SANITIZER),)
   VARIANT := default
@@ -44,19 +69,48 @@ endif
 
 B := build/$(VARIANT)
 
-CC  ?= cc
+# Compilers: from the environment or the command line; make's built-in
+# defaults (cc, g++, f77) become gcc, g++ and gfortran.
 ifeq ($(origin CC),default)
   CC := gcc
 endif
-CXX := g++
-FC  := gfortran
+ifeq ($(origin CXX),default)
+  CXX := g++
+endif
+ifeq ($(origin FC),default)
+  FC := gfortran
+endif
 OPT ?= -O2
 
 # External libraries, through pkg-config only.
-PKG_DEPS := libzmq libsodium libxxhash ucx
+PKG_DEPS := libzmq libsodium libxxhash $(if $(filter 1,$(WITH_UCX)),ucx)
 pkg = $(shell pkg-config $(1) $(2) 2>/dev/null)
+# need_pkg SWITCH,MODULES,DEBIAN PACKAGES: stop the build when a switch's
+# pkg-config modules are missing (only when that part is built at all)
+need_pkg = $(if $(shell pkg-config --exists $(2) 2>/dev/null || echo no),\
+  $(error $(1)=1 needs $(2) (pkg-config): install $(3), or build with $(1)=0))
+# Goals that build nothing here (test, demo, ... install their dependencies
+# first and build in a second make): no dependency is checked or probed for
+# them, so that `make test` on a new machine reaches `make deps`.
+NOBUILD_GOALS := clean deps format format-check test demo demo-viz bench soak uninstall
+BUILDING := $(filter-out $(NOBUILD_GOALS),$(or $(MAKECMDGOALS),all))
+ifneq ($(BUILDING),)
+  ifeq ($(WITH_UCX),1)
+    $(call need_pkg,WITH_UCX,ucx,libucx-dev)
+  endif
+  ifeq ($(WITH_VIZ),1)
+    $(call need_pkg,WITH_VIZ,libmicrohttpd,libmicrohttpd-dev)
+  endif
+  ifeq ($(WITH_FORTRAN),1)
+    ifeq ($(shell command -v $(firstword $(FC))),)
+      $(error WITH_FORTRAN=1 needs a Fortran compiler: FC=$(FC) is not found; install gfortran, \
+        give FC=..., or build with WITH_FORTRAN=0)
+    endif
+  endif
+endif
 
-WARN     := -Wall -Wextra -Werror
+WERR     := $(if $(filter 1,$(WERROR)),-Werror)
+WARN     := -Wall -Wextra $(WERR)
 CPPFLAGS := -D_GNU_SOURCE -MMD -MP
 
 # Include paths by layer (docs/architecture.md, "Layers"). A source file sees
@@ -105,11 +159,10 @@ else
   msg = @printf '  %-6s %s\n' $(1) $(2);
 endif
 
-# Rebuild everything when the flags change (Redis' .make-settings).
+# Rebuild everything when the flags change (Redis' .make-settings; the file
+# is written after the fragments are read: which VTK viz/module.mk found
+# counts too).
 SETTINGS := $(B)/.make-settings
-SETTINGS_NOW := CC=$(CC) CFLAGS=$(CFLAGS) LDFLAGS=$(LDFLAGS) CPPFLAGS=$(CPPFLAGS) \
-  INC=$(foreach v,$(filter INC_%,$(.VARIABLES)),$(v):$($(v)))
-$(shell mkdir -p $(B); [ -f $(SETTINGS) ] && [ "$$(cat $(SETTINGS))" = "$(SETTINGS_NOW)" ] || echo "$(SETTINGS_NOW)" > $(SETTINGS))
 
 # Filled in by the module.mk fragments.
 OBJS :=
@@ -122,21 +175,35 @@ INSTALL_LIBS :=      # more libraries installed under lib/ (libpiof.a)
 INSTALL_INCLUDES :=  # more files installed under include/ (pio.mod)
 INSTALL_SOS :=       # shared objects installed under lib/ as they are (libpgas.so)
 INSTALL_VERSIONED_SOS := # shared libraries installed as NAME.so.VERSION with links (libpfs.so)
+PC_FILES :=          # pkg-config templates (NAME.pc.in), installed as NAME.pc (mk/install.mk)
 
 include libpio/module.mk
 include common/wire/module.mk
+# the optional parts (WITH_FORTRAN, WITH_VIZ): their fragments are simply not read
+ifeq ($(WITH_FORTRAN),1)
 include bindings/fortran/module.mk
+endif
 include piod/module.mk
 include tools/module.mk
 include tools/pcp/module.mk
 include pfs/module.mk
 include anco/module.mk
+ifeq ($(WITH_VIZ),1)
 include viz/module.mk
+endif
 include tests/module.mk
 include docs/module.mk
 # optional fragments: present when their component exists
-include $(wildcard tests/conformance/module.mk examples/module.mk examples/fortran/module.mk \
-  bench/module.mk tests/fuzz/module.mk)
+include $(wildcard tests/conformance/module.mk examples/module.mk bench/module.mk tests/fuzz/module.mk)
+ifeq ($(WITH_FORTRAN),1)
+include $(wildcard examples/fortran/module.mk)
+endif
+include mk/install.mk
+
+SETTINGS_NOW := CC=$(CC) CFLAGS=$(CFLAGS) LDFLAGS=$(LDFLAGS) CPPFLAGS=$(CPPFLAGS) \
+  CXX=$(CXX) FC=$(FC) WITH=$(WITH_VIZ)$(WITH_FORTRAN)$(WITH_UCX) VTK=$(VTK_SOURCE) \
+  INC=$(foreach v,$(filter INC_%,$(.VARIABLES)),$(v):$($(v)))
+$(shell mkdir -p $(B); [ -f $(SETTINGS) ] && [ "$$(cat $(SETTINGS))" = "$(SETTINGS_NOW)" ] || echo "$(SETTINGS_NOW)" > $(SETTINGS))
 
 $(B)/%.o: %.c $(SETTINGS) | $(PUB_HDRS)
 	@mkdir -p $(@D)
@@ -156,12 +223,18 @@ $(SVC_INC)/%.h: libpio/%.h
 inc-check: $(PUB_HDRS)
 	$(Q)$(CC) $(CPPFLAGS) $(call inc,$(SRC)) $(CFLAGS) -fsyntax-only -o /dev/null $(PROBE)
 
-.PHONY: all deps test demo demo-viz bench install uninstall clean format format-check check-root
-all: $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_SOS) $(INSTALL_VERSIONED_SOS) $(INSTALL_INCLUDES) $(BINS) $(SBINS) $(UNIT_TESTS) \
-  $(TEST_BINS) $(MAN_ROFF)
+.PHONY: all deps test demo demo-viz bench clean format format-check check-root
+all: $(PROGRAMS) $(UNIT_TESTS) $(TEST_BINS) $(MAN_ROFF)
 
 deps:
 	@mk/deps.sh
+
+# the pkg-config modules a program that links libpio.a needs (tests use it)
+.PHONY: pkg-deps pkg-libs
+pkg-deps:
+	@echo $(PKG_DEPS)
+pkg-libs:
+	@echo $(LIBPIO_LIBS)
 
 # The second pass of `make test`: what it builds and which cases it runs.
 SAN_PASS        ?= 1
@@ -207,27 +280,6 @@ soak:
 	@mk/deps.sh
 	@$(MAKE) --no-print-directory -j2 all
 	@BUILD=$(B) SOAK_DURATION=$(DURATION) bench/soak.sh
-
-install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
-	install -m 644 $(LIBPIO_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(LIBPIO_SO) $(DESTDIR)$(PREFIX)/lib/libpio.so.$(PIO_VERSION)
-	ln -sf libpio.so.$(PIO_VERSION) $(DESTDIR)$(PREFIX)/lib/libpio.so.$(PIO_SOVERSION)
-	ln -sf libpio.so.$(PIO_SOVERSION) $(DESTDIR)$(PREFIX)/lib/libpio.so
-	install -m 644 libpio/pio.h $(INSTALL_INCLUDES) $(DESTDIR)$(PREFIX)/include/
-	$(if $(strip $(INSTALL_LIBS)),install -m 644 $(INSTALL_LIBS) $(DESTDIR)$(PREFIX)/lib/)
-	$(if $(strip $(INSTALL_SOS)),install -m 755 $(INSTALL_SOS) $(DESTDIR)$(PREFIX)/lib/)
-	@for so in $(INSTALL_VERSIONED_SOS); do n=$${so##*/}; \
-	  install -m 755 $$so $(DESTDIR)$(PREFIX)/lib/$$n.$(PIO_VERSION) && \
-	  ln -sf $$n.$(PIO_VERSION) $(DESTDIR)$(PREFIX)/lib/$$n.$(PIO_SOVERSION) && \
-	  ln -sf $$n.$(PIO_SOVERSION) $(DESTDIR)$(PREFIX)/lib/$$n; done
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(PIO_VERSION)|; s|@REQUIRES@|$(PKG_DEPS)|' \
-	  libpio/pio.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pio.pc
-	$(if $(strip $(BINS)),install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)
-	$(if $(strip $(SBINS)),install -m 755 $(SBINS) $(DESTDIR)$(PREFIX)/sbin/)
-	@for m in $(MAN_ROFF); do s=$${m##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
-	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
 
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' '*.cc' '*.cpp' 2>/dev/null)
 format:

@@ -13,6 +13,7 @@ ANCO_IP := $(B)/common/interpose.o
 OBJS += $(ANCO_OBJS) $(B)/anco/preload.o $(ANCO_IP)
 TEST_BINS += $(LIBANCO_SO)
 INSTALL_SOS += $(LIBANCO_SO)
+INSTALL_INCLUDES += anco/anco.h
 
 $(B)/tests/unit/test_anco: $(B)/tests/unit/test_anco.o $(ANCO_OBJS) $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(call pkg,--libs,cmocka)

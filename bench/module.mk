@@ -72,7 +72,7 @@ $(B)/bench/copy-rotate: $(B)/bench/copy_rotate.o
 # gas-btio's file with Fortran direct-access I/O (compiled by the MPI
 # wrapper, as the Fortran examples are); gas-ior is an IOR-like MPI writer
 # (POSIX lseek+write, or MPI-IO collective writes).
-TEST_BINS += $(B)/bench/gas-btio-f $(B)/bench/gas-ior
+TEST_BINS += $(if $(filter 1,$(WITH_FORTRAN)),$(B)/bench/gas-btio-f) $(B)/bench/gas-ior
 
 $(B)/bench/gas_btio_f.o: bench/gas_btio_f.f90 $(SETTINGS)
 	@mkdir -p $(@D)

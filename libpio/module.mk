@@ -9,17 +9,25 @@ LIBPIO_SRCS := libpio/pio.c libpio/reader.c libpio/sendrecv.c libpio/lane.c libp
                libpio/file.c libpio/feed.c
 BASE_SRCS   := common/memtrim.c common/capture.c common/fstream.c common/error.c common/types.c \
                common/parse.c common/pool.c common/wire/wire.c common/wire/pcp_proto.c \
-               common/wire/viz_proto.c common/seal.c common/seal_imb.c common/seal_sodium.c common/seal_list_lib.c
+               common/wire/viz_proto.c common/sdnotify.c common/seal.c common/seal_imb.c \
+               common/seal_sodium.c common/seal_list_lib.c
+# The rdma transport (UCX) is linked, and registered (transport/registry.c,
+# PIO_HAVE_UCX), only with WITH_UCX=1.
 TRANSPORT_SRCS := transport/registry.c transport/addr.c transport/tcp/tcp.c \
-               transport/rdma/ucx.c transport/rdma/rma.c transport/rdma/stream.c
+               $(if $(filter 1,$(WITH_UCX)),transport/rdma/ucx.c transport/rdma/rma.c transport/rdma/stream.c)
 # Direct lanes seal with intel-ipsec-mb's AES-GCM where it is installed (as
 # piod does), else with libsodium (common/seal_list_lib.c).
-LIBPIO_IMB := $(if $(wildcard /usr/include/intel-ipsec-mb.h),1)
-LDLIBS += $(if $(LIBPIO_IMB),-lIPSec_MB)
+# LIBPIO_LIBS: what libpio.a needs beyond the pkg-config modules of PKG_DEPS
+# (`make pkg-libs` prints it; pio.pc's Libs.private carries it).
+LIBPIO_IMB  := $(if $(wildcard /usr/include/intel-ipsec-mb.h),1)
+LIBPIO_LIBS := $(if $(LIBPIO_IMB),-lIPSec_MB)
+LDLIBS += $(LIBPIO_LIBS)
 LIBPIO_OBJS := $(patsubst %.c,$(B)/%.o,$(LIBPIO_SRCS) $(BASE_SRCS) $(TRANSPORT_SRCS))
 LIBPIO_A    := $(B)/lib/libpio.a
 LIBPIO_SO   := $(B)/lib/libpio.so
 OBJS += $(LIBPIO_OBJS)
+PC_FILES += libpio/pio.pc.in
+$(B)/transport/registry.o: CPPFLAGS += $(if $(filter 1,$(WITH_UCX)),-DPIO_HAVE_UCX)
 
 $(LIBPIO_A): $(LIBPIO_OBJS)
 	@mkdir -p $(@D)

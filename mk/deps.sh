@@ -7,6 +7,12 @@
 # be found); otherwise it prints the exact apt-get line and fails. The list
 # below is the single source of truth for the project's system packages;
 # docs/design-notes.md says why each one is there.
+#
+# It never removes a package the user has: apt-get runs with --no-remove (it
+# stops instead, saying which package conflicts). VTK for pio-vizd: where
+# ParaView is installed (Debian's paraview, whose python3-paraview conflicts
+# with python3-vtk9, which libvtk9-dev needs), the VTK that paraview-dev
+# ships beside it; otherwise libvtk9-dev. viz/module.mk finds either.
 set -u
 
 PKGS=(
@@ -16,8 +22,8 @@ PKGS=(
   libzmq3-dev libsodium-dev libssl-dev libxxhash-dev
   libucx-dev ucx-utils libibverbs-dev
   openmpi-bin libopenmpi-dev
-  libhdf5-openmpi-dev hdf5-tools python3-h5py
-  libvtk9-dev xvfb xauth
+  libhdf5-openmpi-dev libhdf5-dev hdf5-tools python3-h5py
+  xvfb xauth cmake
   libmicrohttpd-dev libsqlite3-dev
   # tests
   libcmocka-dev bats bats-assert bats-support bats-file
@@ -28,19 +34,28 @@ PKGS=(
   chromium curl python3-pil python3-zmq
   # docs and plots
   go-md2man python3 python3-matplotlib
+  # packages and services (tests/bats/packaging.bats)
+  debhelper dpkg-dev systemd
 )
+
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+# VTK: ParaView's own where ParaView is installed (or libvtk9-dev cannot be)
+if installed paraview || installed python3-paraview; then
+  PKGS+=(paraview-dev)
+else
+  PKGS+=(libvtk9-dev)
+fi
 
 # AES-GCM's fastest sealing backend (piod/seal_imb.c) exists for x86-64 only
 [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] && PKGS+=(libipsec-mb-dev)
 [ -n "${PIO_DEPS_EXTRA:-}" ] && PKGS+=($PIO_DEPS_EXTRA)  # for tests of this script
 missing=()
 for p in "${PKGS[@]}"; do
-  st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-  [ "$st" = "install ok installed" ] || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-line="apt-get install -y ${missing[*]}"
+line="apt-get install -y --no-remove ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
   echo "make deps: missing Debian packages: ${missing[*]}" >&2
   echo "make deps: run as root:  $line" >&2
@@ -49,11 +64,21 @@ fi
 
 echo "make deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-install() { apt-get install -y -q "${missing[@]}" >"$log" 2>&1; }
+install() { apt-get install -y -q --no-remove "${missing[@]}" >"$log" 2>&1; }
 log=$(mktemp /tmp/pio-deps.XXXXXX)
+# refused: apt would have had to remove a package the user has
+removals() {
+  grep -q 'remove is disabled' "$log" || return 1
+  echo "make deps: not done: installing ${missing[*]} would remove packages you have:" >&2
+  apt-get -s install -y "${missing[@]}" 2>/dev/null | sed -n 's/^Remv \([^ ]*\).*/  \1/p' >&2
+  echo "make deps: install what is missing by hand, or build without that part (WITH_VIZ=0, ...)" >&2
+  exit 1
+}
 if ! install; then
+  removals
   echo "make deps: a package was not found; running apt-get update once"
   if ! apt-get update -q >>"$log" 2>&1 || ! install; then
+    removals
     tail -n 20 "$log" >&2
     echo "make deps: failed: $line (log: $log)" >&2
     exit 1

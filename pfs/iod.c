@@ -53,6 +53,7 @@
 #include "qos.h"
 #include "mono.h"
 #include "parse.h"
+#include "sdnotify.h"
 #include "srv.h"
 #include "store.h"
 #include "store_posix.h"
@@ -765,6 +766,7 @@ int main(int argc, char **argv)
         pfs_log("serving %s (store %s) with %ld threads, classes %s; borrow %ld, user cap %ld, "
                 "queue %ld%s",
                 dir, ops->name, nthreads, line, borrow, user_cap, qmax, dev);
+        pio_sd_ready();
     }
 
     while (!sig_stop && !atomic_load(&stopping))

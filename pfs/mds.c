@@ -36,6 +36,7 @@
 #include "mdb.h"
 #include "perm.h"
 #include "proto.h"
+#include "sdnotify.h"
 #include "srv.h"
 #include "pio.h"
 
@@ -410,6 +411,7 @@ int main(int argc, char **argv)
     pfs_srv_signals((volatile int *)&mds_stop);
     pfs_log("serving %s as %s: %d I/O server%s%s", dbfile, app, nservers, nservers == 1 ? "" : "s",
             nservers > before && before ? " (some added)" : "");
+    pio_sd_ready();
 
     int status = 0;
     while (!mds_stop) {

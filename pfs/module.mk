@@ -17,6 +17,7 @@ SBINS += $(B)/sbin/pfs-mds $(B)/sbin/pfs-iod
 INSTALL_LIBS += $(LIBPFS_A)
 INSTALL_VERSIONED_SOS += $(LIBPFS_SO)
 INSTALL_INCLUDES += pfs/pfs.h
+PC_FILES += pfs/pfs.pc.in
 
 SQLITE_LIBS := $(call pkg,--libs,sqlite3)
 

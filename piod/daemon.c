@@ -10,11 +10,13 @@
  * here exits. The pid file is held with flock(2) for the daemon's life: the
  * lock, not the pid written inside, says whether a piod is running, so a file
  * left by a crash is simply taken over. State: the ready socket and the pid
- * file's descriptor, main thread only.
+ * file's descriptor, main thread only. Readiness also goes to systemd
+ * (sd_notify READY=1) when the service manager asked for it.
  */
 #include "daemon.h"
 #include "log.h"
 #include "err.h"
+#include "sdnotify.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,6 +126,8 @@ int piod_daemonize(int keep_stderr)
 
 void piod_daemon_ready(int status)
 {
+    if (status == 0)
+        pio_sd_ready(); /* under systemd (Type=notify): serving now */
     if (dmn_ready_fd < 0)
         return;
     while (send(dmn_ready_fd, &status, sizeof(status), MSG_NOSIGNAL) < 0 && errno == EINTR)

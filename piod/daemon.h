@@ -12,7 +12,8 @@
 int piod_daemonize(int keep_stderr);
 
 /* piod_daemon_ready - tell the waiting parent that start-up succeeded (status
- * 0) or failed (status != 0); no-op when not daemonized. */
+ * 0) or failed (status != 0); no-op when not daemonized. Success also tells
+ * systemd (READY=1) when $NOTIFY_SOCKET is set, daemonized or not. */
 void piod_daemon_ready(int status);
 
 /* piod_pidfile_create - create path holding our pid, locked (flock) for our

@@ -1,6 +1,8 @@
 # tests/module.mk - cmocka unit tests: tests/unit/test_NAME.c -> one binary each,
 # linked with libpio and piod's internal archive.
-UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+# (test_rma.c tests transport/rdma/ itself: only with WITH_UCX=1)
+UNIT_SRCS  := $(filter-out $(if $(filter 0,$(WITH_UCX)),tests/unit/test_rma.c),\
+              $(wildcard tests/unit/test_*.c))
 UNIT_TESTS += $(UNIT_SRCS:%.c=$(B)/%)
 OBJS       += $(UNIT_SRCS:%.c=$(B)/%.o)
 

@@ -2,8 +2,10 @@
  * SPDX-License-Identifier: BSD-3-Clause
  * Optional backends are added here (and only here) under their HAVE_ flag;
  * registration checks that every mandatory op is present. "rdma" (UCX),
- * stream (rdma/stream.c) and one-sided (rdma/rma.c), is always built: ucx is
- * in the Makefile's PKG_DEPS. */
+ * stream (rdma/stream.c) and one-sided (rdma/rma.c), is built with
+ * WITH_UCX=1 (the default), which defines PIO_HAVE_UCX for this file alone
+ * and links transport/rdma/; without it the lists hold tcp and nothing
+ * one-sided (PIO_Win_create returns PIO_ENOSYS). No other file knows. */
 #include "rma.h"
 #include "transport.h"
 
@@ -11,17 +13,23 @@
 #include <string.h>
 
 extern const struct pio_transport_ops pio_tcp_ops;
+#ifdef PIO_HAVE_UCX
 extern const struct pio_transport_ops pio_rdma_ops;
 extern const struct pio_rma_ops pio_rma_rdma_ops;
+#endif
 
 static const struct pio_transport_ops *const tp_list[] = {
     &pio_tcp_ops,
+#ifdef PIO_HAVE_UCX
     &pio_rdma_ops,
+#endif
     NULL,
 };
 
 static const struct pio_rma_ops *const rma_list[] = {
+#ifdef PIO_HAVE_UCX
     &pio_rma_rdma_ops,
+#endif
     NULL,
 };
 

@@ -1,19 +1,59 @@
-# viz/module.mk - the visualization receiver pio-vizd (C++17 with VTK 9.1).
+# viz/module.mk - the visualization receiver pio-vizd (C++17 with VTK 9);
+# read only with WITH_VIZ=1 (the Makefile).
 # (The simulation's side, libpio/feed.c, and the protocol both sides speak,
 # common/wire/viz_proto.c, are in libpio.)
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# VTK has no pkg-config file on Debian: its headers are in VTK_INC and its
-# libraries are named libvtkNAME-9.1. pio-vizd links VTK (which brings the
-# serial HDF5), libmicrohttpd and libzmq; never parallel HDF5.
-CXX      ?= g++
-VTK_VER  := 9.1
-VTK_INC  := /usr/include/vtk-$(VTK_VER)
+# Where VTK comes from, the first that applies:
+#   VTK_DIR=DIR   the folder of VTK's CMake package (vtk-config.cmake), as
+#                 CMake's find_package takes it (any VTK 9 build);
+#   pkg-config    a VTK installed with a pkg-config file named $(VTK_PC);
+#   ParaView's    the VTK that Debian's paraview-dev ships beside paraview
+#                 (/usr/lib/<arch>/cmake/paraview-*/vtk), where installed;
+#   Debian's      libvtk9-dev (/usr/lib/<arch>/cmake/vtk-9.*).
+# A CMake package is read by CMake itself (mk/vtk/CMakeLists.txt, configured
+# once into $(B)/vtk.mk): include folders and each module's library by its
+# full path, with a run path where the library lies outside the linker's own
+# folders (ParaView's). Which VTK was taken is in $(B)/.make-settings, so a
+# change rebuilds. pio-vizd links VTK (which brings its HDF5),
+# libmicrohttpd and libzmq; never PIO's parallel HDF5.
+VTK_PC   ?= vtk
 VTK_MODS := CommonCore CommonDataModel CommonExecutionModel CommonMisc IOXML IOXMLParser IOImage \
             FiltersCore FiltersGeneral FiltersGeometry ImagingCore RenderingCore \
             RenderingOpenGL2 RenderingFreeType RenderingAnnotation InteractionStyle
-VTK_LIBS := $(VTK_MODS:%=-lvtk%-$(VTK_VER))
-VIZ_CXXFLAGS := -std=c++17 $(WARN) $(OPT) -g -pthread $(SANFLAGS) -isystem $(VTK_INC) \
+VTK_MK   := $(B)/vtk.mk
+ifneq ($(VTK_DIR),)
+  VTK_CMAKE := $(VTK_DIR)
+else ifeq ($(shell pkg-config --exists $(VTK_PC) 2>/dev/null && echo y),y)
+  VTK_CMAKE :=
+  VTK_CXXFLAGS := $(patsubst -I%,-isystem %,$(call pkg,--cflags,$(VTK_PC)))
+  VTK_LIBS := $(call pkg,--libs,$(VTK_PC))
+  VTK_SOURCE := pkg-config:$(VTK_PC)
+else
+  VTK_CMAKE := $(firstword $(wildcard /usr/lib/*/cmake/paraview-*/vtk /usr/lib/cmake/paraview-*/vtk) \
+    $(wildcard /usr/lib/*/cmake/vtk-9.* /usr/lib/cmake/vtk-9.* /usr/local/lib/cmake/vtk-9.*))
+endif
+ifneq ($(VTK_CMAKE),)
+  VTK_SOURCE := cmake:$(VTK_CMAKE)
+  ifneq ($(BUILDING),)
+    include $(VTK_MK)
+  endif
+endif
+# VTK_MISSING stops a viz build (only one), with what to do
+VTK_MISSING := $(if $(VTK_SOURCE),,WITH_VIZ=1 needs VTK 9: install libvtk9-dev (or paraview-dev \
+  where ParaView is installed; make deps does), give VTK_DIR=<folder of vtk-config.cmake>, or \
+  build with WITH_VIZ=0)
+
+$(VTK_MK): mk/vtk/CMakeLists.txt viz/module.mk $(SETTINGS)
+	@rm -rf $(@D)/vtk-probe && mkdir -p $(@D)/vtk-probe
+	$(call msg,VTK,$(VTK_CMAKE))cmake -S mk/vtk -B $(@D)/vtk-probe -DPIO_VTK_DIR='$(VTK_CMAKE)' \
+	  -DPIO_VTK_MODULES='$(subst $(eval) ,;,$(VTK_MODS))' -DOUT=$(abspath $@.tmp) \
+	  >$(@D)/vtk-probe.log 2>&1 || { tail -n 20 $(@D)/vtk-probe.log >&2; \
+	  echo "VTK not usable from $(VTK_CMAKE) (log: $(@D)/vtk-probe.log); give VTK_DIR, or" \
+	  "build with WITH_VIZ=0" >&2; exit 1; }
+	@mv $@.tmp $@
+
+VIZ_CXXFLAGS := -std=c++17 $(WARN) $(OPT) -g -pthread $(SANFLAGS) $(VTK_CXXFLAGS) \
                 $(INC_viz) $(call pkg,--cflags,libzmq libmicrohttpd)
 VIZ_LIBS := $(VTK_LIBS) $(call pkg,--libs,libmicrohttpd libzmq)
 
@@ -24,7 +64,7 @@ BINS      += $(VIZD)
 OBJS      += $(VIZD_OBJS)
 
 $(B)/viz/%.o: viz/%.cpp viz/vizd.h viz/outputs.h $(SETTINGS) | $(PUB_HDRS)
-	@mkdir -p $(@D)
+	$(if $(VTK_MISSING),$(error $(VTK_MISSING)))@mkdir -p $(@D)
 	$(call msg,CXX,$<)$(CXX) $(VIZ_CXXFLAGS) -MMD -MP -c -o $@ $<
 
 $(VIZD): $(VIZD_OBJS) $(LIBPIO_A)

@@ -25,6 +25,7 @@
 // simulation (another name, grid or field list) resets the assembly.
 #include "memtrim.h"
 #include "outputs.h"
+#include "sdnotify.h"
 #include "vizd.h"
 
 #include <algorithm>
@@ -870,6 +871,7 @@ int main(int argc, char **argv)
     std::vector<std::thread> rx;
     for (int i = 0; i < opt.threads; i++)
         rx.emplace_back(receiver, i);
+    pio_sd_ready();
     while (!stop_flag) {
         pio_mem_trim_tick();
         write_status();

@@ -10,7 +10,7 @@
 # compiled with -std=f2018 (TYPE(*), DIMENSION(..) and ISO_Fortran_binding
 # are Fortran 2018 / TS 29113) and linked by gfortran (or mpif90).
 FORT_DIR  := $(B)/bindings/fortran
-FFLAGS    := -std=f2018 -Wall -Wextra -Werror -fimplicit-none $(OPT) -g -fPIC $(SANFLAGS) \
+FFLAGS    := -std=f2018 -Wall -Wextra $(WERR) -fimplicit-none $(OPT) -g -fPIC $(SANFLAGS) \
              $(EXTRA_FFLAGS)
 PIO_MOD   := $(FORT_DIR)/pio.mod
 PIO_MOD_O := $(FORT_DIR)/pio.o
@@ -55,6 +55,7 @@ $(LIBPIOF_A): $(PIO_MOD_O) $(FORT_DIR)/pio_f.o
 # Installed beside libpio.a and pio.h (the Makefile's install target).
 INSTALL_LIBS     += $(LIBPIOF_A)
 INSTALL_INCLUDES += $(PIO_MOD)
+PC_FILES         += bindings/fortran/pio-fortran.pc.in
 
 # Fortran helper programs of the tests: tests/prog/NAME.f90 -> $(B)/tests/prog/NAME.
 # They compare received REALs with == on purpose (values must be exact):

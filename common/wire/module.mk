@@ -15,7 +15,7 @@
 # whole decoder carries libFuzzer's coverage instrumentation; capture.c comes
 # along (the decoders call pio_capture; off unless PIO_CAPTURE_DIR is set).
 FUZZ_CC      ?= clang
-FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE $(INC_tests) -Wall -Wextra -Werror \
+FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE $(INC_tests) -Wall -Wextra $(WERR) \
                 $(call pkg,--cflags,libxxhash)
 FUZZ_LIBS    := $(call pkg,--libs,libxxhash)
 FUZZ_CAPTURE := common/capture.c

@@ -10,7 +10,7 @@
 !     PIO_SOCKET=/run/pio/piod.sock hello recv     # on system B
 !     PIO_SOCKET=/run/pio/piod.sock hello send     # on system A
 !
-! Build: mpif90 -o hello hello.f90 $(pkg-config --cflags --libs pio)
+! Build: mpif90 -o hello hello.f90 $(pkg-config --cflags --libs pio-fortran)
 !        (or gfortran: the program uses no MPI)
 ! Exit status: 0 when the greeting went through, 1 otherwise.
 program hello

@@ -25,7 +25,7 @@
 ! MPI and PIO live side by side: MPI inside a job, PIO between the jobs.
 !
 ! Usage: mpi_sim_viz sim|viz [STEPS [COUNT]]   (defaults 3 and 262144)
-! Build: mpif90 -o mpi_sim_viz mpi_sim_viz.f90 $(pkg-config --cflags --libs pio)
+! Build: mpif90 -o mpi_sim_viz mpi_sim_viz.f90 $(pkg-config --cflags --libs pio-fortran)
 program mpi_sim_viz
   use, intrinsic :: iso_fortran_env, only: error_unit, real64
   use mpi_f08

@@ -57,6 +57,7 @@
 #include "capture.h"
 #include "mono.h"
 #include "parse.h"
+#include "sdnotify.h"
 #include "srv.h"
 #include "pio.h"
 
@@ -1286,6 +1287,7 @@ int main(int argc, char **argv)
                 cfg.socket, nsrv, (unsigned long long)cfg.sub_buffer, (unsigned long long)size_max,
                 (unsigned long long)cfg.block, (long long)(cfg.interval_ns / 1000000),
                 cfg.arrange ? "" : ", no arrangement");
+        pio_sd_ready();
     }
     while (!sig_stop && !atomic_load(&stopping)) {
         struct pollfd pf = {.fd = lfd, .events = POLLIN};

@@ -13,7 +13,7 @@ setup() { cd "$PIO_SRC"; }
 }
 
 @test "make V=1 shows full compiler commands, quiet mode does not" {
-  run make V=1 "$BATS_TEST_TMPDIR/b1/lib/libpio.a" B="$BATS_TEST_TMPDIR/b1"
+  run make V=1 WERROR=1 "$BATS_TEST_TMPDIR/b1/lib/libpio.a" B="$BATS_TEST_TMPDIR/b1"
   assert_success
   assert_output --regexp "gcc .*-std=c11 .*-Werror.*-c -o"
   run make "$BATS_TEST_TMPDIR/b2/lib/libpio.a" B="$BATS_TEST_TMPDIR/b2"
@@ -22,17 +22,39 @@ setup() { cd "$PIO_SRC"; }
   refute_output --partial "-std=c11"
 }
 
+@test "-Werror only with WERROR=1; CC, CXX and FC come from the environment; a bad switch stops make" {
+  local b=$BATS_TEST_TMPDIR/b
+  run env -u WERROR make -n V=1 B="$b" "$b/common/error.o"
+  assert_success
+  assert_output --regexp "gcc .*-std=c11 .*-c -o"
+  refute_output --partial "-Werror"
+  # the compilers the environment names
+  run env CC=clang make -n V=1 WERROR=1 B="$b" "$b/common/error.o"
+  assert_success
+  assert_output --regexp "(^|[[:space:]])clang .*-std=c11 .*-Werror"
+  run env CXX=clang++ make -n V=1 B="$b" "$b/viz/pub.o"
+  assert_success
+  assert_output --regexp "(^|[[:space:]])clang\+\+ .*-std=c\+\+17"
+  run env FC=gfortran-12 make -n V=1 B="$b" "$b/bindings/fortran/pio.o"
+  assert_success
+  assert_output --regexp "(^|[[:space:]])gfortran-12 .*-std=f2018"
+  run make -n WITH_VIZ=maybe B="$b"
+  assert_failure
+  assert_output --partial "WITH_VIZ=maybe: give 0 or 1"
+}
+
 @test "make install puts the library, pio.h and pio.pc under PREFIX and a program builds with pkg-config" {
   prefix=$BATS_TEST_TMPDIR/prefix
-  run make install PREFIX="$prefix"
+  mapfile -t args < <(pio_make_args)
+  run make "${args[@]}" install PREFIX="$prefix"
   assert_success
   [ -f "$prefix/include/pio.h" ]
   [ -f "$prefix/lib/libpio.a" ]
   [ -L "$prefix/lib/libpio.so" ]
   [ -f "$prefix/lib/pkgconfig/pio.pc" ]
-  # only the public headers are installed: pio.h, the Fortran module and
-  # pfs.h (libpfs, the parallel file system's client library)
-  [ "$(ls "$prefix/include" | tr '\n' ' ')" = "pfs.h pio.h pio.mod " ]
+  # only the public headers are installed: pio.h, the Fortran module,
+  # pfs.h (libpfs, the parallel file system's client library) and anco.h
+  [ "$(ls "$prefix/include" | tr '\n' ' ')" = "anco.h pfs.h pio.h pio.mod " ]
   [ -f "$prefix/lib/libpiof.a" ]
   [ -f "$prefix/lib/libpfs.a" ]
   cat >"$BATS_TEST_TMPDIR/p.c" <<'C'
@@ -47,6 +69,10 @@ C
   run bash -c "cc $san -o '$BATS_TEST_TMPDIR/p' '$BATS_TEST_TMPDIR/p.c' \$(pkg-config --cflags --libs pio) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/p'"
   assert_success
   assert_output "timed out"
+  # pio.pc is the C library alone (the Fortran binding has pio-fortran.pc)
+  run pkg-config --libs pio
+  assert_success
+  refute_output --partial "-lpiof"
   [ -L "$prefix/lib/libpfs.so" ]
   # a pfs client builds from the installed pfs.h and libpfs alone
   cat >"$BATS_TEST_TMPDIR/f.c" <<'C'
@@ -55,7 +81,7 @@ C
 #include <stdio.h>
 int main(void) { pfs_fs *fs; printf("%s\n", PIO_Strerror(pfs_mount(NULL, NULL, &fs))); return 0; }
 C
-  run bash -c "cc $san -o '$BATS_TEST_TMPDIR/f' '$BATS_TEST_TMPDIR/f.c' -I'$prefix/include' -L'$prefix/lib' -lpfs \$(pkg-config --cflags --libs pio libxxhash) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/f'"
+  run bash -c "cc $san -o '$BATS_TEST_TMPDIR/f' '$BATS_TEST_TMPDIR/f.c' \$(pkg-config --cflags --libs pfs) -Wl,-rpath,'$prefix/lib' && '$BATS_TEST_TMPDIR/f'"
   assert_success
   assert_output --partial "PIO is not initialized"
 }
@@ -70,7 +96,7 @@ C
   run env PIO_DEPS_EXTRA="pio-no-such-package" setpriv --reuid=65534 --regid=65534 --clear-groups mk/deps.sh
   assert_failure
   assert_output --partial "missing Debian packages: pio-no-such-package"
-  assert_output --partial "apt-get install -y pio-no-such-package"
+  assert_output --partial "apt-get install -y --no-remove pio-no-such-package"
 }
 
 @test "make format-check passes on the committed sources" {

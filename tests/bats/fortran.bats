@@ -76,11 +76,14 @@ int main(void)
 }
 C
   # libpio.a needs the libraries of the Makefile's PKG_DEPS (libzmq, ucx, ...)
-  local deps
-  deps=$(sed -nE 's/^PKG_DEPS[[:space:]]*:=[[:space:]]*//p' "$PIO_SRC/Makefile")
-  [ -n "$deps" ] || fail "no PKG_DEPS in the Makefile"
+  local deps args
+  mapfile -t args < <(pio_make_args)
+  deps=$(make -s --no-print-directory -C "$PIO_SRC" "${args[@]}" pkg-deps)
+  [ -n "$deps" ] || fail "make pkg-deps printed nothing"
+  local more
+  more=$(make -s --no-print-directory -C "$PIO_SRC" "${args[@]}" pkg-libs)
   cc -I"$PIO_SRC/libpio" -o "$BATS_TEST_TMPDIR/liar" "$BATS_TEST_TMPDIR/liar.c" \
-    "$PIO_BUILD/lib/libpio.a" $(pkg-config --libs $deps) -lrt -pthread \
+    "$PIO_BUILD/lib/libpio.a" $(pkg-config --libs $deps) $more -lrt -pthread \
     $(grep -o -- '-fsanitize=[a-z]*' "$PIO_BUILD/.make-settings" | head -n 1)
   bg_start "$BATS_TEST_TMPDIR/c.out" env PIO_SOCKET="$PIO_SOCK_B" timeout 60 "$BATS_TEST_TMPDIR/liar"
   # the Fortran side then waits for answers that never come: the receive of
@@ -534,16 +537,13 @@ run_sim_viz() {
 
 # ---- install ------------------------------------------------------------------
 
-@test "install: examples/fortran build with mpif90 and only pkg-config --cflags --libs pio, and run" {
-  local prefix=$BATS_TEST_TMPDIR/prefix rel=${PIO_BUILD#"$PIO_SRC"/} settings cc opt san
+@test "install: examples/fortran build with mpif90 and only pkg-config --cflags --libs pio-fortran, and run" {
+  local prefix=$BATS_TEST_TMPDIR/prefix settings san args
   # make install with this build's own settings, so that nothing rebuilds
   # (a different flag would rewrite $PIO_BUILD/.make-settings: checked below)
   settings=$(cat "$PIO_BUILD/.make-settings")
-  cc=$(sed -E 's/^CC=([^ ]*) .*/\1/' <<<"$settings")
-  opt=$(grep -oE -- ' -O[0-9s]( |$)' <<<"$settings" | head -n 1 | tr -d ' ')
   san=$(grep -oE -- '-fsanitize=[a-z]+' <<<"$settings" | head -n 1)
-  local args=(B="$rel" CC="$cc" OPT="$opt")
-  [ -n "$san" ] && args+=(SANITIZER="${san#-fsanitize=}")
+  mapfile -t args < <(pio_make_args)
   run make -C "$PIO_SRC" "${args[@]}" install PREFIX="$prefix"
   [ "$status" -eq 0 ] || { echo "$output" | tail -n 30; fail "make install failed"; }
   [ "$(cat "$PIO_BUILD/.make-settings")" = "$settings" ] || fail "make install changed the build settings"
@@ -552,7 +552,7 @@ run_sim_viz() {
   [ -f "$prefix/include/pio.h" ]
 
   export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-  run pkg-config --cflags --libs pio
+  run pkg-config --cflags --libs pio-fortran
   assert_success
   # -I for pio.mod (and pio.h), then the libraries; the private
   # requirements' -I flags (libzmq's) may sit between

@@ -2,7 +2,8 @@
 # every check once; each tests/conformance/test_NAME.c instantiates it for one
 # transport (PIO_CONFORMANCE_TESTS("NAME", CAPS)) and becomes
 # $(B)/tests/unit/test_conformance_NAME, which tests/run picks up.
-CONF_SRCS  := $(wildcard tests/conformance/test_*.c)
+CONF_SRCS  := $(filter-out $(if $(filter 0,$(WITH_UCX)),tests/conformance/test_rdma.c),\
+              $(wildcard tests/conformance/test_*.c))
 CONF_TESTS := $(CONF_SRCS:tests/conformance/test_%.c=$(B)/tests/unit/test_conformance_%)
 CONF_OBJ   := $(B)/tests/conformance/conformance.o
 UNIT_TESTS += $(CONF_TESTS)

@@ -128,3 +128,25 @@ pio_san_flags() {
     *tsan*) echo "-fsanitize=thread" ;;
   esac
 }
+
+# pio_make_args: the make arguments of the build under test ($PIO_BUILD), one
+# per line (B, CC, OPT, SANITIZER, WERROR, the WITH_ switches), read from its
+# .make-settings: a make a test runs with them (install, uninstall, ...)
+# reuses that build's objects instead of rebuilding or changing its flags.
+# Use: mapfile -t args < <(pio_make_args)
+pio_make_args() {
+  local settings cc opt san with
+  settings=$(cat "$PIO_BUILD/.make-settings") || return 1
+  cc=$(sed -E 's/^CC=([^ ]*) .*/\1/' <<<"$settings")
+  opt=$(grep -oE -- ' -O[0-9s]( |$)' <<<"$settings" | head -n 1 | tr -d ' ')
+  san=$(grep -oE -- '-fsanitize=[a-z]+' <<<"$settings" | head -n 1)
+  with=$(grep -oE -- ' WITH=[01]{3} ' <<<"$settings" | tr -dc '01')
+  echo "B=${PIO_BUILD#"$PIO_SRC"/}"
+  echo "CC=$cc"
+  echo "OPT=$opt"
+  [ -n "$san" ] && echo "SANITIZER=${san#-fsanitize=}"
+  if grep -q -- ' -Werror ' <<<"$settings"; then echo WERROR=1; else echo WERROR=0; fi
+  [ ${#with} -eq 3 ] && echo "WITH_VIZ=${with:0:1}" "WITH_FORTRAN=${with:1:1}" "WITH_UCX=${with:2:1}" |
+    tr ' ' '\n'
+  return 0
+}
