@@ -53,7 +53,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define LANE_MAX_DEFAULT 0          /* off until the lane is complete (work in progress) */
+#define LANE_MAX_DEFAULT (1u << 20)
 #define LANE_ACK_EVERY   64         /* messages taken before an L_ACK goes */
 #define LANE_ACK_BYTES   (1u << 20) /* ... or bytes */
 #define LANE_WINDOW      (8u << 20) /* unacknowledged bytes a sender keeps before it waits */
@@ -69,10 +69,13 @@ enum {
 
 enum { CTL_FENCE = 1, CTL_QUERY = 2, CTL_ANSWER = 3 };
 
+#define LANE_HEADROOM 128 /* before a copy's bytes: its L_MSG head goes there */
+
 struct lane_copy {
     struct lane_copy *next;
     uint64_t seq, count, size;
     int tag, datatype;
+    uint8_t *pay; /* data + LANE_HEADROOM: the message's bytes */
     uint8_t data[];
 };
 
@@ -220,38 +223,43 @@ static int ctl_send(int partner, uint32_t proc, uint32_t kind, uint64_t lane_id,
 
 static void lane_broke(struct pio_lane *l, const char *why);
 
-/* f onto l (sealed when l is), in order. */
-static int lane_write(struct pio_lane *l, const struct pio_frame *f)
+/* The encoded frame fr (len bytes) onto l: sealed from where it is into
+ * l's buffer when l is sealed, else as it is. In order. */
+static int lane_write_raw(struct pio_lane *l, const uint8_t *fr, size_t len)
 {
-    size_t len = pio_wire_encoded_size(f);
-    size_t need = PIO_WIRE_HDR + len + PIO_SEAL_TAG;
-    if (!len)
-        return PIO_EINVAL;
-    if (need > l->wcap) {
-        uint8_t *nb = realloc(l->wbuf, need);
-        if (!nb)
-            return PIO_ENOMEM;
-        l->wbuf = nb;
-        l->wcap = need;
-    }
-    uint8_t *inner = l->wbuf + PIO_WIRE_HDR;
-    int rc = pio_wire_encode(f, inner, len, &len);
-    if (rc != PIO_OK)
-        return rc;
-    const uint8_t *out = inner;
+    const uint8_t *out = fr;
     size_t n = len;
     if (l->sealed) {
-        if ((rc = pio_wire_sealed_wrap(l->wbuf, len + PIO_SEAL_TAG)) != PIO_OK)
+        size_t need = PIO_WIRE_HDR + len + PIO_SEAL_TAG;
+        if (need > l->wcap) {
+            uint8_t *nb = realloc(l->wbuf, need);
+            if (!nb)
+                return PIO_ENOMEM;
+            l->wbuf = nb;
+            l->wcap = need;
+        }
+        int rc = pio_wire_sealed_wrap(l->wbuf, len + PIO_SEAL_TAG);
+        if (rc != PIO_OK)
             return rc;
-        if (pio_seal_data(&l->so, l->wbuf, 12, inner, inner, len, inner + len) != 0)
+        if (pio_seal_data(&l->so, l->wbuf, 12, fr, l->wbuf + PIO_WIRE_HDR, len,
+                          l->wbuf + PIO_WIRE_HDR + len) != 0)
             return PIO_ENOMEM;
         out = l->wbuf;
-        n = PIO_WIRE_HDR + len + PIO_SEAL_TAG;
+        n = need;
     }
-    rc = pio_fout_send(&l->q, l->fd, out, n);
+    int rc = pio_fout_send(&l->q, l->fd, out, n);
     if (rc == PIO_OK && l->q.queued)
         pio_wake_reader(); /* the reader polls for room */
     return rc;
+}
+
+/* f onto l (sealed when l is), in order. */
+static int lane_write(struct pio_lane *l, const struct pio_frame *f)
+{
+    uint8_t buf[256];
+    size_t len;
+    int rc = pio_wire_encode(f, buf, sizeof(buf), &len);
+    return rc == PIO_OK ? lane_write_raw(l, buf, len) : rc;
 }
 
 /* ---- the sender's side ---- */
@@ -386,7 +394,9 @@ struct pio_lane *pio_lane_route(int partner, int proc, int eligible)
 int pio_lane_send(struct pio_lane *l, int tag, int datatype, uint64_t count, uint64_t size,
                   const void *buf)
 {
-    struct lane_copy *c = malloc(sizeof(*c) + (size ? size : 1));
+    /* the copy kept for a resend, with room for the frame's head before it:
+     * the frame is then one piece, sealed or sent from where it is */
+    struct lane_copy *c = malloc(sizeof(*c) + LANE_HEADROOM + size);
     if (!c)
         return PIO_ENOMEM;
     c->next = NULL;
@@ -395,8 +405,9 @@ int pio_lane_send(struct pio_lane *l, int tag, int datatype, uint64_t count, uin
     c->size = size;
     c->tag = tag;
     c->datatype = datatype;
+    c->pay = c->data + LANE_HEADROOM;
     if (size)
-        memcpy(c->data, buf, size);
+        memcpy(c->pay, buf, size);
     if (l->copies_tail)
         l->copies_tail->next = c;
     else
@@ -413,8 +424,14 @@ int pio_lane_send(struct pio_lane *l, int tag, int datatype, uint64_t count, uin
                            .tag = tag,
                            .datatype = (uint32_t)datatype,
                            .flags = PIO_WF_EAGER | (pio_host_bigendian() ? PIO_WF_BIGEND : 0),
-                           .payload = size ? c->data : NULL};
-    int rc = lane_write(l, &f);
+                           .payload = size ? c->pay : NULL};
+    uint8_t head[LANE_HEADROOM];
+    size_t hlen = 0, flen = 0;
+    int rc = pio_wire_encode_head(&f, head, sizeof(head), &hlen, &flen);
+    if (rc == PIO_OK) {
+        memcpy(c->pay - hlen, head, hlen);
+        rc = lane_write_raw(l, c->pay - hlen, flen);
+    }
     if (rc == PIO_ENOMEM)
         return rc;
     if (rc != PIO_OK)
@@ -465,7 +482,7 @@ static void recover(struct pio_lane *l, uint64_t seq)
         l->copy_bytes -= c->size;
         struct replay *x = calloc(1, sizeof(*x));
         struct pio_request *r = NULL;
-        int rc = x ? pio_send_internal(l->partner, (int)l->proc, c->tag, c->data, (size_t)c->count,
+        int rc = x ? pio_send_internal(l->partner, (int)l->proc, c->tag, c->pay, (size_t)c->count,
                                        c->datatype, c->size, 0, &r)
                    : PIO_ENOMEM;
         if (rc != PIO_OK || !x) {
@@ -520,7 +537,7 @@ static void on_lane_msg(struct pio_lane *l, const struct pio_l_msg *m)
     snprintf(n.src_system, sizeof(n.src_system), "%s", l->system);
     snprintf(n.src_user, sizeof(n.src_user), "%s", l->user);
     n.payload = m->payload;
-    pio_on_msg_new(&n);
+    pio_on_msg_new_lent(&n); /* straight into a waiting receive's buffer */
     l->rx_unacked_bytes += m->size;
     if (l->rx_seq - l->rx_acked >= LANE_ACK_EVERY || l->rx_unacked_bytes >= LANE_ACK_BYTES)
         send_ack(l);

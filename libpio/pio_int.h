@@ -144,6 +144,9 @@ void pio_msg_free(struct inmsg *m);
 void pio_recv_finish(struct pio_request *r);
 void pio_pump_all(void);
 void pio_on_msg_new(struct pio_p_msg_new *n);
+/* pio_on_msg_new, n's eager bytes valid only during the call (copied only
+ * when no receive takes them at once) */
+void pio_on_msg_new_lent(struct pio_p_msg_new *n);
 void pio_on_msg_data(struct pio_p_ranges *pr);
 void pio_on_send_done(struct pio_frame *f);
 void pio_on_event(struct pio_p_event *e);

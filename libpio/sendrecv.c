@@ -59,6 +59,10 @@ static void msg_remove(struct inmsg *m)
         }
 }
 
+/* A message whose eager bytes are still the caller's (pio_on_msg_new with
+ * borrow: a lane's input buffer); NULL once it is freed. */
+static struct inmsg *lent;
+
 /* Free an incoming message and its notes (unlinked already). */
 void pio_msg_free(struct inmsg *m)
 {
@@ -67,7 +71,10 @@ void pio_msg_free(struct inmsg *m)
         m->chunks = c->next;
         free(c);
     }
-    free(m->eager);
+    if (m == lent)
+        lent = NULL; /* its bytes were the caller's */
+    else
+        free(m->eager);
     free(m);
 }
 
@@ -288,8 +295,22 @@ static void steal_for(struct inmsg *m)
     }
 }
 
+static void msg_new(struct pio_p_msg_new *n, int borrow);
+
 /* P_MSG_NEW: a message for us; a receive waiting for it takes it. */
 void pio_on_msg_new(struct pio_p_msg_new *n)
+{
+    msg_new(n, 0);
+}
+
+void pio_on_msg_new_lent(struct pio_p_msg_new *n)
+{
+    msg_new(n, 1);
+}
+
+/* borrow: n's eager bytes are copied only when no receive takes them at
+ * once (a receive waiting for them copies straight from them). */
+static void msg_new(struct pio_p_msg_new *n, int borrow)
 {
     if (n->tag == PIO_TAG_LANE) { /* between lane ends (lane.c): never an application's */
         if ((n->flags & PIO_WF_SYNC) && (n->flags & PIO_WF_EAGER))
@@ -318,7 +339,11 @@ void pio_on_msg_new(struct pio_p_msg_new *n)
     m->flags = n->flags;
     m->size = n->size;
     m->count = n->count;
-    if (n->flags & PIO_WF_EAGER) {
+    if ((n->flags & PIO_WF_EAGER) && borrow) {
+        m->eager = (uint8_t *)(uintptr_t)n->payload;
+        m->arrived = n->size;
+        lent = m;
+    } else if (n->flags & PIO_WF_EAGER) {
         m->eager = malloc(n->size ? n->size : 1);
         if (!m->eager) {
             free(m);
@@ -333,13 +358,25 @@ void pio_on_msg_new(struct pio_p_msg_new *n)
     else
         pio_g.msgs = m;
     pio_g.msgs_tail = m;
-    for (struct pio_request *r = pio_g.recvs; r; r = r->next)
+    int matched = 0;
+    for (struct pio_request *r = pio_g.recvs; r && !matched; r = r->next)
         if (msg_matches(m, r)) {
-            bind_msg(r, m);
-            return;
+            bind_msg(r, m); /* m may be gone now */
+            matched = 1;
         }
-    if (m->flags & PIO_WF_EAGER)
+    if (!matched && (m->flags & PIO_WF_EAGER))
         steal_for(m); /* complete already: a receive waiting on an empty message may take it */
+    if (borrow && lent == m) { /* nobody took it: its bytes become its own */
+        lent = NULL;
+        uint8_t *own = malloc(m->size ? m->size : 1);
+        if (own) {
+            if (m->size)
+                memcpy(own, m->eager, m->size);
+        } else {
+            m->canceled = 1; /* no memory: nothing takes it */
+        }
+        m->eager = own;
+    }
 }
 
 /* P_MSG_DATA: ranges of a message are in the pool. */

@@ -60,6 +60,7 @@ static void usage(FILE *out)
             "      --proc-pool SIZE   pool per process (default 64M)\n"
             "      --eager-limit SIZE largest message sent with its request (default 64K)\n"
             "      --no-express       keep peer frames on ZeroMQ (no express lane)\n"
+            "      --no-direct-lanes  broker no direct lanes between processes\n"
             "      --encrypt          seal data channels and express lanes (the default)\n"
             "      --no-encrypt       do not seal them (for links you trust); peers must agree\n"
             "      --cipher NAME      auto (default: AES-256-GCM where the CPU has AES-NI,\n"
@@ -123,6 +124,7 @@ enum {
     O_PPOOL,
     O_EAGER,
     O_NOEXPRESS,
+    O_NODLANES,
     O_ENCRYPT,
     O_NO_ENCRYPT,
     O_CIPHER,
@@ -204,6 +206,7 @@ int main(int argc, char **argv)
         {"proc-pool", required_argument, 0, O_PPOOL},
         {"eager-limit", required_argument, 0, O_EAGER},
         {"no-express", no_argument, 0, O_NOEXPRESS},
+        {"no-direct-lanes", no_argument, 0, O_NODLANES},
         {"encrypt", no_argument, 0, O_ENCRYPT},
         {"no-encrypt", no_argument, 0, O_NO_ENCRYPT},
         {"cipher", required_argument, 0, O_CIPHER},
@@ -316,6 +319,7 @@ int main(int argc, char **argv)
             break;
         }
         case O_NOEXPRESS: c->express = 0; break;
+        case O_NODLANES: c->direct_lanes = 0; break;
         case O_ENCRYPT: c->encrypt = 1; break;
         case O_NO_ENCRYPT: c->encrypt = 0; break;
         case O_CIPHER:

@@ -32,7 +32,8 @@ struct wire_w {
     uint8_t *buf;
     size_t cap;
     size_t pos;
-    int rc; /* first error: PIO_EINVAL (bad frame) or PIO_ENOMEM (cap) */
+    int rc;        /* first error: PIO_EINVAL (bad frame) or PIO_ENOMEM (cap) */
+    int head_only; /* an eager payload's bytes are counted, not written */
 };
 
 static void wire_fail(struct wire_w *w, int rc)
@@ -133,7 +134,10 @@ static void put_payload(struct wire_w *w, uint32_t flags, uint64_t size, const u
         return;
     }
     put_u64(w, size);
-    put_bytes(w, payload, (size_t)size);
+    if (w->head_only)
+        w->pos += (size_t)size; /* the last field: nothing is written after it */
+    else
+        put_bytes(w, payload, (size_t)size);
 }
 
 /* ---- reader ---------------------------------------------------------------- */
@@ -1083,16 +1087,24 @@ size_t pio_wire_encoded_size(const struct pio_frame *f)
     return rc == PIO_OK ? PIO_WIRE_HDR + body : 0;
 }
 
-int pio_wire_encode(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t *len)
+/* pio_wire_encode, or with head_only everything but an eager payload's
+ * bytes (*len: the frame's length all the same). */
+static int wire_encode(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t *len,
+                       int head_only)
 {
     int rc;
     size_t body = wire_body_size(f, &rc);
     if (rc != PIO_OK)
         return rc;
-    if (cap < PIO_WIRE_HDR || cap - PIO_WIRE_HDR < body)
+    size_t skip = head_only ? wire_payload_len(f) : 0;
+    if (cap < PIO_WIRE_HDR || cap - PIO_WIRE_HDR < body - skip)
         return PIO_ENOMEM;
 
-    struct wire_w w = {.buf = buf, .cap = PIO_WIRE_HDR + body, .pos = 0, .rc = PIO_OK};
+    struct wire_w w = {.buf = buf,
+                       .cap = PIO_WIRE_HDR + body - skip,
+                       .pos = 0,
+                       .rc = PIO_OK,
+                       .head_only = head_only};
     put_u32(&w, PIO_WIRE_MAGIC);
     put_u8(&w, PIO_WIRE_VERSION);
     put_u8(&w, f->type);
@@ -1109,6 +1121,20 @@ int pio_wire_encode(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t 
     if (len != NULL)
         *len = PIO_WIRE_HDR + body;
     return PIO_OK;
+}
+
+int pio_wire_encode(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t *len)
+{
+    return wire_encode(f, buf, cap, len, 0);
+}
+
+int pio_wire_encode_head(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t *head,
+                         size_t *len)
+{
+    int rc = wire_encode(f, buf, cap, len, 1);
+    if (rc == PIO_OK && head)
+        *head = *len - wire_payload_len(f);
+    return rc;
 }
 
 int pio_wire_seq_wrap(uint8_t *buf, size_t cap, const struct pio_h_seq *h, size_t *len)

@@ -484,6 +484,14 @@ size_t pio_wire_encoded_size(const struct pio_frame *f);
  * over its bound; PIO_ENOMEM when cap is too small. */
 int pio_wire_encode(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t *len);
 
+/* pio_wire_encode_head - pio_wire_encode but for an eager payload's bytes,
+ * which the frame ends with and its check leaves out: the caller sends them
+ * after the head (writev, or sealed from where they are). *head [out]: the
+ * bytes written; *len [out]: the whole frame's length (head + payload).
+ * cap need only hold the head. Returns as pio_wire_encode. */
+int pio_wire_encode_head(const struct pio_frame *f, uint8_t *buf, size_t cap, size_t *head,
+                         size_t *len);
+
 /* H_SEQ's fixed fields (epochs, seq, ack, len) and header: the inner frame
  * follows them. */
 #define PIO_WIRE_SEQ_FIXED 36

@@ -1,0 +1,141 @@
+#!/usr/bin/env bats
+# pio_lane.bats - direct lanes: small messages straight from process to
+# process on a connection the two piods brokered (libpio/lane.c,
+# piod/dlane.c).
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# A pair of piods on loopback (one link). tests/prog/pio-chaos sends
+# messages of mixed sizes (empty, around the eager limit, small, 1 MiB and
+# up to 4 MiB: some on the lane, some through the piods) and keeps a ledger
+# of every send and every message taken; tests/lib/chaos_check.py matches
+# the two (none lost, none doubled, in order, every byte). PIO_LANE_TRACE
+# has libpio say what its lanes do.
+
+load "$BATS_TEST_DIRNAME/../lib/helpers"
+source "$BATS_TEST_DIRNAME/../lib/piod.bash"
+
+CH=$PIO_BUILD/tests/prog/pio-chaos
+
+setup_file() {
+  export PAIR_DIR=$BATS_FILE_TMPDIR/pair
+  mkdir -p "$PAIR_DIR"
+  pio_pair_loopback "$PAIR_DIR" 1
+  export PIO_SOCK_A PIO_SOCK_B
+}
+
+teardown_file() {
+  pio_cleanup
+}
+
+# lane_run NAME ARGS...: a receiver NAME-r on B and a sender NAME-s on A
+# (ARGS: the sender's -n or -T), each with its lane trace; sets SP to the
+# sender's pid and waits for neither.
+lane_start() {
+  local name=$1 w=$BATS_TEST_TMPDIR; shift
+  bg_start "$w/r.out" env PIO_SOCKET="$PIO_SOCK_B" PIO_LANE_TRACE="$w/trace.r" "$CH" recv \
+    -a "$name-r" -r 0 -P 1 -p "$name-s" -l "$w/led.r"
+  RP=$BG_PID
+  bg_start "$w/s.out" env PIO_SOCKET="$PIO_SOCK_A" PIO_LANE_TRACE="$w/trace.s" "$CH" send \
+    -a "$name-s" -r 0 -P 1 -p "$name-r" -B $((3 << 20)) -l "$w/led.s" "$@"
+  SP=$BG_PID
+}
+
+# lane_check: both ends exit 0, and the ledgers match
+lane_check() {
+  local w=$BATS_TEST_TMPDIR
+  bg_wait "$SP"
+  cat "$w/s.out"
+  assert_equal "$BG_RC" 0
+  bg_wait "$RP"
+  cat "$w/r.out"
+  assert_equal "$BG_RC" 0
+  run python3 "$PIO_SRC/tests/lib/chaos_check.py" "$w/led.s" "$w/led.r"
+  echo "$output"
+  assert_success
+  assert_output --partial "chaos_check: PASS"
+}
+
+@test "small messages take a direct lane, in order with the large ones through the piods" {
+  lane_start ln -n 400
+  lane_check
+  local w=$BATS_TEST_TMPDIR
+  cat "$w/trace.s"
+  # the piod handed a sealed lane over, and a fence went before its first
+  # message and again after messages that took the piods' path
+  run grep -c -E '^lane [0-9]+ to ln-r:0 \((aes-256-gcm|chacha20-poly1305)\)$' "$w/trace.s"
+  assert_output 1
+  run grep -c -E '^lane [0-9]+ to ln-r:0 up$' "$w/trace.s"
+  refute_output --regexp '^[01]$'
+  # the receiver's end came from its piod, with the sender's name
+  run grep -c -E '^lane [0-9]+ from ln-s:0 \(' "$w/trace.r"
+  assert_output 1
+  # the lane breaks only when the receiver, done, closes its end: with
+  # nothing left to send again
+  run grep -E 'broke .*: [1-9][0-9]* bytes to resend' "$w/trace.s"
+  assert_failure
+}
+
+@test "a lane cut mid-stream loses nothing: what the receiver did not take goes again through the piods" {
+  pio_need_root
+  local w=$BATS_TEST_TMPDIR m=${PIO_TEST_MULT:-1} bed tb=$PIO_SRC/tests/testbed/pio-testbed
+  # two bed hosts joined by one 8 Mbit/s link: the lane's bytes queue in
+  # the sender's socket, so a cut always finds messages the receiver has
+  # not taken; every message takes the lane (PIO_LANE_MAX above the
+  # largest), so the sender never waits for the lane to drain
+  bed=$(pio_unique_name pl)
+  pio_bed_up "$bed" --hosts 2 --links 1 --rate 8mbit >/dev/null
+  mkdir -p "$w/pair"
+  pio_pair_testbed "$w/pair" "$bed" 1
+  bg_start "$w/r.out" env PIO_SOCKET="$w/pair/B.sock" PIO_LANE_TRACE="$w/trace.r" "$CH" recv \
+    -a lc-r -r 0 -P 1 -p lc-s -l "$w/led.r"
+  RP=$BG_PID
+  bg_start "$w/s.out" env PIO_SOCKET="$w/pair/A.sock" PIO_LANE_TRACE="$w/trace.s" \
+    PIO_LANE_MAX=$((8 << 20)) "$CH" send -a lc-s -r 0 -P 1 -p lc-r -B $((3 << 20)) \
+    -T $((6 * m)) -l "$w/led.s"
+  SP=$BG_PID
+  pio_wait_until 20 grep -q -E '^lane [0-9]+ to lc-r:0 up$' "$w/trace.s"
+  sleep 2
+  # the lane's two ends (the processes reach their piods by Unix sockets,
+  # so their TCP connections in the hosts' namespaces are the lane)
+  local n=0 addr ns
+  for ns in "$("$tb" ns "$bed" h1)" "$("$tb" ns "$bed" h2)"; do
+    while read -r addr; do
+      ip netns exec "$ns" ss -K src "${addr%:*}" sport = ":${addr##*:}" >/dev/null 2>&1
+      n=$((n + 1))
+    done < <(ip netns exec "$ns" ss -Htnp state established |
+      awk -v s="pid=$SP," -v r="pid=$RP," 'index($0, s) || index($0, r) {print $3}')
+  done
+  echo "cut $n connection(s)"
+  [ "$n" -ge 2 ] || fail "the two ends of the lane were not there to cut"
+  lane_check
+  cat "$w/trace.s"
+  run grep -c -E '^lane [0-9]+ to lc-r:0 broke ' "$w/trace.s"
+  assert_output 1
+  # the receiver said what it took; the rest went again, through the piods
+  run grep -E 'the receiver took up to [0-9]+; [1-9][0-9]* sent again through the piods' \
+    "$w/trace.s"
+  assert_success
+}
+
+@test "a piod with direct-lanes = no refuses a lane, and every message goes through the piods" {
+  local w=$BATS_TEST_TMPDIR d=$BATS_TEST_TMPDIR/pair2
+  mkdir -p "$d"
+  PIO_PIOD_FLAGS="--no-direct-lanes" pio_pair_loopback "$d" 1
+  bg_start "$w/r.out" env PIO_SOCKET="$d/B.sock" PIO_LANE_TRACE="$w/trace.r" "$CH" recv \
+    -a nl-r -r 0 -P 1 -p nl-s -l "$w/led.r"
+  RP=$BG_PID
+  bg_start "$w/s.out" env PIO_SOCKET="$d/A.sock" PIO_LANE_TRACE="$w/trace.s" "$CH" send \
+    -a nl-s -r 0 -P 1 -p nl-r -n 200 -B $((3 << 20)) -l "$w/led.s"
+  SP=$BG_PID
+  lane_check
+  run cat "$w/trace.s"
+  assert_output 'lane to nl-r:0 refused: PIO_ENOSYS'
+}
+
+@test "lanes off in the process (PIO_LANE_MAX=0): no lane is asked for" {
+  local w=$BATS_TEST_TMPDIR
+  PIO_LANE_MAX=0 lane_start lo -n 100
+  lane_check
+  run test -e "$w/trace.s"
+  assert_failure
+}
