@@ -53,10 +53,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define LANE_MAX_DEFAULT (1u << 20)
-#define LANE_ACK_EVERY   64         /* messages taken before an L_ACK goes */
-#define LANE_ACK_BYTES   (1u << 20) /* ... or bytes */
-#define LANE_WINDOW      (8u << 20) /* unacknowledged bytes a sender keeps before it waits */
+#define LANE_MAX_DEFAULT                                                                           \
+    0                     /* off by default until receivers bound what lanes bring (design notes) */
+#define LANE_ACK_EVERY 64 /* messages taken before an L_ACK goes */
+#define LANE_ACK_BYTES (1u << 20) /* ... or bytes */
+#define LANE_WINDOW    (8u << 20) /* unacknowledged bytes a sender keeps before it waits */
 
 enum {
     LANE_OPENING = 1, /* out: asked the piod */
@@ -291,19 +292,22 @@ static void replays_reap(void)
     }
 }
 
-/* Wait until the receiver took every message of l (or l broke). */
+/* Wait until the receiver took every message of l (or l broke). Other
+ * threads may send on l meanwhile: each round asks for what was sent by
+ * then, until nothing is left. */
 static void flush_wait(struct pio_lane *l)
 {
-    if (l->acked + 1 >= l->next_seq)
-        return;
-    struct pio_frame f = {.type = PIO_F_L_FLUSH, .u.l_ack.seq = l->next_seq - 1};
-    int rc = lane_write(l, &f);
-    if (rc != PIO_OK) {
-        lane_broke(l, PIO_Strerror(rc));
-        return;
+    while (l->state == LANE_UP && l->acked + 1 < l->next_seq && !pio_g.closed) {
+        uint64_t target = l->next_seq - 1;
+        struct pio_frame f = {.type = PIO_F_L_FLUSH, .u.l_ack.seq = target};
+        int rc = lane_write(l, &f);
+        if (rc != PIO_OK) {
+            lane_broke(l, PIO_Strerror(rc));
+            return;
+        }
+        while (l->state == LANE_UP && l->acked < target && !pio_g.closed)
+            pio_wait_until(NULL);
     }
-    while (l->state == LANE_UP && l->acked + 1 < l->next_seq && !pio_g.closed)
-        pio_wait_until(NULL);
 }
 
 /* Wait while l's state is st (another thread fences or recovers it). */
