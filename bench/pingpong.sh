@@ -28,7 +28,10 @@
 #
 # Environment: BUILD (default build/default), PINGPONG_SIZES (default
 # 8,64,512,4K,8K,16K,32K,64K,128K,256K,512K,1M,4M), PINGPONG_STREAM (64M),
-# PINGPONG_ROUNDS (5), PINGPONG_PLACES ("loopback bed"), PIO_BENCH_RESULTS.
+# PINGPONG_ROUNDS (5), PINGPONG_PLACES ("loopback bed"), PIO_BENCH_RESULTS,
+# PINGPONG_BALANCE (pio-perf -b: USER, one channel, the default; a direct
+# lane takes USER messages only up to the eager limit, DYNAMIC ones up to
+# PIO_LANE_MAX). A setting that is not the default is said in the banner.
 set -u
 # shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
@@ -87,10 +90,15 @@ tcp_run() {
 pio_run() {
   local name=$1; shift
   run "$name" env PIO_SOCKET="$PIO_SOCK_B" "$PERF" --server -q -- \
-    env PIO_SOCKET="$PIO_SOCK_A" "$PERF" -b USER -k 1 --csv "$work/pio.csv" "$@"
+    env PIO_SOCKET="$PIO_SOCK_A" "$PERF" -b "$BALANCE" -k 1 --csv "$work/pio.csv" "$@"
 }
 
-bench_banner ", places: $PLACES, $ROUNDS rounds"
+# settings a run may change from the defaults, said in the banner
+BALANCE=${PINGPONG_BALANCE:-USER}
+extra=""
+[ "$BALANCE" != USER ] && extra+=", balance $BALANCE"
+[ -n "${PIO_LANE_MAX:-}" ] && extra+=", PIO_LANE_MAX=$PIO_LANE_MAX (direct lanes)"
+bench_banner ", places: $PLACES, $ROUNDS rounds$extra"
 echo "place,round,tool,test,size,iters,balance,mode,usec_per_op,MBps" >"$work/all.csv"
 for place in $PLACES; do
   if [ "$place" = loopback ]; then
