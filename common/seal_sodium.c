@@ -19,11 +19,16 @@ static int sodium_runs(int cipher)
     return cipher == PIO_CIPHER_CHACHA;
 }
 
+/* libsodium's arguments are declared non-null even for no bytes */
+static uint8_t sodium_none[1];
+
 static int sodium_seal(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], const uint8_t *ad,
                        size_t adlen, const uint8_t *in, uint8_t *out, size_t len,
                        uint8_t tag[PIO_SEAL_TAG])
 {
     unsigned long long tl = 0;
+    if (!len)
+        in = out = sodium_none;
     int rc = s->cipher == PIO_CIPHER_AES
                  ? crypto_aead_aes256gcm_encrypt_detached(out, tag, &tl, in, len, ad, adlen, NULL,
                                                           nonce, s->key)
@@ -35,6 +40,8 @@ static int sodium_seal(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], 
 static int sodium_open(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], const uint8_t *ad,
                        size_t adlen, uint8_t *buf, size_t len, const uint8_t tag[PIO_SEAL_TAG])
 {
+    if (!len)
+        buf = sodium_none;
     return s->cipher == PIO_CIPHER_AES
                ? crypto_aead_aes256gcm_decrypt_detached(buf, NULL, buf, len, tag, ad, adlen, nonce,
                                                         s->key)

@@ -96,9 +96,11 @@ struct pio_lane {
     uint8_t *wbuf;
     size_t wcap;
     /* out */
-    uint64_t next_seq, acked;
+    uint64_t next_seq, acked, flushed;
     struct lane_copy *copies, *copies_tail;
     size_t copy_bytes;
+    struct pio_request *pend, *pend_tail; /* sends waiting their turn, in order */
+    struct pio_request *fence_r;          /* the fence on its way (LANE_FENCING) */
     /* in */
     uint64_t rx_seq, rx_acked;
     size_t rx_unacked_bytes;
@@ -114,7 +116,8 @@ struct replay { /* a message sent again through the piods, until its send comple
 
 static struct {
     struct pio_lane *all;
-    uint64_t max; /* $PIO_LANE_MAX */
+    uint64_t max;     /* $PIO_LANE_MAX */
+    uint64_t rx_held; /* bytes of lane messages no receive took yet (pio_lane_held) */
     uint64_t next_req;
     struct replay *replays;
 } L;
@@ -292,56 +295,6 @@ static void replays_reap(void)
     }
 }
 
-/* Wait until the receiver took every message of l (or l broke). Other
- * threads may send on l meanwhile: each round asks for what was sent by
- * then, until nothing is left. */
-static void flush_wait(struct pio_lane *l)
-{
-    while (l->state == LANE_UP && l->acked + 1 < l->next_seq && !pio_g.closed) {
-        uint64_t target = l->next_seq - 1;
-        struct pio_frame f = {.type = PIO_F_L_FLUSH, .u.l_ack.seq = target};
-        int rc = lane_write(l, &f);
-        if (rc != PIO_OK) {
-            lane_broke(l, PIO_Strerror(rc));
-            return;
-        }
-        while (l->state == LANE_UP && l->acked < target && !pio_g.closed)
-            pio_wait_until(NULL);
-    }
-}
-
-/* Wait while l's state is st (another thread fences or recovers it). */
-static void wait_while(struct pio_lane *l, int st)
-{
-    while (l->state == st && !pio_g.closed)
-        pio_wait_until(NULL);
-}
-
-static void fence(struct pio_lane *l)
-{
-    struct pio_request *r = NULL;
-    l->state = LANE_FENCING;
-    int rc = ctl_send(l->partner, l->proc, CTL_FENCE, l->lane_id, 0, 1, &r);
-    if (rc == PIO_OK) {
-        while (!r->done && !pio_g.closed)
-            pio_wait_until(NULL);
-        rc = r->done ? r->status : PIO_ECLOSED;
-        free(r);
-    }
-    if (l->state != LANE_FENCING) /* closed meanwhile (its process left) */
-        return;
-    if (rc == PIO_OK) {
-        l->state = LANE_UP;
-        TRACE("lane %llu to %s:%u up\n", (unsigned long long)l->lane_id, l->app, l->proc);
-    } else {
-        TRACE("lane %llu to %s:%u: fence failed (%s): down\n", (unsigned long long)l->lane_id,
-              l->app, l->proc, PIO_Errname(rc));
-        lane_close_fd(l);
-        l->state = LANE_DOWN;
-    }
-    pthread_cond_broadcast(&pio_g.cv);
-}
-
 static void request(int partner, uint32_t proc)
 {
     const struct partner *p = &pio_g.partners[partner];
@@ -367,36 +320,24 @@ struct pio_lane *pio_lane_route(int partner, int proc, int eligible)
     if (L.replays)
         replays_reap();
     struct pio_lane *l = find_out(partner, (uint32_t)proc);
-    for (;;) {
-        if (!l) {
-            /* a process of another system only: this host's piod is the
-             * shortest way to its own processes */
-            if (eligible && strcmp(pio_g.partners[partner].system, pio_g.w.system) != 0)
-                request(partner, (uint32_t)proc);
-            return NULL;
-        }
-        switch (l->state) {
-        case LANE_READY:
-            if (!eligible)
-                return NULL;
-            fence(l);
-            continue;
-        case LANE_FENCING: wait_while(l, LANE_FENCING); continue;
-        case LANE_RECOVER: wait_while(l, LANE_RECOVER); continue;
-        case LANE_UP:
-            if (eligible)
-                return l;
-            flush_wait(l);
-            if (l->state == LANE_UP)
-                l->state = LANE_READY; /* a fence before the next lane message */
-            continue;
-        default: return NULL; /* OPENING, DOWN */
-        }
+    if (!l) {
+        /* a process of another system only: this host's piod is the
+         * shortest way to its own processes */
+        if (eligible && strcmp(pio_g.partners[partner].system, pio_g.w.system) != 0)
+            request(partner, (uint32_t)proc);
+        return NULL;
     }
+    if (l->state == LANE_OPENING || (l->state == LANE_DOWN && !l->pend))
+        return NULL;
+    /* a lane message, or a piods' message that must wait its turn behind
+     * what the lane has (pio_lane_submit: the request says which) */
+    if (eligible || l->pend || l->state != LANE_READY)
+        return l;
+    return NULL; /* nothing on the lane before it: the piods straight away */
 }
 
-int pio_lane_send(struct pio_lane *l, int tag, int datatype, uint64_t count, uint64_t size,
-                  const void *buf)
+static int lane_send_msg(struct pio_lane *l, int tag, int datatype, uint64_t count, uint64_t size,
+                         const void *buf)
 {
     /* the copy kept for a resend, with room for the frame's head before it:
      * the frame is then one piece, sealed or sent from where it is */
@@ -440,9 +381,112 @@ int pio_lane_send(struct pio_lane *l, int tag, int datatype, uint64_t count, uin
         return rc;
     if (rc != PIO_OK)
         lane_broke(l, PIO_Strerror(rc)); /* the copy goes through the piods */
-    else if (l->copy_bytes > LANE_WINDOW)
-        flush_wait(l);
     return PIO_OK;
+}
+
+/* The next send of l's queue may go: take it off. */
+static struct pio_request *pend_pop(struct pio_lane *l)
+{
+    struct pio_request *r = l->pend;
+    l->pend = r->lane_next;
+    if (!l->pend)
+        l->pend_tail = NULL;
+    r->lane_next = NULL;
+    return r;
+}
+
+static void pend_through_piods(struct pio_request *r)
+{
+    int rc = pio_send_req_piods(r);
+    if (rc != PIO_OK)
+        pio_req_complete(r, rc);
+}
+
+/* Move l's queue on as far as it can go now (never waits): the fence's
+ * outcome, lane messages within the window, a piods' message once the
+ * receiver took every lane message before it (then a fence is due again). */
+static void lane_pump(struct pio_lane *l)
+{
+    while (l->pend && !pio_g.closed) {
+        if (l->state == LANE_FENCING) {
+            if (!l->fence_r->done)
+                return;
+            int rc = l->fence_r->status;
+            free(l->fence_r);
+            l->fence_r = NULL;
+            if (rc == PIO_OK) {
+                l->state = LANE_UP;
+                TRACE("lane %llu to %s:%u up\n", (unsigned long long)l->lane_id, l->app, l->proc);
+            } else {
+                TRACE("lane %llu to %s:%u: fence failed (%s): down\n",
+                      (unsigned long long)l->lane_id, l->app, l->proc, PIO_Errname(rc));
+                lane_close_fd(l);
+                l->state = LANE_DOWN;
+            }
+            continue;
+        }
+        if (l->state == LANE_RECOVER)
+            return; /* the answer sends what the lane lost first */
+        struct pio_request *r = l->pend;
+        if (l->state == LANE_DOWN) { /* everything through the piods, in order */
+            pend_through_piods(pend_pop(l));
+            continue;
+        }
+        if (r->lane_piods) {
+            if (l->acked + 1 < l->next_seq) { /* the lane's messages first */
+                if (l->flushed < l->next_seq - 1) {
+                    struct pio_frame f = {.type = PIO_F_L_FLUSH, .u.l_ack.seq = l->next_seq - 1};
+                    if (lane_write(l, &f) != PIO_OK) {
+                        lane_broke(l, "closed");
+                        continue;
+                    }
+                    l->flushed = l->next_seq - 1;
+                }
+                return;
+            }
+            if (l->state == LANE_UP)
+                l->state = LANE_READY; /* a fence before the next lane message */
+            pend_through_piods(pend_pop(l));
+            continue;
+        }
+        if (l->state == LANE_READY) {
+            l->state = LANE_FENCING;
+            int rc = ctl_send(l->partner, l->proc, CTL_FENCE, l->lane_id, 0, 1, &l->fence_r);
+            if (rc != PIO_OK) {
+                l->fence_r = NULL;
+                lane_close_fd(l);
+                l->state = LANE_DOWN;
+            }
+            continue;
+        }
+        /* UP: within the window (one message always goes) */
+        if (l->copy_bytes && l->copy_bytes + r->size > LANE_WINDOW)
+            return;
+        pend_pop(l);
+        int rc = lane_send_msg(l, r->st.tag, r->st.datatype, r->st.count, r->size, r->sbuf);
+        r->next_off = r->size;
+        r->copied_all = 1;
+        pio_req_complete(r, rc);
+    }
+}
+
+int pio_lane_submit(struct pio_lane *l, struct pio_request *r)
+{
+    r->lane_next = NULL;
+    if (l->pend_tail)
+        l->pend_tail->lane_next = r;
+    else
+        l->pend = r;
+    l->pend_tail = r;
+    lane_pump(l);
+    return PIO_OK;
+}
+
+void pio_lane_pump_all(void)
+{
+    for (struct pio_lane *l = L.all; l; l = l->next)
+        if (l->out && l->pend)
+            lane_pump(l);
 }
 
 /* l (ours) broke: ask the receiver what it took; the answer sends the rest
@@ -504,6 +548,7 @@ static void recover(struct pio_lane *l, uint64_t seq)
     TRACE("lane %llu to %s:%u: the receiver took up to %llu; %d sent again through the piods\n",
           (unsigned long long)l->lane_id, l->app, l->proc, (unsigned long long)seq, n);
     l->state = LANE_DOWN;
+    lane_pump(l); /* what waited goes through the piods, after them */
     pthread_cond_broadcast(&pio_g.cv);
 }
 
@@ -576,6 +621,7 @@ static void on_lane_frame(struct pio_lane *l, const uint8_t *fr, size_t len)
         if (f->u.l_ack.seq > l->acked)
             l->acked = f->u.l_ack.seq;
         copies_drop_upto(l, l->acked);
+        lane_pump(l);
         pthread_cond_broadcast(&pio_g.cv);
     } else {
         lane_broke(l, pio_wire_type_name(f->type));
@@ -584,9 +630,50 @@ static void on_lane_frame(struct pio_lane *l, const uint8_t *fr, size_t len)
 }
 
 /* Read what l has (every complete frame); closes it on an error. */
+/* Bytes of lane messages no receive has taken that a process holds before
+ * it stops reading its lanes (TCP then holds their senders back): half its
+ * receive region, as its piod holds for it on the piods' path, and at
+ * least 4 MiB. */
+static uint64_t rx_limit(void)
+{
+    uint64_t h = pio_g.w.recv_len / 2;
+    return h < ((uint64_t)4 << 20) ? (uint64_t)4 << 20 : h;
+}
+
+static int rx_full(void)
+{
+    return L.rx_held >= rx_limit();
+}
+
+void pio_lane_held(int64_t delta)
+{
+    int was = rx_full();
+    L.rx_held = (uint64_t)((int64_t)L.rx_held + delta);
+    if (was && !rx_full())
+        pio_wake_reader(); /* the lanes are read again */
+}
+
+/* The complete frames l's buffer holds, as long as the process takes
+ * more (an incoming lane stops at the limit, its frames kept). */
+static void lane_frames(struct pio_lane *l)
+{
+    const uint8_t *fr;
+    size_t len;
+    int rc = PIO_EAGAIN;
+    while (l->fd >= 0 && (l->out || !rx_full()) &&
+           (rc = pio_fin_next(&l->in, &fr, &len, NULL)) == PIO_OK)
+        on_lane_frame(l, fr, len);
+    if (l->fd >= 0 && rc != PIO_OK && rc != PIO_EAGAIN)
+        lane_broke(l, "bytes that are not frames");
+}
+
+/* Read what l has (every complete frame, up to the limit); closes it on an
+ * error. */
 static void lane_read(struct pio_lane *l)
 {
     for (int k = 0; k < 64 && l->fd >= 0; k++) {
+        if (!l->out && rx_full())
+            return;
         int rc = pio_fin_fill(&l->in, l->fd);
         if (rc == PIO_EAGAIN)
             return;
@@ -594,14 +681,7 @@ static void lane_read(struct pio_lane *l)
             lane_broke(l, rc == PIO_ECLOSED ? "the other end closed it" : PIO_Strerror(rc));
             return;
         }
-        const uint8_t *fr;
-        size_t len;
-        while (l->fd >= 0 && (rc = pio_fin_next(&l->in, &fr, &len, NULL)) == PIO_OK)
-            on_lane_frame(l, fr, len);
-        if (l->fd >= 0 && rc != PIO_EAGAIN) {
-            lane_broke(l, "bytes that are not frames");
-            return;
-        }
+        lane_frames(l);
         if (l->in.drained)
             return;
     }
@@ -693,7 +773,8 @@ int pio_lane_poll(struct pollfd *p, int max)
     for (struct pio_lane *l = L.all; l && n < max; l = l->next)
         if (l->fd >= 0) {
             p[n].fd = l->fd;
-            p[n].events = (short)(POLLIN | (l->q.head ? POLLOUT : 0));
+            p[n].events =
+                (short)(((l->out || !rx_full()) ? POLLIN : 0) | (l->q.head ? POLLOUT : 0));
             p[n].revents = 0;
             n++;
         }
@@ -717,10 +798,25 @@ void pio_lane_io(const struct pollfd *p, int n)
         if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
             lane_read(l);
     }
+    for (struct pio_lane *l = L.all; l && !rx_full(); l = l->next) /* frames kept at the limit */
+        if (!l->out && l->fd >= 0 && l->in.len > l->in.start)
+            lane_frames(l);
     for (struct pio_lane *l = L.all; l; l = l->next) /* a pass ends: what we took is acked */
         if (!l->out && l->fd >= 0 && l->rx_seq != l->rx_acked &&
             (l->rx_seq - l->rx_acked >= LANE_ACK_EVERY || l->rx_unacked_bytes >= LANE_ACK_BYTES))
             send_ack(l);
+}
+
+/* A request of ours (the fence) that may still be on the sends' list: freed
+ * once it completes. */
+static void reap_later(struct pio_request *r)
+{
+    struct replay *x = calloc(1, sizeof(*x));
+    if (!x)
+        return; /* leaked rather than freed while listed */
+    x->r = r;
+    x->next = L.replays;
+    L.replays = x;
 }
 
 void pio_lane_left(int partner, uint32_t proc)
@@ -730,27 +826,47 @@ void pio_lane_left(int partner, uint32_t proc)
             lane_close_fd(l);
             copies_drop_upto(l, UINT64_MAX); /* what it did not take is gone with it */
             l->state = LANE_DOWN;
+            if (l->fence_r)
+                reap_later(l->fence_r);
+            l->fence_r = NULL;
+            while (l->pend)
+                pio_req_complete(pend_pop(l), PIO_EGONE);
         }
     pthread_cond_broadcast(&pio_g.cv);
 }
 
 void pio_lane_exit(const struct timespec *dl)
 {
-    for (struct pio_lane *l = L.all; l; l = l->next) {
-        if (!l->out)
-            continue;
-        if (l->state == LANE_UP || l->state == LANE_READY) {
-            if (l->acked + 1 < l->next_seq && l->fd >= 0) {
-                struct pio_frame f = {.type = PIO_F_L_FLUSH, .u.l_ack.seq = l->next_seq - 1};
-                if (lane_write(l, &f) != PIO_OK)
-                    lane_broke(l, "closed at exit");
+    /* every queued send goes, and the receivers take what the lanes carry
+     * (or it goes again through the piods) */
+    for (;;) {
+        int busy = 0;
+        pio_lane_pump_all();
+        for (struct pio_lane *l = L.all; l; l = l->next) {
+            if (!l->out)
+                continue;
+            if (l->pend || l->state == LANE_RECOVER)
+                busy = 1;
+            if ((l->state == LANE_UP || l->state == LANE_READY) && l->acked + 1 < l->next_seq &&
+                l->fd >= 0) {
+                busy = 1;
+                if (l->flushed < l->next_seq - 1) {
+                    struct pio_frame f = {.type = PIO_F_L_FLUSH, .u.l_ack.seq = l->next_seq - 1};
+                    if (lane_write(l, &f) != PIO_OK)
+                        lane_broke(l, "closed at exit");
+                    l->flushed = l->next_seq - 1;
+                }
             }
-            while ((l->state == LANE_UP || l->state == LANE_READY) && l->acked + 1 < l->next_seq &&
-                   !pio_g.closed && pio_wait_until(dl) != PIO_ETIMEDOUT)
-                ;
         }
-        while (l->state == LANE_RECOVER && !pio_g.closed && pio_wait_until(dl) != PIO_ETIMEDOUT)
-            ;
+        if (!busy || pio_g.closed || pio_wait_until(dl) == PIO_ETIMEDOUT)
+            break;
+    }
+    for (struct pio_lane *l = L.all; l; l = l->next) {
+        while (l->pend)
+            pio_req_complete(pend_pop(l), PIO_ECANCELED);
+        if (l->fence_r)
+            reap_later(l->fence_r);
+        l->fence_r = NULL;
     }
     /* replayed messages: their bytes into the pool (sends then complete) */
     for (;;) {

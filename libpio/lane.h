@@ -15,27 +15,30 @@
 #define PIO_LANE_POLL 64                     /* lanes the reader polls at most */
 
 struct pio_lane;
+struct pio_request;
 
 /* pio_lane_init - read $PIO_LANE_MAX (PIO_Init). pio_lane_max - its value:
  * the largest message a lane takes (0: no lanes). */
 void pio_lane_init(void);
 uint64_t pio_lane_max(void);
 
-/* pio_lane_route - the lane a send of size bytes to (partner, proc) takes,
- * or NULL: the piods' path. eligible: the send may take a lane (not
- * synchronous, no named channel, not a block of an array). Asks for a lane
- * the first time; before the first message on a lane sends a fence through
- * the piods and waits for it; before a message takes the piods' path while a
- * lane is up, waits until the receiver took every lane message (ordering).
- * May wait (pio_g.cv). */
+/* pio_lane_route - the lane whose queue a send to (partner, proc) joins,
+ * or NULL: straight through the piods. eligible: the send may take a lane
+ * (not synchronous, small enough, no named channel unless it goes inline,
+ * not a block of an array). Asks for a lane the first time. A send that
+ * may not take the lane still joins its queue while the lane has messages
+ * before it (order). Never waits. */
 struct pio_lane *pio_lane_route(int partner, int proc, int eligible);
 
-/* pio_lane_send - message (tag, datatype, count, size bytes at buf) on
- * lane l. Returns PIO_OK once the message is in the socket or queued for
- * it (a copy kept until the receiver acknowledges it); PIO_ENOMEM. A lane
- * that broke meanwhile is recovered (its messages go through the piods). */
-int pio_lane_send(struct pio_lane *l, int tag, int datatype, uint64_t count, uint64_t size,
-                  const void *buf);
+/* pio_lane_submit - r (a send request with its fields set, on no list;
+ * r->lane_piods: it goes through the piods) joins l's queue, and goes now
+ * or later, in order: a fence through the piods before the lane's first
+ * message (and after any piods' message), lane messages within the window
+ * (completed once in the socket, a copy kept until acknowledged), a
+ * piods' message once every lane message before it was acknowledged.
+ * Never waits; the reader moves the queue on (pio_lane_pump_all). */
+int pio_lane_submit(struct pio_lane *l, struct pio_request *r);
+void pio_lane_pump_all(void);
 
 /* pio_lane_on_p_lane - the piod handed us a lane end (fd, or -1 with a
  * refusal's status). */
@@ -58,6 +61,10 @@ void pio_lane_left(int partner, uint32_t proc);
  * lane message, recovering broken lanes through the piods; then close them
  * all. May wait. */
 void pio_lane_exit(const struct timespec *dl);
+
+/* pio_lane_held - lane messages no receive took came (delta > 0) or went:
+ * past a limit the lanes are not read (sendrecv.c counts). */
+void pio_lane_held(int64_t delta);
 
 /* pio_lane_count - lanes up, in and out (tests, pio-info). */
 void pio_lane_count(int *out, int *in);

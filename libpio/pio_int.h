@@ -46,6 +46,7 @@ struct inmsg {
     uint64_t copied;
     struct pio_request *req; /* the receive it matched */
     int canceled;
+    int lane_held; /* came on a direct lane and counts in what lanes hold (lane.c) */
 };
 
 struct pio_request {
@@ -61,7 +62,10 @@ struct pio_request {
      * row and sub_pz from plane to plane in memory (pio_send_sub) */
     uint64_t sub_row, sub_ny, sub_py, sub_pz;
     int sync, copied_all, done_recv, pumping;
-    int verdict; /* a large PIO_USER send waits for the piod to accept its channel */
+    int verdict;              /* a large PIO_USER send waits for the piod to accept its channel */
+    int dst_proc, connection; /* where it goes, and how */
+    struct pio_request *lane_next; /* waiting for its turn at a direct lane (lane.c) */
+    int lane_piods;                /* ... and then goes through the piods, not on the lane */
     /* recv */
     int partner, src, tag, datatype;
     uint8_t *rbuf;
@@ -154,5 +158,7 @@ void pio_on_event(struct pio_p_event *e);
  * that completed at once (the caller must not keep one that did not). */
 int pio_send_internal(int partner, int proc, int tag, const void *buf, size_t count, int datatype,
                       uint64_t size, int sync, struct pio_request **out);
+/* A send request through the piods (its fields set; on no list). */
+int pio_send_req_piods(struct pio_request *r);
 
 #endif

@@ -269,6 +269,8 @@ static void reader_pass(int timeout_ms)
     /* the lanes after the piod's frames: what the piod said first is in */
     if (np > 2 && !pio_g.closed)
         pio_lane_io(p + 2, np - 2);
+    if (!pio_g.closed)
+        pio_lane_pump_all(); /* fences done, acknowledgements come: queued sends go */
     pio_g.in_pass = 0;
     run_jobs();
 }

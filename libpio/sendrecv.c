@@ -75,6 +75,8 @@ void pio_msg_free(struct inmsg *m)
         lent = NULL; /* its bytes were the caller's */
     else
         free(m->eager);
+    if (m->lane_held)
+        pio_lane_held(-(int64_t)m->size);
     free(m);
 }
 
@@ -372,6 +374,8 @@ static void msg_new(struct pio_p_msg_new *n, int borrow)
         if (own) {
             if (m->size)
                 memcpy(own, m->eager, m->size);
+            m->lane_held = 1; /* a lane's reader stops past a limit of these */
+            pio_lane_held((int64_t)m->size);
         } else {
             m->canceled = 1; /* no memory: nothing takes it */
         }
@@ -500,11 +504,9 @@ static int isend_sub(int partner, int process_ID, int tag, int connection, const
      * order with what went the other way; a message on a named channel
      * keeps it, unless it is small enough to travel inline (such messages
      * take no channel on the piods' path either) */
-    struct pio_lane *lane =
-        internal ? NULL
-                 : pio_lane_route(partner, process_ID,
-                                  mode != PIO_SYNC && !sub && size <= pio_lane_max() &&
-                                      (connection < 0 || size <= pio_g.w.eager_limit));
+    int lane_ok = mode != PIO_SYNC && !sub && size <= pio_lane_max() &&
+                  (connection < 0 || size <= pio_g.w.eager_limit);
+    struct pio_lane *lane = internal ? NULL : pio_lane_route(partner, process_ID, lane_ok);
     if (pio_g.closed)
         return PIO_ECLOSED;
     struct pio_request *r = calloc(1, sizeof(*r));
@@ -527,50 +529,62 @@ static int isend_sub(int partner, int process_ID, int tag, int connection, const
     r->st.datatype = datatype;
     r->st.count = count;
     r->st.bytes = size;
+    r->dst_proc = process_ID;
+    r->connection = connection;
+    r->lane_piods = !lane_ok;
     if (lane) {
-        int rc = pio_lane_send(lane, tag, datatype, count, size, addr);
+        int rc = pio_lane_submit(lane, r); /* sent, or waits for the lane's window */
         if (rc != PIO_OK) {
             free(r);
             return rc;
         }
-        r->next_off = r->size;
-        r->copied_all = 1;
-        pio_req_complete(r, PIO_OK);
         *out = r;
         return PIO_OK;
     }
-    struct pio_frame *f = calloc(1, sizeof(*f));
-    if (!f) {
+    int rc = pio_send_req_piods(r);
+    if (rc != PIO_OK) {
         free(r);
-        return PIO_ENOMEM;
+        return rc;
     }
+    *out = r;
+    return PIO_OK;
+}
+
+/* r (a send request, not on any list) through the piods: its P_SEND, then
+ * its bytes inline or pumped into the pool. On an error r is the caller's
+ * to free. */
+int pio_send_req_piods(struct pio_request *r)
+{
+    const struct partner *p = &pio_g.partners[r->st.partner];
+    struct pio_frame *f = calloc(1, sizeof(*f));
+    if (!f)
+        return PIO_ENOMEM;
+    int connection = r->connection;
     f->type = PIO_F_P_SEND;
     struct pio_p_send *s = &f->u.p_send;
     s->sid = r->sid;
-    s->size = size;
-    s->count = count;
-    s->dst_proc = (uint32_t)process_ID;
-    s->tag = tag;
-    s->datatype = (uint32_t)datatype;
+    s->size = r->size;
+    s->count = r->st.count;
+    s->dst_proc = (uint32_t)r->dst_proc;
+    s->tag = r->st.tag;
+    s->datatype = (uint32_t)r->st.datatype;
     s->conn = connection >= 0 ? PIO_WCONN_USER
                               : (connection == PIO_STATIC ? PIO_WCONN_STATIC : PIO_WCONN_DYNAMIC);
     s->conn_arg = (uint16_t)(connection >= 0 ? connection : 0);
     s->flags = (r->sync ? PIO_WF_SYNC : 0) | (pio_host_bigendian() ? PIO_WF_BIGEND : 0);
     snprintf(s->partner, sizeof(s->partner), "%s", p->name);
-    int eager = size <= pio_g.w.eager_limit && !sub;
+    int eager = r->size <= pio_g.w.eager_limit && !r->sub_row;
     /* a large message on a named channel: the piod says whether that channel
      * is up before the send may complete (PIO_ECHANNEL otherwise) */
     r->verdict = !eager && connection >= 0;
     if (eager) {
         s->flags |= PIO_WF_EAGER;
-        s->payload = addr;
+        s->payload = r->sbuf;
     }
     int rc = pio_out_frame(f);
     free(f);
-    if (rc != PIO_OK) {
-        free(r);
+    if (rc != PIO_OK)
         return rc;
-    }
     if (eager) {
         r->next_off = r->size;
         r->copied_all = 1;
@@ -588,7 +602,6 @@ static int isend_sub(int partner, int process_ID, int tag, int connection, const
         /* only the oldest unfinished send pumps; the others follow in order */
         pio_pump_all();
     }
-    *out = r;
     return PIO_OK;
 }
 

@@ -54,7 +54,7 @@ setup() { cd "$PIO_SRC"; }
   [ -f "$prefix/lib/pkgconfig/pio.pc" ]
   # only the public headers are installed: pio.h, the Fortran module,
   # pfs.h (libpfs, the parallel file system's client library) and anco.h
-  [ "$(ls "$prefix/include" | tr '\n' ' ')" = "anco.h pfs.h pio.h pio.mod " ]
+  [ "$(ls "$prefix/include" | tr '\n' ' ')" = "anco.h pfs.h pio.h pio.mod pio_mpi.h " ]
   [ -f "$prefix/lib/libpiof.a" ]
   [ -f "$prefix/lib/libpfs.a" ]
   cat >"$BATS_TEST_TMPDIR/p.c" <<'C'

@@ -92,10 +92,10 @@ default_cipher() {
 # sniffed_pcp SRC: pcp SRC to B while lo is watched; prints the marker count seen
 sniffed_pcp() {
   local out=$BATS_TEST_TMPDIR/sniff.count
-  rm -f "$out"
+  rm -f "$out" "$out.ready"
   timeout 60 python3 -S "$SNIFF" lo "$MARK" "$out" &
   local sp=$!
-  sleep 0.5
+  pio_wait_until 30 test -e "$out.ready"
   PIO_SOCKET=$SOCK_A timeout 60 "$PCP" -q "$1" B: || { kill "$sp"; return 1; }
   sleep 0.3
   kill -INT "$sp"; wait "$sp"
