@@ -5,8 +5,11 @@
  * A send of at most $PIO_LANE_MAX bytes (default 1 MiB; 0: no lanes) that
  * is not synchronous, names no channel and is not a block of an array may
  * take a lane to its destination process when that process joined another
- * host's piod. The first such send asks the piod for one (P_LANE_REQ) and
- * goes through the piods; the piod hands the lane's end over (P_LANE, the
+ * host's piod. The first such send of at least $PIO_LANE_MIN bytes
+ * (default 32 KiB: smaller ones are quicker through the piods, which spin)
+ * asks the piod for one (P_LANE_REQ) and goes through the piods; once the
+ * lane is up every such send takes it, small ones too, so that a mix of
+ * sizes never pays for switching paths; the piod hands the lane's end over (P_LANE, the
  * socket attached), and so does the destination's piod to the destination.
  *
  * Order. Messages from one sender to one receiver stay in send order across
@@ -53,11 +56,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define LANE_MAX_DEFAULT                                                                           \
-    0                     /* off by default until receivers bound what lanes bring (design notes) */
-#define LANE_ACK_EVERY 64 /* messages taken before an L_ACK goes */
-#define LANE_ACK_BYTES (1u << 20) /* ... or bytes */
-#define LANE_WINDOW    (8u << 20) /* unacknowledged bytes a sender keeps before it waits */
+#define LANE_MAX_DEFAULT (1u << 20)  /* $PIO_LANE_MAX: above it the bundle of links wins */
+#define LANE_MIN_DEFAULT (32u << 10) /* $PIO_LANE_MIN: below it the piods' path is quicker */
+#define LANE_ACK_EVERY   64          /* messages taken before an L_ACK goes */
+#define LANE_ACK_BYTES   (1u << 20)  /* ... or bytes */
+#define LANE_WINDOW      (8u << 20)  /* unacknowledged bytes a sender keeps before it waits */
 
 enum {
     LANE_OPENING = 1, /* out: asked the piod */
@@ -74,6 +77,7 @@ enum { CTL_FENCE = 1, CTL_QUERY = 2, CTL_ANSWER = 3 };
 
 struct lane_copy {
     struct lane_copy *next;
+    size_t cap; /* bytes data[] has room for after LANE_HEADROOM */
     uint64_t seq, count, size;
     int tag, datatype;
     uint8_t *pay; /* data + LANE_HEADROOM: the message's bytes */
@@ -116,8 +120,12 @@ struct replay { /* a message sent again through the piods, until its send comple
 
 static struct {
     struct pio_lane *all;
-    uint64_t max;     /* $PIO_LANE_MAX */
-    uint64_t rx_held; /* bytes of lane messages no receive took yet (pio_lane_held) */
+    uint64_t max;            /* $PIO_LANE_MAX */
+    uint64_t min;            /* $PIO_LANE_MIN */
+    uint64_t rx_held;        /* bytes of lane messages no receive took yet (pio_lane_held) */
+    struct lane_copy *spare; /* copies whose message was acknowledged, for reuse */
+    size_t spare_bytes;
+    int nspare;
     uint64_t next_req;
     struct replay *replays;
 } L;
@@ -150,6 +158,8 @@ void pio_lane_init(void)
     L.max = v && *v ? strtoull(v, NULL, 0) : LANE_MAX_DEFAULT;
     if (L.max > PIO_WIRE_MAX_BODY - 4096)
         L.max = PIO_WIRE_MAX_BODY - 4096;
+    v = getenv("PIO_LANE_MIN");
+    L.min = v && *v ? strtoull(v, NULL, 0) : LANE_MIN_DEFAULT;
 }
 
 uint64_t pio_lane_max(void)
@@ -268,13 +278,51 @@ static int lane_write(struct pio_lane *l, const struct pio_frame *f)
 
 /* ---- the sender's side ---- */
 
+/* Copies are reused: a fresh block of hundreds of KiB per message costs
+ * more in page faults than its bytes do (glibc gives it back and takes it
+ * again). At most SPARE_MAX copies, SPARE_BYTES in all, wait for reuse. */
+#define SPARE_MAX   16
+#define SPARE_BYTES LANE_WINDOW
+
+static struct lane_copy *copy_get(uint64_t size)
+{
+    for (struct lane_copy **pp = &L.spare; *pp; pp = &(*pp)->next) {
+        struct lane_copy *c = *pp;
+        /* big enough, and not so big that a small message pins it */
+        if (c->cap >= size && c->cap / 4 <= size + (64u << 10)) {
+            *pp = c->next;
+            L.spare_bytes -= c->cap;
+            L.nspare--;
+            return c;
+        }
+    }
+    struct lane_copy *c = malloc(sizeof(*c) + LANE_HEADROOM + size);
+    if (c)
+        c->cap = size;
+    return c;
+}
+
+static void copy_put(struct lane_copy *c)
+{
+    if (!c)
+        return;
+    if (L.nspare >= SPARE_MAX || L.spare_bytes + c->cap > SPARE_BYTES) {
+        free(c);
+        return;
+    }
+    c->next = L.spare;
+    L.spare = c;
+    L.spare_bytes += c->cap;
+    L.nspare++;
+}
+
 static void copies_drop_upto(struct pio_lane *l, uint64_t seq)
 {
     while (l->copies && l->copies->seq <= seq) {
         struct lane_copy *c = l->copies;
         l->copies = c->next;
         l->copy_bytes -= c->size;
-        free(c);
+        copy_put(c);
     }
     if (!l->copies)
         l->copies_tail = NULL;
@@ -290,7 +338,7 @@ static void replays_reap(void)
         }
         *pp = x->next;
         free(x->r);
-        free(x->c);
+        copy_put(x->c);
         free(x);
     }
 }
@@ -313,7 +361,7 @@ static void request(int partner, uint32_t proc)
         l->state = LANE_DOWN;
 }
 
-struct pio_lane *pio_lane_route(int partner, int proc, int eligible)
+struct pio_lane *pio_lane_route(int partner, int proc, int eligible, uint64_t size)
 {
     if (!L.max || partner < 0 || proc < 0)
         return NULL;
@@ -323,7 +371,8 @@ struct pio_lane *pio_lane_route(int partner, int proc, int eligible)
     if (!l) {
         /* a process of another system only: this host's piod is the
          * shortest way to its own processes */
-        if (eligible && strcmp(pio_g.partners[partner].system, pio_g.w.system) != 0)
+        if (eligible && size >= L.min &&
+            strcmp(pio_g.partners[partner].system, pio_g.w.system) != 0)
             request(partner, (uint32_t)proc);
         return NULL;
     }
@@ -341,7 +390,7 @@ static int lane_send_msg(struct pio_lane *l, int tag, int datatype, uint64_t cou
 {
     /* the copy kept for a resend, with room for the frame's head before it:
      * the frame is then one piece, sealed or sent from where it is */
-    struct lane_copy *c = malloc(sizeof(*c) + LANE_HEADROOM + size);
+    struct lane_copy *c = copy_get(size);
     if (!c)
         return PIO_ENOMEM;
     c->next = NULL;
@@ -535,7 +584,7 @@ static void recover(struct pio_lane *l, uint64_t seq)
                    : PIO_ENOMEM;
         if (rc != PIO_OK || !x) {
             free(x);
-            free(c);
+            copy_put(c);
             continue;
         }
         x->r = r;
@@ -883,6 +932,13 @@ void pio_lane_exit(const struct timespec *dl)
         free(l->wbuf);
         free(l);
     }
+    while (L.spare) {
+        struct lane_copy *c = L.spare;
+        L.spare = c->next;
+        free(c);
+    }
+    L.spare_bytes = 0;
+    L.nspare = 0;
 }
 
 void pio_lane_count(int *out, int *in)

@@ -17,18 +17,20 @@
 struct pio_lane;
 struct pio_request;
 
-/* pio_lane_init - read $PIO_LANE_MAX (PIO_Init). pio_lane_max - its value:
- * the largest message a lane takes (0: no lanes). */
+/* pio_lane_init - read $PIO_LANE_MAX and $PIO_LANE_MIN (PIO_Init).
+ * pio_lane_max - the largest message a lane takes (0: no lanes). */
 void pio_lane_init(void);
 uint64_t pio_lane_max(void);
 
 /* pio_lane_route - the lane whose queue a send to (partner, proc) joins,
  * or NULL: straight through the piods. eligible: the send may take a lane
  * (not synchronous, small enough, no named channel unless it goes inline,
- * not a block of an array). Asks for a lane the first time. A send that
+ * not a block of an array). The first eligible send of at least
+ * $PIO_LANE_MIN bytes (size) asks for a lane; once it is up, every
+ * eligible send takes it, whatever its size (no switching paths). A send that
  * may not take the lane still joins its queue while the lane has messages
  * before it (order). Never waits. */
-struct pio_lane *pio_lane_route(int partner, int proc, int eligible);
+struct pio_lane *pio_lane_route(int partner, int proc, int eligible, uint64_t size);
 
 /* pio_lane_submit - r (a send request with its fields set, on no list;
  * r->lane_piods: it goes through the piods) joins l's queue, and goes now

@@ -506,7 +506,7 @@ static int isend_sub(int partner, int process_ID, int tag, int connection, const
      * take no channel on the piods' path either) */
     int lane_ok = mode != PIO_SYNC && !sub && size <= pio_lane_max() &&
                   (connection < 0 || size <= pio_g.w.eager_limit);
-    struct pio_lane *lane = internal ? NULL : pio_lane_route(partner, process_ID, lane_ok);
+    struct pio_lane *lane = internal ? NULL : pio_lane_route(partner, process_ID, lane_ok, size);
     if (pio_g.closed)
         return PIO_ECLOSED;
     struct pio_request *r = calloc(1, sizeof(*r));

@@ -306,12 +306,21 @@ void piod_on_dlane_event(struct piod *d, struct piod_ev *ev)
     }
     /* THEIRS: the destination must have joined here */
     int pi = proc_by_name(d, j->cl.dst_app, j->cl.dst_proc);
+    /* a process that declared receive classes (PIO_Setclasses) is served
+     * by its classes' shares of the piod's grants, which a lane would pass
+     * by: its messages come through the piods */
+    int st = pi < 0 ? PIO_EGONE : d->procs[pi].ncls > 0 ? PIO_ENOSYS : PIO_OK;
     struct pio_frame f;
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_C_ACCEPT;
-    f.u.c_accept.status = pi >= 0 ? PIO_OK : PIO_EGONE;
+    f.u.c_accept.status = st;
     int rc = chan_send_frame(d, j->o.conn, &f);
-    if (pi >= 0 && rc == PIO_OK) {
+    if (st != PIO_OK)
+        PIOD_INFO("direct lane %llu from %s:%u of %s to %s:%u refused: %s",
+                  (unsigned long long)j->cl.lane_id, j->cl.src_app, j->cl.src_proc,
+                  d->peers[j->peer].cfg->name, j->cl.dst_app, j->cl.dst_proc,
+                  st == PIO_ENOSYS ? "it has receive classes" : PIO_Strerror(st));
+    if (st == PIO_OK && rc == PIO_OK) {
         j->status = PIO_OK;
         PIOD_DEBUG("direct lane %llu from %s:%u of %s to %s:%u: handed over",
                    (unsigned long long)j->cl.lane_id, j->cl.src_app, j->cl.src_proc,

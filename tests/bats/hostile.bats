@@ -431,8 +431,9 @@ expect_data() {
   mem_start A B
   bg_start "$BATS_TEST_TMPDIR/sink" env PIO_SOCKET="$PIO_SOCK_B" "$HOSTILE" sink nr-r nr-s
   pio_wait_until 10 grep -q "sink ready" "$BATS_TEST_TMPDIR/sink"
-  # 100 x 1 MiB, each send given 3 s to reach A's pool
-  run env PIO_SOCKET="$PIO_SOCK_A" timeout 120 "$HOSTILE" spray nr-s nr-r 1048576 100 3000
+  # 100 x 1 MiB, each send given 3 s to reach A's pool; through the piods
+  # (no direct lane: the next case has one), whose bounds this case checks
+  run env PIO_SOCKET="$PIO_SOCK_A" PIO_LANE_MAX=0 timeout 120 "$HOSTILE" spray nr-s nr-r 1048576 100 3000
   echo "$output"
   [ "$status" -eq 3 ]
   assert_output --regexp "RESULT blocked after [0-9]+ sends: PIO_ETIMEDOUT \(timed out\)"
@@ -443,6 +444,36 @@ expect_data() {
   [ "$(pool_used "$PIO_SOCK_B")" -eq $((8 << 20)) ]
   transfer nr
   mem_check A B
+}
+
+@test "a receiver that never receives, on a direct lane: it holds at most half its receive region, the sender times out, others still work" {
+  hx_pair
+  local w=$BATS_TEST_TMPDIR sk r0 h0 r1 h1
+  bg_start "$w/sink" env PIO_SOCKET="$PIO_SOCK_B" PIO_LANE_TRACE="$w/trace.r" "$HOSTILE" sink nl-r nl-s
+  sk=$BG_PID
+  pio_wait_until 10 grep -q "sink ready" "$w/sink"
+  read -r r0 h0 < <(awk '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {print r, h}' "/proc/$sk/status")
+  # the same 100 x 1 MiB at the default settings: after the first, they take
+  # a lane (1 MiB is PIO_LANE_MAX's default), which the receiver stops
+  # reading once it holds half its 8 MiB receive region; TCP then holds the
+  # sender back, whose sends wait once its 8 MiB window of copies is full
+  run env PIO_SOCKET="$PIO_SOCK_A" PIO_LANE_TRACE="$w/trace.s" timeout 120 "$HOSTILE" \
+    spray nl-s nl-r 1048576 100 3000
+  echo "$output"
+  cat "$w/trace.s" "$w/trace.r"
+  [ "$status" -eq 3 ]
+  assert_output --regexp "RESULT blocked after [0-9]+ sends: PIO_ETIMEDOUT \(timed out\)"
+  n=$(sed -n 's/^RESULT blocked after \([0-9]*\) sends.*/\1/p' <<<"$output")
+  [ "$n" -lt 40 ]
+  run grep -c -E '^lane [0-9]+ to nl-r:0 up$' "$w/trace.s"
+  assert_output 1
+  # the sink took in 4 MiB of lane messages, the frame it stopped at and
+  # its input buffer (2 MiB): some 9 MiB here; with no bound it would take
+  # and acknowledge all 100 MiB
+  read -r r1 h1 < <(awk '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {print r, h}' "/proc/$sk/status")
+  echo "sink VmRSS/VmHWM before $r0/$h0 kB, after $r1/$h1 kB"
+  case "$PIO_BUILD" in *asan* | *tsan* | *ubsan*) ;; *) [ "$h1" -le $((r0 + 16 * 1024)) ] ;; esac
+  transfer nl
 }
 
 # ---- 7. a client that exits while the piod is not reading it ------------------

@@ -59,9 +59,22 @@ run_classes() {
   assert_success
   assert_output --regexp 'urgent after [234] of 10 bulk'
   grep -q 'rcv:0: 2 receive classes from tag 100' "$PAIR_DIR/B.log"
+  # at the default settings the bulk messages would take a direct lane,
+  # which passes the piods' grants by: B refuses one to a process with
+  # classes (the bulk sender's first send, synchronous, completed after the
+  # receiver declared them; the sender may have left by the time the
+  # refusal is back, its messages in its piod's hands)
+  pio_wait_until 10 grep -q 'direct lane [0-9]* from bulk:0 of A to rcv:0 refused: it has receive classes' \
+    "$PAIR_DIR/B.log"
+  run grep -c 'direct lane [0-9]* from bulk:0 of A to rcv:0 refused: it has receive classes' \
+    "$PAIR_DIR/B.log"
+  assert_output 1
 }
 
 @test "without receive classes the same urgent message waits behind the backlog (control)" {
+  # through the piods, granting in arrival order (on direct lanes, with
+  # no classes to refuse them, the two senders would share the link)
+  export PIO_LANE_MAX=0
   run run_classes off
   assert_success
   assert_output --regexp 'urgent after ([89]|10) of 10 bulk'
