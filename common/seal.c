@@ -111,6 +111,38 @@ int pio_seal_data(struct pio_seal *s, const uint8_t *ad, size_t adlen, const uin
     return s->be->seal(s, npub, ad, adlen, in, out, len, tag);
 }
 
+int pio_seal_data2(struct pio_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in1,
+                   size_t len1, const uint8_t *in2, size_t len2, uint8_t *out,
+                   uint8_t tag[PIO_SEAL_TAG])
+{
+    if (s->be->seal2) {
+        uint8_t npub[PIO_SEAL_NONCE];
+        seal_nonce(s, npub);
+        return s->be->seal2(s, npub, ad, adlen, in1, len1, in2, len2, out, tag);
+    }
+    if (len1)
+        memcpy(out, in1, len1);
+    if (len2)
+        memcpy(out + len1, in2, len2);
+    return pio_seal_data(s, ad, adlen, out, out, len1 + len2, tag);
+}
+
+uint64_t pio_seal_nonces(const struct pio_seal *s)
+{
+    return s->n;
+}
+
+int pio_seal_reopen(const struct pio_seal *s, uint64_t n, const uint8_t *ad, size_t adlen,
+                    uint8_t *buf, size_t len, const uint8_t tag[PIO_SEAL_TAG])
+{
+    /* a state of its own: the key, that counter, the direction */
+    struct pio_seal t;
+    pio_seal_import(&t, s->cipher, s->key, n, s->high != 0);
+    int rc = pio_seal_open(&t, ad, adlen, buf, len, tag);
+    pio_seal_fini(&t);
+    return rc;
+}
+
 int pio_seal_open(struct pio_seal *s, const uint8_t *ad, size_t adlen, uint8_t *buf, size_t len,
                   const uint8_t tag[PIO_SEAL_TAG])
 {

@@ -101,6 +101,26 @@ void pio_seal_fini(struct pio_seal *s);
 int pio_seal_data(struct pio_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in,
                   uint8_t *out, size_t len, uint8_t tag[PIO_SEAL_TAG]);
 
+/* pio_seal_data2 - pio_seal_data over in1[0..len1) followed by
+ * in2[0..len2), into out[0..len1 + len2) (which overlaps neither): the
+ * same bytes and tag as sealing the two joined, without joining them
+ * first where the backend can (one pass over the bytes). Uses one nonce.
+ * Returns 0 or -1 as pio_seal_data. */
+int pio_seal_data2(struct pio_seal *s, const uint8_t *ad, size_t adlen, const uint8_t *in1,
+                   size_t len1, const uint8_t *in2, size_t len2, uint8_t *out,
+                   uint8_t tag[PIO_SEAL_TAG]);
+
+/* pio_seal_nonces - the next nonce's counter (the one the next call uses). */
+uint64_t pio_seal_nonces(const struct pio_seal *s);
+
+/* pio_seal_reopen - decrypt in place, as pio_seal_open, what this side
+ * sealed itself with counter n (from pio_seal_nonces before that seal);
+ * s is left as it was (its counter does not move). For a sender that keeps
+ * what it sealed and needs the clear bytes again. Returns 0, or -1 when
+ * the bytes or tag are not what was sealed (or no memory). */
+int pio_seal_reopen(const struct pio_seal *s, uint64_t n, const uint8_t *ad, size_t adlen,
+                    uint8_t *buf, size_t len, const uint8_t tag[PIO_SEAL_TAG]);
+
 /* pio_seal_open - decrypt buf[0..len) in place if tag is right for it and
  * ad. Returns 0, or -1 (forged, altered, reordered or replayed: buf holds
  * garbage, and the connection must be dropped: its nonce counters no longer

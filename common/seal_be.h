@@ -26,6 +26,12 @@ struct pio_seal_backend {
     int (*seal)(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], const uint8_t *ad,
                 size_t adlen, const uint8_t *in, uint8_t *out, size_t len,
                 uint8_t tag[PIO_SEAL_TAG]);
+    /* optional: seal in1[0..len1) then in2[0..len2) into out as one
+     * message (the same bytes as seal over the two joined), reading each
+     * byte once; NULL: seal.c joins them in out and seals there */
+    int (*seal2)(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], const uint8_t *ad,
+                 size_t adlen, const uint8_t *in1, size_t len1, const uint8_t *in2, size_t len2,
+                 uint8_t *out, uint8_t tag[PIO_SEAL_TAG]);
     /* decrypt buf in place; 0, or -1 when the tag is wrong */
     int (*open)(struct pio_seal *s, const uint8_t nonce[PIO_SEAL_NONCE], const uint8_t *ad,
                 size_t adlen, uint8_t *buf, size_t len, const uint8_t tag[PIO_SEAL_TAG]);

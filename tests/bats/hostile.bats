@@ -453,12 +453,12 @@ expect_data() {
   sk=$BG_PID
   pio_wait_until 10 grep -q "sink ready" "$w/sink"
   read -r r0 h0 < <(awk '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {print r, h}' "/proc/$sk/status")
-  # the same 100 x 1 MiB at the default settings: after the first, they take
-  # a lane (1 MiB is PIO_LANE_MAX's default), which the receiver stops
+  # the same 100 x 1 MiB with lanes on for them (PIO_LANE_MAX, off by
+  # default for now): after the first, they take a lane, which the receiver stops
   # reading once it holds half its 8 MiB receive region; TCP then holds the
   # sender back, whose sends wait once its 8 MiB window of copies is full
-  run env PIO_SOCKET="$PIO_SOCK_A" PIO_LANE_TRACE="$w/trace.s" timeout 120 "$HOSTILE" \
-    spray nl-s nl-r 1048576 100 3000
+  run env PIO_SOCKET="$PIO_SOCK_A" PIO_LANE_TRACE="$w/trace.s" PIO_LANE_MAX=1048576 \
+    timeout 120 "$HOSTILE" spray nl-s nl-r 1048576 100 3000
   echo "$output"
   cat "$w/trace.s" "$w/trace.r"
   [ "$status" -eq 3 ]

@@ -42,7 +42,7 @@ run_classes() {
   local w=$BATS_TEST_TMPDIR rp bp up
   PIO_SOCKET=$PIO_SOCK_B timeout 60 "$PROG" recv "$1" >"$w/r" 2>&1 &
   rp=$!
-  PIO_SOCKET=$PIO_SOCK_A timeout 60 "$PROG" bulk >"$w/b" 2>&1 &
+  PIO_SOCKET=$PIO_SOCK_A PIO_LANE_MAX=${CLASSES_LANE_MAX:-0} timeout 60 "$PROG" bulk >"$w/b" 2>&1 &
   bp=$!
   PIO_SOCKET=$PIO_SOCK_A timeout 60 "$PROG" urgent >"$w/u" 2>&1 &
   up=$!
@@ -55,12 +55,14 @@ run_classes() {
 }
 
 @test "with receive classes an urgent message overtakes another class's backlog" {
+  # the bulk sender would take a direct lane (lanes on for it)
+  CLASSES_LANE_MAX=1048576
   run run_classes on
   assert_success
   assert_output --regexp 'urgent after [234] of 10 bulk'
   grep -q 'rcv:0: 2 receive classes from tag 100' "$PAIR_DIR/B.log"
-  # at the default settings the bulk messages would take a direct lane,
-  # which passes the piods' grants by: B refuses one to a process with
+  # with lanes on the bulk messages would take a direct lane, which
+  # passes the piods' grants by: B refuses one to a process with
   # classes (the bulk sender's first send, synchronous, completed after the
   # receiver declared them; the sender may have left by the time the
   # refusal is back, its messages in its piod's hands)
