@@ -149,6 +149,7 @@ job_env() {
   cat >"$BATS_TEST_TMPDIR/alloc" <<'EOF'
 #!/bin/bash
 eval "$(pio-job start --listen 'eth*')" || exit 1
+squeue -h -s -j "$SLURM_JOB_ID" -o 'step %i %N %j'
 srun -N 2 -n 4 "$CHECK" local hold -a ranks -r -1 -P 0 -n 0
 rc=$?
 pio-job stop
@@ -161,6 +162,9 @@ EOF
   assert_success
   assert_output --partial "2 piod(s) up, every channel up"
   assert_output --partial "stopped 2 piod(s)"
+  # each piod is a step of the allocation on its node (pio-job node-run)
+  assert_line --regexp '^step [0-9]+\.[0-9]+ h1 pio-job$'
+  assert_line --regexp '^step [0-9]+\.[0-9]+ h2 pio-job$'
   # block distribution: two tasks on each node, each joined to its own node's piod
   local r
   for r in 0 1 2 3; do
