@@ -36,6 +36,9 @@ PKGS=(
   go-md2man python3 python3-matplotlib
   # packages and services (tests/bats/packaging.bats)
   debhelper dpkg-dev systemd
+  # a real Slurm on the test bed (tests/bats/slurm.bats, which runs its own
+  # daemons; the packages' services find no /etc/slurm/slurm.conf and stay down)
+  slurm-wlm munge
 )
 
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }

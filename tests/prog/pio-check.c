@@ -681,7 +681,12 @@ int main(int argc, char **argv)
     }
     CHECK(PIO_Init(app, rank, nprocs));
     if (strcmp(test, "hold") == 0) { /* join, stay -n seconds, leave */
-        printf("OK hold\n");
+        PIO_Appinfo self;
+        PIO_Hostinfo host;
+        CHECK(PIO_Getappinfo(PIO_SELF, &self));
+        CHECK(PIO_Gethostinfo(&host));
+        printf("OK hold: process %d of %d, joined at %s\n", self.process_ID, self.nprocs,
+               host.host);
         fflush(stdout);
         sleep((unsigned)nmsg);
         CHECK(PIO_Exit());
