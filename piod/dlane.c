@@ -19,6 +19,10 @@
  * processes' business (they fall back on the piods).
  * Threads: dlane_open_main runs alone with its job (d->dlane_threads counts
  * them; piod_dlane_stop waits); everything else runs on the main thread.
+ * At most DLANE_OPENING lanes are opened at once; the others wait their
+ * turn in arrival order (the peer takes at most CHAN_HS_PER_ADDR unfinished
+ * handshakes from one address and closes the rest: 32 processes asking at
+ * once got PIO_ECLOSED for 22 of their lanes).
  */
 #include "dlane.h"
 #include "piod.h"
@@ -38,9 +42,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#define DLANE_OPENING 4 /* lanes opened at once (below the peer's CHAN_HS_PER_ADDR) */
+
 /* One lane on its way: made by the opener's main loop (or the acceptor's
  * receiver thread), carried by a PIOD_EV_DLANE to the main loop. */
 struct piod_dlane {
+    struct piod_dlane *next; /* d->dlane_wait */
     struct piod *d;
     int peer;
     int pi;       /* the asking process (opener) */
@@ -204,6 +211,43 @@ static void dlane_hand(struct piod *d, uint64_t cid, struct piod_dlane *j, int r
     sodium_memzero(l, sizeof(*l));
 }
 
+/* j's opener thread; on failure the refusal goes to the asking process. */
+static void dlane_start(struct piod *d, struct piod_dlane *j)
+{
+    pthread_t t;
+    pthread_attr_t at;
+    int rc = PIO_ENOMEM;
+    if (pthread_attr_init(&at) == 0) {
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        atomic_fetch_add(&d->dlane_threads, 1);
+        if (pthread_create(&t, &at, dlane_open_main, j) == 0)
+            rc = PIO_OK;
+        else
+            atomic_fetch_sub(&d->dlane_threads, 1);
+        pthread_attr_destroy(&at);
+    }
+    if (rc == PIO_OK) {
+        d->dlane_opening++;
+        return;
+    }
+    j->status = rc;
+    dlane_hand(d, j->cid, j, 0);
+    dlane_free(d, j);
+}
+
+/* An opener is back: the next waiting lanes start. */
+static void dlane_next(struct piod *d)
+{
+    while (d->dlane_wait && d->dlane_opening < DLANE_OPENING) {
+        struct piod_dlane *j = d->dlane_wait;
+        d->dlane_wait = j->next;
+        if (!d->dlane_wait)
+            d->dlane_wait_tail = NULL;
+        j->next = NULL;
+        dlane_start(d, j);
+    }
+}
+
 void piod_on_lane_req(struct piod *d, int pi, const struct pio_p_lane_req *r)
 {
     struct piod_proc *src = &d->procs[pi];
@@ -239,22 +283,20 @@ void piod_on_lane_req(struct piod *d, int pi, const struct pio_p_lane_req *r)
     snprintf(j->cl.src_app, sizeof(j->cl.src_app), "%s", src->app);
     snprintf(j->cl.dst_app, sizeof(j->cl.dst_app), "%s", r->app);
     snprintf(j->cl.user, sizeof(j->cl.user), "%s", src->user);
-    pthread_t t;
-    pthread_attr_t at;
-    if (status == PIO_OK && pthread_attr_init(&at) == 0) {
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        atomic_fetch_add(&d->dlane_threads, 1);
-        if (pthread_create(&t, &at, dlane_open_main, j) != 0) {
-            atomic_fetch_sub(&d->dlane_threads, 1);
-            status = PIO_ENOMEM;
+    if (status == PIO_OK) {
+        PIOD_DEBUG("direct lane %llu: %s:%u -> %s:%u at %s, opening",
+                   (unsigned long long)j->cl.lane_id, src->app, src->proc, r->app, r->proc,
+                   d->peers[j->peer].cfg->name);
+        if (d->dlane_opening < DLANE_OPENING)
+            dlane_start(d, j);
+        else { /* its turn comes when an opener is back (piod_on_dlane_event) */
+            if (d->dlane_wait_tail)
+                d->dlane_wait_tail->next = j;
+            else
+                d->dlane_wait = j;
+            d->dlane_wait_tail = j;
         }
-        pthread_attr_destroy(&at);
-        if (status == PIO_OK) {
-            PIOD_DEBUG("direct lane %llu: %s:%u -> %s:%u at %s, opening",
-                       (unsigned long long)j->cl.lane_id, src->app, src->proc, r->app, r->proc,
-                       d->peers[j->peer].cfg->name);
-            return;
-        }
+        return;
     }
     j->status = status;
     dlane_hand(d, j->cid, j, 0);
@@ -290,6 +332,8 @@ void piod_on_dlane_event(struct piod *d, struct piod_ev *ev)
     if (!j)
         return;
     if (ev->state == PIOD_EVS_LANE_OURS) {
+        d->dlane_opening--;
+        dlane_next(d);
         struct piod_proc *p = j->pi >= 0 ? &d->procs[j->pi] : NULL;
         if (p && p->used && !p->gone && p->cid == j->cid) {
             if (j->status != PIO_OK)
@@ -332,6 +376,12 @@ void piod_on_dlane_event(struct piod *d, struct piod_ev *ev)
 
 void piod_dlane_stop(struct piod *d)
 {
+    while (d->dlane_wait) { /* never started: nothing to wait for */
+        struct piod_dlane *j = d->dlane_wait;
+        d->dlane_wait = j->next;
+        dlane_free(d, j);
+    }
+    d->dlane_wait_tail = NULL;
     /* each opener ends within its connection's timeouts */
     for (int i = 0; i < 600 && atomic_load(&d->dlane_threads) > 0; i++)
         usleep(50000);

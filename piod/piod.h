@@ -408,7 +408,9 @@ struct piod {
     struct piod_config cfg;
     atomic_int dlane_threads; /* direct lanes being opened (dlane.c): stop waits for them */
     uint64_t dlane_next;      /* the last direct lane's id (main thread) */
-    uint64_t epoch;           /* this run (random, never 0): H_HELLO, H_SEQ, H_ACK */
+    int dlane_opening;        /* opener threads not yet back (main thread; dlane.c) */
+    struct piod_dlane *dlane_wait, *dlane_wait_tail; /* ... and the lanes waiting for one */
+    uint64_t epoch; /* this run (random, never 0): H_HELLO, H_SEQ, H_ACK */
     struct piod_keys keys;
     const struct pio_transport_ops *tp;
     struct pio_tp_opts tpo;

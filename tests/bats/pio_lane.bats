@@ -146,3 +146,28 @@ lane_check() {
   run test -e "$w/trace.s"
   assert_failure
 }
+
+@test "32 senders ask for their lanes at once: every lane comes up (the piod opens a few at a time, the peer refuses none)" {
+  local w=$BATS_TEST_TMPDIR sc=$PIO_BUILD/tests/prog/pio-scale m=${PIO_TEST_MULT:-1}
+  # the peer takes at most 8 unfinished handshakes from one address and
+  # closes the rest; of 32 lanes asked for at once, 22 got PIO_ECLOSED;
+  # each sender streams 4 s, so that its lane, opened in turn, finds it
+  bg_start "$w/recv" env PIO_SOCKET="$PIO_SOCK_B" timeout $((60 * m)) "$sc" recv -N 32 -x ml \
+    -s 65536 --check full
+  RP=$BG_PID
+  pio_wait_until $((30 * m)) grep -q "^READY 32 " "$w/recv"
+  bg_start "$w/send" env PIO_SOCKET="$PIO_SOCK_A" PIO_LANE_TRACE="$w/trace.s" \
+    timeout $((60 * m)) "$sc" send -N 32 -x ml -s 65536 -t 4
+  SP=$BG_PID
+  bg_wait "$SP"
+  assert_equal "$BG_RC" 0
+  bg_wait "$RP"
+  cat "$w/recv"
+  assert_equal "$BG_RC" 0
+  run grep "^SUMMARY" "$w/recv"
+  assert_output --partial "SUMMARY pairs=32 ok=32 failed=0 "
+  run grep -c -E '^lane [0-9]+ to ml-r[0-9]+:0 up$' "$w/trace.s"
+  assert_output 32
+  run grep -c 'refused' "$w/trace.s"
+  assert_output 0
+}
