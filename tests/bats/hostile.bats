@@ -457,8 +457,12 @@ expect_data() {
   # default for now): after the first, they take a lane, which the receiver stops
   # reading once it holds half its 8 MiB receive region; TCP then holds the
   # sender back, whose sends wait once its 8 MiB window of copies is full
+  # (the first send, through the piods, asks for the lane; the sender
+  # pauses 2 s after it so that the lane is handed over while the piods
+  # still pass the fence: with the sink's half region full of messages
+  # through the piods first, the fence would wait behind them for ever)
   run env PIO_SOCKET="$PIO_SOCK_A" PIO_LANE_TRACE="$w/trace.s" PIO_LANE_MAX=1048576 \
-    timeout 120 "$HOSTILE" spray nl-s nl-r 1048576 100 3000
+    timeout 120 "$HOSTILE" spray nl-s nl-r 1048576 100 3000 2000
   echo "$output"
   cat "$w/trace.s" "$w/trace.r"
   [ "$status" -eq 3 ]

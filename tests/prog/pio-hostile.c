@@ -22,7 +22,9 @@
  *   pio-hostile hold-conns N [-t S]       N connections that never join, held S s
  *   pio-hostile idle-many ADDR PORT N [-t S]  N silent data connections from one address
  *   pio-hostile noread APP [-t S]         join and never read the socket
- *   pio-hostile spray APP PARTNER SIZE N MS   libpio: N sends of SIZE, each waited MS ms
+ *   pio-hostile spray APP PARTNER SIZE N MS [FIRST_MS]
+ *                                         libpio: N sends of SIZE, each waited MS ms
+ *                                         (and a pause of FIRST_MS after the first)
  *   pio-hostile sink APP                  libpio: join, never receive
  *   pio-hostile last-words PARTNER [-j APP] [-t S]  join, flood P_INFO_REQ unread until
  *                                         the piod stops reading us (-t: or just wait S s),
@@ -1032,7 +1034,7 @@ static int m_spray(int argc, char **argv)
         return 2;
     size_t size = (size_t)atol(argv[2]);
     long n = atol(argv[3]);
-    int ms = atoi(argv[4]), partner, rc;
+    int ms = atoi(argv[4]), first_ms = argc > 5 ? atoi(argv[5]) : 0, partner, rc;
     uint8_t *b = malloc(size ? size : 1);
     if (!b)
         return 2;
@@ -1063,6 +1065,8 @@ static int m_spray(int argc, char **argv)
         }
         printf("RESULT sent %ld\n", i + 1);
         fflush(stdout);
+        if (i == 0 && first_ms > 0)
+            usleep((useconds_t)first_ms * 1000); /* e.g. a direct lane comes up meanwhile */
     }
     PIO_Exit();
     return 0;
