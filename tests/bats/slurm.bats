@@ -52,6 +52,15 @@ munge_up() {
 }
 munge_works() { munge -n </dev/null | unmunge; }
 
+# four_ranks_on_two_nodes: $output has each of processes 0..3 of 4 once,
+# 0 and 1 joined at h1's piod, 2 and 3 at h2's (srun's block distribution)
+four_ranks_on_two_nodes() {
+  local r
+  for r in 0 1 2 3; do
+    assert_equal "$(grep -c "^OK hold: process $r of 4, joined at h$((r / 2 + 1))\$" <<<"$output")" 1
+  done
+}
+
 # sl CMD...: a Slurm command where the controller's address is (h1's namespace)
 sl() { ip netns exec "$NS1" "$@"; }
 
@@ -174,10 +183,7 @@ EOF
   assert_line --regexp '^step [0-9]+\.[0-9]+ h1 pio-job$'
   assert_line --regexp '^step [0-9]+\.[0-9]+ h2 pio-job$'
   # block distribution: two tasks on each node, each joined to its own node's piod
-  local r
-  for r in 0 1 2 3; do
-    assert_equal "$(grep -c "^OK hold: process $r of 4, joined at h$((r / 2 + 1))\$" <<<"$output")" 1
-  done
+  four_ranks_on_two_nodes
   assert_equal "$(grep -c '^OK hold' <<<"$output")" 4
   run pgrep -f "$S/tmp/pio-job-"
   assert_failure
@@ -215,10 +221,7 @@ EOF
   assert_line --regexp '^h2 +0 +up +198\.18\.0\.1:[0-9]+ +198\.18\.0\.2:[0-9]+ +[0-9.]+ MiB '
   assert_line --regexp '^h2 +1 +up +198\.18\.1\.1:[0-9]+ +198\.18\.1\.2:[0-9]+ +[0-9.]+ MiB '
   # the application: ranks 0, 1 joined h1's piod, 2, 3 h2's; each node's copy of the input is the file
-  local r
-  for r in 0 1 2 3; do
-    assert_equal "$(grep -c "^OK hold: process $r of 4, joined at h$((r / 2 + 1))\$" <<<"$output")" 1
-  done
+  four_ranks_on_two_nodes
   assert_equal "$(grep -c '^h1: input identical$' <<<"$output")" 2
   assert_equal "$(grep -c '^h2: input identical$' <<<"$output")" 2
   assert_line "pio-job: job $id: stopped 2 piod(s)"
