@@ -308,13 +308,14 @@ static void make_plan(struct pio_feed *x, uint64_t step)
 }
 
 /* Is step planned (and is there room in the pool for it)? Drops the plans
- * it passed, telling the receiver (SKIP). */
-static int planned(struct pio_feed *x, uint64_t step)
+ * it passed, telling the receiver (SKIP). can_hit 0: step is already past,
+ * every plan up to it came too late. */
+static int planned(struct pio_feed *x, uint64_t step, int can_hit)
 {
     int k = 0, hit = 0;
     while (k < x->nplans && x->plan[k] <= step) {
         uint64_t room, total;
-        if (x->plan[k] == step &&
+        if (can_hit && x->plan[k] == step &&
             (!x->step_bytes || pio_send_room(&room, &total) != PIO_OK || room >= x->step_bytes)) {
             hit = 1;
         } else if (x->present) {
@@ -369,7 +370,7 @@ int PIO_Feed_begin_step(PIO_Feed x, uint64_t step, double time)
     } else { /* newest-only: only the steps process 0 planned */
         if (x->d.rank == 0 && x->mode_known)
             make_plan(x, step);
-        x->send = planned(x, step) && x->present;
+        x->send = planned(x, step, 1) && x->present;
     }
     x->info.receiver_present = x->present;
     x->info.lossless = x->lossless;
@@ -464,10 +465,23 @@ int PIO_Feed_end_step(PIO_Feed x)
     return PIO_OK;
 }
 
+/* Between steps: plans that came after this process passed their step
+ * (the plan for one of the run's last steps may come after the last one)
+ * are misses; the receiver hears SKIP now instead of holding the step until
+ * this process leaves. */
+static void settle_plans(struct pio_feed *x)
+{
+    if (x->in_step || !x->any_step || x->lossless)
+        return;
+    take_plans(x);
+    planned(x, x->last_step, 0);
+}
+
 int PIO_Feed_info(PIO_Feed x, PIO_Feedinfo *info)
 {
     if (!x || !info)
         return PIO_EINVAL;
+    settle_plans(x);
     *info = x->info;
     return PIO_OK;
 }
@@ -476,6 +490,7 @@ int PIO_Feed_close(PIO_Feed x)
 {
     if (!x)
         return PIO_EINVAL;
+    settle_plans(x);
     if (x->present && x->partner >= 0) {
         x->d.step = x->last_step;
         send_desc(x, VIZ_BYE); /* the receiver may forget this rank's partial steps */

@@ -593,7 +593,9 @@ int PIO_Feed_put_sub(PIO_Feed feed, int fidx, const uint64_t start[3], const uin
  * PIO_OK or PIO_EINVAL (no step begun). */
 int PIO_Feed_end_step(PIO_Feed feed);
 
-/* PIO_Feed_info - counters of feed. info [out]. */
+/* PIO_Feed_info - counters of feed. info [out]. Between steps it first takes
+ * the plans that came after this process passed their step (newest-only):
+ * they count in plans_missed, and the receiver is told at once. */
 int PIO_Feed_info(PIO_Feed feed, PIO_Feedinfo *info);
 
 /* PIO_Feed_close - end this process's side; frees feed. PIO_OK. */

@@ -126,9 +126,11 @@ PY
   echo "sent $lo..$hi, missed $missed, complete $complete, dropped $dropped"
   [ "$complete" -ge 5 ]
   # the ranks agree: a rank sent a step the others did not only when a plan
-  # reached one of them too late (SKIP), and only such steps were dropped
-  [ $((hi - lo)) -le "$missed" ]
-  [ "$dropped" -le "$missed" ]
+  # reached one of them too late (SKIP), and only such steps were dropped.
+  # One more: the plan of one of the run's last steps may reach a process
+  # even after its PIO_Feed_info (which counts every plan come by then)
+  [ $((hi - lo)) -le $((missed + 1)) ]
+  [ "$dropped" -le $((missed + 1)) ]
   # the window holds the feed back (on loopback about every other step goes)
   [ "$hi" -lt 400 ]
 }
