@@ -637,6 +637,80 @@ int PIO_Rfile_pread(PIO_Rfile r, void *buf, size_t count, uint64_t offset, size_
     return rc;
 }
 
+/* A list of ranges (PIO_Rfile_readlist): the ranges cut into pieces of at
+ * most RL_PIECE bytes, up to RL_DEPTH of them asked for at once, each into
+ * its own part of the window (the ring q); answers come in order. */
+#define RL_DEPTH 16
+#define RL_PIECE (RFILE_STAGE / RL_DEPTH)
+
+int PIO_Rfile_readlist(PIO_Rfile r, PIO_Rfile_range *list, int n)
+{
+    err_text[0] = '\0';
+    if (!r || n < 0 || (n > 0 && !list))
+        return PIO_EINVAL;
+    for (int i = 0; i < n; i++) {
+        if (!list[i].buf && list[i].count > 0)
+            return PIO_EINVAL;
+        list[i].got = 0;
+    }
+    struct {
+        int idx;          /* the range */
+        uint64_t at, len; /* this piece: at bytes into the range, len of them */
+    } q[RL_DEPTH];
+    int head = 0, nq = 0, next = 0;
+    uint64_t next_at = 0; /* where the next piece of list[next] starts */
+    pthread_mutex_lock(&r->mtx);
+    int rc = r->broken;
+    if (rc == PIO_OK)
+        rc = ra_drain(r); /* the window is the list's now */
+    r->ra = RA_OFF;
+    r->last_off = r->last_end = UINT64_MAX;
+    r->stride_run = 0;
+    while (rc == PIO_OK && (next < n || nq > 0)) {
+        if (next < n && list[next].count == 0) {
+            next++;
+            continue;
+        }
+        if (next < n && nq < RL_DEPTH) { /* ask for the next piece */
+            PIO_Rfile_range *e = &list[next];
+            uint64_t len = e->count - next_at < RL_PIECE ? e->count - next_at : RL_PIECE;
+            int k = (head + nq) % RL_DEPTH;
+            struct ra_slot one = {
+                .off = e->offset + next_at, .plen = len, .stride = len, .pieces = 1};
+            rc = rfile_ask(r, &one, (uint64_t)k * RL_PIECE);
+            if (rc != PIO_OK)
+                break;
+            q[k].idx = next;
+            q[k].at = next_at;
+            q[k].len = len;
+            nq++;
+            next_at += len;
+            if (next_at == e->count) {
+                next++;
+                next_at = 0;
+            }
+            continue;
+        }
+        /* the oldest piece's answer */
+        uint64_t got = 0;
+        PIO_Rfile_range *e = &list[q[head].idx];
+        rc = rfile_answer(r, list[q[head].idx].offset + q[head].at, q[head].len, &got);
+        if (rc != PIO_OK)
+            break;
+        if (q[head].at ==
+            e->got) { /* a piece after a short one (the end of the file) adds nothing */
+            memcpy((uint8_t *)e->buf + q[head].at, r->stage + (size_t)head * RL_PIECE, (size_t)got);
+            e->got += (size_t)got;
+        }
+        head = (head + 1) % RL_DEPTH;
+        nq--;
+    }
+    if (rc != PIO_OK)
+        r->broken = rc; /* the service ended the session, or is gone */
+    pthread_mutex_unlock(&r->mtx);
+    return rc;
+}
+
 int PIO_Rfile_advise(PIO_Rfile r, int advice)
 {
     if (!r || (advice != PIO_RFILE_NORMAL && advice != PIO_RFILE_RANDOM))

@@ -426,6 +426,23 @@ int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *
  * Returns PIO_OK; PIO_EINVAL; PIO_EIO and others from the service. */
 int PIO_Rfile_pread(PIO_Rfile rf, void *buf, size_t count, uint64_t offset, size_t *got);
 
+/* PIO_Rfile_range - one read of a list (PIO_Rfile_readlist). */
+typedef struct PIO_Rfile_range {
+    void *buf;       /* [in] where the bytes go (caller's, count bytes) */
+    size_t count;    /* [in] bytes wanted */
+    uint64_t offset; /* [in] where in the file */
+    size_t got;      /* [out] bytes read: count, fewer only at the end of the file */
+} PIO_Rfile_range;
+
+/* PIO_Rfile_readlist - read n ranges at once, as lio_listio(LIO_WAIT): up to
+ * 16 READs stay in flight at the service (each range in pieces of at most
+ * 256 KiB), so n scattered small reads cost about one round trip instead
+ * of n. Returns when every range is read: PIO_OK (each range's got set);
+ * PIO_EINVAL (rf or list NULL with n > 0, n < 0, a NULL buf with a count);
+ * PIO_EIO and others from the service (the session is then over, as after a
+ * failed pread; got says what came). Ends any read-ahead first. */
+int PIO_Rfile_readlist(PIO_Rfile rf, PIO_Rfile_range *list, int n);
+
 /* PIO_Rfile_advise - how rf will be read, as posix_fadvise(2):
  * PIO_RFILE_NORMAL (the default: a pread that continues the last one
  * starts reading ahead, up to 4 MiB) or PIO_RFILE_RANDOM (never read

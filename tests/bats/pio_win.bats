@@ -89,7 +89,7 @@ win() {
   pio_wait_until 20 grep -q "OK serve: word 0 is 4242" "$BATS_TEST_TMPDIR/srv.log"
 }
 
-@test "remote pread (PIO_Rfile): 300 random offsets and sizes equal a local pread, byte for byte; errors are clear" {
+@test "remote pread (PIO_Rfile): 300 random offsets and sizes, and lists of ranges read at once, equal a local pread, byte for byte; errors are clear" {
   local exp=$BATS_TEST_TMPDIR/export
   mkdir -p "$exp/d"
   head -c $((96 << 20)) /dev/urandom >"$exp/d/data.bin"
@@ -99,8 +99,13 @@ win() {
     UCX_TLS=$tls PIO_SOCKET=$PIO_SOCK_A run timeout 300 "$RREAD" check B d/data.bin "$exp/d/data.bin" 300
     echo "UCX_TLS=$tls: $output"
     assert_success
-    assert_output --partial "OK check: 300 reads"
+    assert_output --partial "OK check: 300 reads and 40 lists of 24 ranges"
   done
+  # 4 KiB reads at random offsets, 16 at a time through PIO_Rfile_readlist
+  PIO_SOCKET=$PIO_SOCK_A UCX_TLS=tcp run timeout 120 "$RREAD" random B d/data.bin 4096 800 16
+  echo "$output"
+  assert_success
+  assert_output --partial "OK random 4096 x16: 800 reads"
   PIO_SOCKET=$PIO_SOCK_A UCX_TLS=tcp run timeout 120 "$RREAD" seq B d/data.bin $((128 << 10))
   echo "$output"
   assert_success

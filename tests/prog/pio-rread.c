@@ -10,10 +10,12 @@
  *                                          "MB/s X"
  *   pio-rread stride HOST REMOTE BS S [LIMIT]  BS-byte reads every S bytes;
  *                                          prints "IOPS X MB/s Y"
- *   pio-rread random HOST REMOTE BS N     N BS-byte reads at offsets drawn
- *                                          at random (multiples of BS, the
- *                                          same series every run); prints
- *                                          "IOPS X MB/s Y"
+ *   pio-rread random HOST REMOTE BS N [QD]  N BS-byte reads at offsets
+ *                                          drawn at random (multiples of BS,
+ *                                          the same series every run), QD at
+ *                                          a time through PIO_Rfile_readlist
+ *                                          (remote; default 1: one pread at
+ *                                          a time); prints "IOPS X MB/s Y"
  *   HOST "local": the same reads with pread(2) of the local path REMOTE
  *   (the baseline, measured by the same code)
  *   pio-rread error HOST REMOTE           expects the open to fail; prints
@@ -115,6 +117,37 @@ static void check(const char *host, const char *remote, const char *local, int n
             total += got;
         }
     }
+    /* lists of ranges (PIO_Rfile_readlist): scattered, some larger than a
+     * piece of the list, some empty, some past the end of the file */
+    for (int k = 0; k < 40; k++) {
+        enum { NL = 24 };
+        PIO_Rfile_range l[NL];
+        size_t lmax = max / NL;
+        uint8_t *la = malloc(lmax * NL);
+        for (int i = 0; i < NL; i++) {
+            size_t len = (size_t)1 << (rand() % 20);
+            len += (size_t)rand() % len;
+            if (len > lmax)
+                len = lmax;
+            if (rand() % 10 == 0)
+                len = 0;
+            l[i].buf = la + (size_t)i * lmax;
+            l[i].count = len;
+            l[i].offset = size ? ((uint64_t)rand() * 7919u) % (size + size / 16 + 1) : 0;
+            memset(l[i].buf, 0xAB, len);
+        }
+        int rc = PIO_Rfile_readlist(rf, l, NL);
+        if (rc != PIO_OK)
+            FAIL("list %d: %s", k, PIO_Strerror(rc));
+        for (int i = 0; i < NL; i++) {
+            ssize_t want = pread(fd, b, l[i].count, (off_t)l[i].offset);
+            if (want < 0 || l[i].got != (size_t)want || memcmp(l[i].buf, b, l[i].got) != 0)
+                FAIL("list %d, range %d: %zu bytes at %" PRIu64 ": got %zu, pread %zd", k, i,
+                     l[i].count, l[i].offset, l[i].got, want);
+            total += l[i].got;
+        }
+        free(la);
+    }
     /* then the whole file in reads that no slot boundary divides */
     uint64_t at = 0;
     for (;;) {
@@ -133,8 +166,9 @@ static void check(const char *host, const char *remote, const char *local, int n
         FAIL("the sequential reads ended at %" PRIu64 ", not at the size %" PRIu64, at, size);
     PIO_Rfile_close(rf);
     close(fd);
-    printf("OK check: %d reads, %" PRIu64 " bytes equal to pread of %s (size %" PRIu64 ")\n", n,
-           total, local, size);
+    printf("OK check: %d reads and 40 lists of 24 ranges, %" PRIu64
+           " bytes equal to pread of %s (size %" PRIu64 ")\n",
+           n, total, local, size);
     free(a);
     free(b);
 }
@@ -224,27 +258,45 @@ static void stride(const char *host, const char *path, size_t bs, uint64_t step,
     free(a);
 }
 
-static void randread(const char *host, const char *path, size_t bs, uint64_t n)
+/* n reads at random offsets; qd > 1 (remote only): qd of them at a time
+ * through PIO_Rfile_readlist, as a program that knows its next reads
+ * (lio_listio's way) */
+static void randread(const char *host, const char *path, size_t bs, uint64_t n, int qd)
 {
     struct src f;
     src_open(&f, host, path);
     if (f.size < bs)
         FAIL("the file is smaller than one read");
-    uint8_t *a = malloc(bs);
+    if (qd < 1 || !f.rf)
+        qd = 1;
+    uint8_t *a = malloc(bs * (size_t)qd);
+    PIO_Rfile_range *l = calloc((size_t)qd, sizeof(*l));
     uint64_t x = 88172645463325252ull, slots = f.size / bs; /* xorshift64: the same series */
     double t0 = now();
-    for (uint64_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        uint64_t off = x % slots * bs;
-        if (src_read(&f, a, bs, off) != bs)
-            FAIL("short read at %" PRIu64, off);
+    for (uint64_t i = 0; i < n; i += (uint64_t)qd) {
+        int k = 0;
+        for (; k < qd && i + (uint64_t)k < n; k++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            l[k] = (PIO_Rfile_range){a + (size_t)k * bs, bs, x % slots * bs, 0};
+        }
+        if (qd == 1) {
+            if (src_read(&f, a, bs, l[0].offset) != bs)
+                FAIL("short read at %" PRIu64, l[0].offset);
+            continue;
+        }
+        int rc = PIO_Rfile_readlist(f.rf, l, k);
+        for (int j = 0; j < k; j++)
+            if (rc != PIO_OK || l[j].got != bs)
+                FAIL("list read at %" PRIu64 ": %s, got %zu", l[j].offset, PIO_Strerror(rc),
+                     l[j].got);
     }
     double t = now() - t0;
     src_close(&f);
-    printf("OK random %zu: %" PRIu64 " reads in %.3f s IOPS %.1f MB/s %.3f\n", bs, n, t,
+    printf("OK random %zu x%d: %" PRIu64 " reads in %.3f s IOPS %.1f MB/s %.3f\n", bs, qd, n, t,
            (double)n / t, (double)n * (double)bs / t / 1e6);
+    free(l);
     free(a);
 }
 
@@ -265,7 +317,8 @@ int main(int argc, char **argv)
         seq(host, remote, (size_t)strtoull(argv[4], NULL, 0),
             argc > 5 ? strtoull(argv[5], NULL, 0) : 0);
     else if (strcmp(m, "random") == 0 && argc > 5)
-        randread(host, remote, (size_t)strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0));
+        randread(host, remote, (size_t)strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0),
+                 argc > 6 ? atoi(argv[6]) : 1);
     else if (strcmp(m, "stride") == 0 && argc > 5)
         stride(host, remote, (size_t)strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0),
                argc > 6 ? strtoull(argv[6], NULL, 0) : 0);
