@@ -384,6 +384,7 @@ struct pio_rfile {
     uint64_t size;
     int broken;        /* an error that ended the session (PIO_OK: none) */
     int strided_ok;    /* the service takes strided READs */
+    int list_ok;       /* ... and list READs */
     uint64_t last_end; /* where the last pread ended */
     int ra;            /* reading ahead: RA_OFF, RA_SEQ or RA_STRIDE */
     int random;        /* PIO_RFILE_RANDOM: never read ahead */
@@ -427,6 +428,7 @@ int PIO_Rfile_open(const char *host, const char *path, PIO_Rfile *rf, uint64_t *
     pthread_mutex_init(&r->mtx, NULL);
     r->size = m.size;
     r->strided_ok = (m.flags & PCP_F_STRIDED) != 0;
+    r->list_ok = (m.flags & PCP_F_LIST) != 0;
     r->last_end = UINT64_MAX; /* a first pread is not sequential */
     r->last_off = UINT64_MAX;
     if (size)
@@ -637,11 +639,70 @@ int PIO_Rfile_pread(PIO_Rfile r, void *buf, size_t count, uint64_t offset, size_
     return rc;
 }
 
-/* A list of ranges (PIO_Rfile_readlist): the ranges cut into pieces of at
- * most RL_PIECE bytes, up to RL_DEPTH of them asked for at once, each into
- * its own part of the window (the ring q); answers come in order. */
+/* A list of ranges (PIO_Rfile_readlist): up to RL_DEPTH READs asked for at
+ * once, each into its own RL_PIECE-byte part of the window (the ring q);
+ * answers come in order. A READ is a piece of one range (at most RL_PIECE
+ * bytes), or, where the service takes them (PCP_F_LIST), a list READ of up
+ * to PCP_DIMS_MAX whole ranges that lie in the file (as its size was at the
+ * open) and fit a part together: scattered small reads then cost one
+ * message each way per PCP_DIMS_MAX of them. A list READ answered short
+ * (the file shrank) fills its ranges in order; the ranges after the short
+ * one are read again, one by one. */
 #define RL_DEPTH 16
 #define RL_PIECE (RFILE_STAGE / RL_DEPTH)
+
+struct rl_read {
+    int idx, k;       /* k > 0: ranges idx .. idx + k - 1, whole; 0: a piece of range idx */
+    uint64_t at, len; /* the piece: at bytes into the range; the bytes asked in all */
+};
+
+/* Range e may join a list READ: whole, not empty, inside the file. */
+static int rl_listable(const struct pio_rfile *r, const PIO_Rfile_range *e)
+{
+    return r->list_ok && e->count > 0 && e->count <= RL_PIECE && e->offset < r->size &&
+           e->count <= r->size - e->offset;
+}
+
+/* Ask for the next READ of list[*next..] (at *at bytes into list[*next])
+ * into part k of the window; q [out] says what it is. */
+static int rl_ask(struct pio_rfile *r, PIO_Rfile_range *list, int n, int *next, uint64_t *at, int k,
+                  struct rl_read *q)
+{
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_READ;
+    m.block = (uint64_t)k * RL_PIECE;
+    PIO_Rfile_range *e = &list[*next];
+    *q = (struct rl_read){*next, 0, *at, 0};
+    if (*at == 0 && rl_listable(r, e)) {
+        m.flags = PCP_F_LIST;
+        while (*next < n && q->k < PCP_DIMS_MAX && (e = &list[*next]) != NULL &&
+               (e->count == 0 || (rl_listable(r, e) && q->len + e->count <= RL_PIECE))) {
+            if (e->count > 0) {
+                m.start[q->k] = e->offset;
+                m.count[q->k] = e->count;
+                if (q->k == 0)
+                    q->idx = *next;
+                q->k++;
+                q->len += e->count;
+            }
+            (*next)++;
+        }
+        m.ndims = (uint32_t)q->k;
+        m.size = q->len;
+        m.off = m.start[0];
+    } else {
+        q->len = e->count - *at < RL_PIECE ? e->count - *at : RL_PIECE;
+        m.off = e->offset + *at;
+        m.size = q->len;
+        *at += q->len;
+        if (*at == e->count) {
+            (*next)++;
+            *at = 0;
+        }
+    }
+    return ctl_send(&r->f, PCP_TAG_CTL + (int)r->f.sid, &m);
+}
 
 int PIO_Rfile_readlist(PIO_Rfile r, PIO_Rfile_range *list, int n)
 {
@@ -653,10 +714,7 @@ int PIO_Rfile_readlist(PIO_Rfile r, PIO_Rfile_range *list, int n)
             return PIO_EINVAL;
         list[i].got = 0;
     }
-    struct {
-        int idx;          /* the range */
-        uint64_t at, len; /* this piece: at bytes into the range, len of them */
-    } q[RL_DEPTH];
+    struct rl_read q[RL_DEPTH];
     int head = 0, nq = 0, next = 0;
     uint64_t next_at = 0; /* where the next piece of list[next] starts */
     pthread_mutex_lock(&r->mtx);
@@ -671,39 +729,50 @@ int PIO_Rfile_readlist(PIO_Rfile r, PIO_Rfile_range *list, int n)
             next++;
             continue;
         }
-        if (next < n && nq < RL_DEPTH) { /* ask for the next piece */
-            PIO_Rfile_range *e = &list[next];
-            uint64_t len = e->count - next_at < RL_PIECE ? e->count - next_at : RL_PIECE;
+        if (next < n && nq < RL_DEPTH) {
             int k = (head + nq) % RL_DEPTH;
-            struct ra_slot one = {
-                .off = e->offset + next_at, .plen = len, .stride = len, .pieces = 1};
-            rc = rfile_ask(r, &one, (uint64_t)k * RL_PIECE);
-            if (rc != PIO_OK)
-                break;
-            q[k].idx = next;
-            q[k].at = next_at;
-            q[k].len = len;
-            nq++;
-            next_at += len;
-            if (next_at == e->count) {
-                next++;
-                next_at = 0;
-            }
+            rc = rl_ask(r, list, n, &next, &next_at, k, &q[k]);
+            nq += rc == PIO_OK;
             continue;
         }
-        /* the oldest piece's answer */
+        /* the oldest READ's answer */
+        struct rl_read *a = &q[head];
         uint64_t got = 0;
-        PIO_Rfile_range *e = &list[q[head].idx];
-        rc = rfile_answer(r, list[q[head].idx].offset + q[head].at, q[head].len, &got);
+        rc =
+            rfile_answer(r, a->k ? list[a->idx].offset : list[a->idx].offset + a->at, a->len, &got);
         if (rc != PIO_OK)
             break;
-        if (q[head].at ==
-            e->got) { /* a piece after a short one (the end of the file) adds nothing */
-            memcpy((uint8_t *)e->buf + q[head].at, r->stage + (size_t)head * RL_PIECE, (size_t)got);
-            e->got += (size_t)got;
+        const uint8_t *from = r->stage + (size_t)head * RL_PIECE;
+        if (a->k == 0) {
+            PIO_Rfile_range *e = &list[a->idx];
+            if (a->at == e->got) { /* a piece after a short one adds nothing */
+                memcpy((uint8_t *)e->buf + a->at, from, (size_t)got);
+                e->got += (size_t)got;
+            }
+        } else {
+            for (int i = a->idx, j = 0; j < a->k; i++) {
+                PIO_Rfile_range *e = &list[i];
+                if (e->count == 0)
+                    continue;
+                j++;
+                size_t c = got < e->count ? (size_t)got : e->count;
+                memcpy(e->buf, from, c);
+                from += c;
+                got -= c;
+                e->got = c; /* short: the file shrank, read again below */
+            }
         }
         head = (head + 1) % RL_DEPTH;
         nq--;
+    }
+    for (int i = 0; i < n && rc == PIO_OK; i++) { /* ranges of a list READ answered short */
+        PIO_Rfile_range *e = &list[i];
+        uint64_t more = 0;
+        if (rl_listable(r, e) && e->got < e->count) {
+            rc = rfile_direct(r, (uint8_t *)e->buf + e->got, e->offset + e->got, e->count - e->got,
+                              &more);
+            e->got += (size_t)more;
+        }
     }
     if (rc != PIO_OK)
         r->broken = rc; /* the service ended the session, or is gone */

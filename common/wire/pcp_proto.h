@@ -56,6 +56,11 @@
  *   of `size` bytes at off, off + stride, ..., put one after the other at
  *   block (pieces x size bytes, within the window); the answer's size is
  *   the bytes brought (a short piece at the end of the file ends it).
+ *   A service whose OK to ROPEN has flags PCP_F_LIST also takes list
+ *   READs: flags PCP_F_LIST, ndims = k (1..PCP_DIMS_MAX) ranges of
+ *   count[i] bytes at start[i], put one after the other at block (size =
+ *   their sum, within the window); the answer's size is the bytes brought
+ *   (a short range ends it: the client reads what follows again alone).
  *   CTL RCLOSE ends the session (PIO_Rfile_open(3)).
  * Any step may be answered with ERR {err = errno, text}. The service never
  * writes under the final name before the copy is complete and verified.
@@ -100,6 +105,7 @@ enum pcp_op {
 #define PCP_F_SPARSE   0x8u  /* PUT / GET's OK: the source has holes: keep them */
 #define PCP_F_ACK      0x10u /* PUT: send CTL ACK {off} while writing (pcp's progress) */
 #define PCP_F_STRIDED  0x20u /* ROPEN's OK: READ takes a stride (start[0]) and pieces (count[0]) */
+#define PCP_F_LIST     0x40u /* ROPEN's OK / READ: a list of ranges (start[i], count[i]) */
 
 #define PCP_DIMS_MAX 8 /* HDF5 mode: dataset rank (= PIO_FILE_MAXDIMS) */
 

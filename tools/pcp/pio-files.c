@@ -1164,19 +1164,43 @@ static void do_fopen(struct session *s)
  * off + stride, ...; size = psize x pieces bytes go to the window at dst. */
 struct rread {
     uint64_t off, size, dst, psize, stride;
+    uint32_t nlist; /* a list READ: nlist ranges of llen bytes at loff */
+    uint64_t loff[PCP_DIMS_MAX], llen[PCP_DIMS_MAX];
 };
+
+/* Byte `done` of list READ q: its range i, and where in it (*in). */
+static uint32_t rread_range(const struct rread *q, uint64_t done, uint64_t *in)
+{
+    uint32_t i = 0;
+    while (i + 1 < q->nlist && done >= q->llen[i])
+        done -= q->llen[i++];
+    *in = done;
+    return i;
+}
 
 /* Where byte `done` of READ q is in the file. */
 static uint64_t rread_pos(const struct rread *q, uint64_t done)
 {
+    if (q->nlist) {
+        uint64_t in;
+        uint32_t i = rread_range(q, done, &in);
+        return q->loff[i] + in;
+    }
     return q->off + done / q->psize * q->stride + done % q->psize;
 }
 
 /* How much of READ q to read at byte `done`: up to RPIECE, not across a
- * piece. */
+ * piece (a range of a list). */
 static size_t rread_want(const struct rread *q, uint64_t done)
 {
-    uint64_t left = q->psize - done % q->psize;
+    uint64_t left;
+    if (q->nlist) {
+        uint64_t in;
+        uint32_t i = rread_range(q, done, &in);
+        left = q->llen[i] - in;
+    } else {
+        left = q->psize - done % q->psize;
+    }
     return left < RPIECE ? (size_t)left : RPIECE;
 }
 
@@ -1287,7 +1311,7 @@ static void do_ropen(struct session *s)
         }
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
-    m.flags = PCP_F_STRIDED;
+    m.flags = PCP_F_STRIDED | PCP_F_LIST;
     m.size = (uint64_t)sb.st_size;
     if (send_msg(s, sid, &m) != PIO_OK)
         goto out;
@@ -1308,8 +1332,28 @@ static void do_ropen(struct session *s)
             }
             if (rc != PIO_OK || pcp_msg_decode(buf, st.bytes, &m) != 0 || m.op == PCP_RCLOSE)
                 break;
-            rd = (struct rread){m.off, m.size, m.block, m.size, 0};
-            int strided = m.op == PCP_READ && m.ndims == 1;
+            rd = (struct rread){m.off, m.size, m.block, m.size, 0, 0, {0}, {0}};
+            int list = m.op == PCP_READ && (m.flags & PCP_F_LIST);
+            if (list) {
+                uint64_t sum = 0;
+                int bad = m.ndims == 0;
+                for (uint32_t i = 0; i < m.ndims && !bad; i++) {
+                    bad = m.count[i] == 0 || m.count[i] > wsize - sum;
+                    sum += bad ? 0 : m.count[i];
+                    rd.loff[i] = m.start[i];
+                    rd.llen[i] = m.count[i];
+                }
+                if (bad || sum != m.size) {
+                    rpipe_drain(&rp);
+                    send_err(s, sid, EINVAL,
+                             "READ: a list of %u ranges that is empty, has an empty range, or "
+                             "does not add up to %llu bytes within the %llu-byte window",
+                             m.ndims, (unsigned long long)m.size, (unsigned long long)wsize);
+                    goto out;
+                }
+                rd.nlist = m.ndims;
+            }
+            int strided = m.op == PCP_READ && m.ndims == 1 && !list;
             if (strided &&
                 (m.size == 0 || m.count[0] == 0 || m.count[0] > wsize / m.size ||
                  m.start[0] < m.size || m.start[0] > (UINT64_MAX - m.off) / m.count[0])) {
@@ -1325,7 +1369,7 @@ static void do_ropen(struct session *s)
                 rd.stride = m.start[0];
                 rd.size = m.size * m.count[0];
             }
-            if (m.op != PCP_READ || (m.ndims != 0 && !strided) || rd.size > wsize ||
+            if (m.op != PCP_READ || (m.ndims != 0 && !strided && !list) || rd.size > wsize ||
                 m.block > wsize - rd.size) {
                 rpipe_drain(&rp);
                 send_err(s, sid, EINVAL, "READ: %llu bytes at %llu do not fit the %llu-byte window",
