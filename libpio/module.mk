@@ -41,4 +41,9 @@ $(LIBPIO_SO): $(LIBPIO_OBJS) libpio/libpio.map
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) -shared -Wl,-soname,libpio.so.$(PIO_SOVERSION) \
 	  -Wl,--version-script=libpio/libpio.map $(LDFLAGS) -o $@ $(LIBPIO_OBJS) $(LDLIBS)
+# the soname beside it, so that what links libpio.so in the tree (the Python
+# package's extension, say) finds it by its run path, as installed
+LIBPIO_SONAME := $(B)/lib/libpio.so.$(PIO_SOVERSION)
+$(LIBPIO_SONAME): $(LIBPIO_SO)
+	$(Q)ln -sf libpio.so $@
 INSTALL_INCLUDES += libpio/pio_mpi.h

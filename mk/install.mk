@@ -35,7 +35,7 @@ SYSTEMD_UNITS := piod.service gas-dispatcher.service pfs-mds.service pfs-iod@.se
 MAN_INSTALL := $(filter-out $(if $(filter 0,$(WITH_VIZ)),%/pio-vizd.8) \
                  $(if $(filter 0,$(WITH_FORTRAN)),%/pio_fortran.3),$(MAN_ROFF))
 
-PROGRAMS := $(LIBPIO_A) $(LIBPIO_SO) $(INSTALL_LIBS) $(INSTALL_SOS) $(INSTALL_VERSIONED_SOS) \
+PROGRAMS := $(LIBPIO_A) $(LIBPIO_SO) $(LIBPIO_SONAME) $(INSTALL_LIBS) $(INSTALL_SOS) $(INSTALL_VERSIONED_SOS) \
             $(INSTALL_INCLUDES) $(BINS) $(SBINS) $(MAN_INSTALL)
 .PHONY: programs
 programs: $(PROGRAMS)
