@@ -59,7 +59,8 @@
 #define DEFAULT_SOCKET     "/run/pio/piod.sock"
 #define WELCOME_TIMEOUT_MS 5000
 
-struct pio_core pio_g = {.mtx = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .evfd = -1};
+struct pio_core pio_g = {
+    .mtx = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .evfd = -1, .cfd = -1, .gen = 1};
 
 static pthread_mutex_t init_mtx = PTHREAD_MUTEX_INITIALIZER;
 
@@ -336,6 +337,7 @@ int PIO_Exit(void)
     }
     pio_lane_exit(&dl); /* the receivers take what the lanes carry, or it goes again */
     pio_fail_everything(PIO_ECANCELED);
+    pio_ready_reset();
     struct pio_frame f;
     memset(&f, 0, sizeof(f));
     f.type = PIO_F_P_BYE;

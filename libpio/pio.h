@@ -277,6 +277,67 @@ int PIO_Wait(PIO_Request *req, int timeout, PIO_Status *status);
  * and PIO_OK. */
 int PIO_Test(PIO_Request *req, int *done, PIO_Status *status);
 
+/* ---- Several requests at once, and an event loop ----
+ * As MPI_Waitany, MPI_Waitall and MPI_Testany. reqs [in, out] is an array
+ * of count requests; NULL entries are skipped (a completed request becomes
+ * NULL, so the same array can be passed again). A request must appear only
+ * once in the array. timeout is in milliseconds as for PIO_Wait:
+ * PIO_WAIT_FOREVER (any negative value) for no limit, 0 to look without
+ * waiting. These calls sleep on libpio's wake-up (they never busy-poll).
+ * A NULL entry, or an all-NULL array, reports an empty status: count and
+ * bytes 0, error PIO_OK, partner, source and tag -1 (the wildcards).
+ * Thread-safety: thread-safe, but two threads must not pass the same
+ * request at once (as with PIO_Wait). */
+#define PIO_UNDEFINED (-1) /* *index when no request was completed */
+
+/* PIO_Waitany - wait up to timeout ms until one of the non-NULL requests
+ * completes. Then *index [out] = its place in reqs, the request is freed
+ * and reqs[*index] set to NULL (as PIO_Wait), status [out, may be NULL] is
+ * its status, and the return value its outcome. When several are complete,
+ * the lowest index is taken. All entries NULL (or count 0): returns PIO_OK
+ * at once with *index = PIO_UNDEFINED and an empty status.
+ * Returns the completed request's outcome; PIO_ETIMEDOUT (nothing freed,
+ * *index = PIO_UNDEFINED); PIO_EINVAL (count < 0, reqs NULL with
+ * count > 0, index NULL). */
+int PIO_Waitany(int count, PIO_Request reqs[], int *index, int timeout, PIO_Status *status);
+
+/* PIO_Waitall - wait up to timeout ms until every non-NULL request is
+ * complete, then free them all, set every entry to NULL and fill
+ * statuses[i] [out, count entries, may be NULL] for each (an empty status
+ * for a NULL entry). A request that fails does not stop the others: all
+ * are waited for and freed; statuses[i].error tells each one's outcome.
+ * Returns PIO_OK when every request succeeded, else the first failure in
+ * array order (not in time); PIO_ETIMEDOUT when some request is still
+ * pending at the timeout: then nothing is freed and no status is filled
+ * (every request stays valid, completed ones included; call again, or
+ * PIO_Testany / PIO_Wait them one by one); PIO_EINVAL (count < 0, reqs
+ * NULL with count > 0). */
+int PIO_Waitall(int count, PIO_Request reqs[], int timeout, PIO_Status statuses[]);
+
+/* PIO_Testany - PIO_Waitany without waiting: *done [out] = 1 and as
+ * PIO_Waitany when a request is complete or every entry is NULL (then
+ * *index = PIO_UNDEFINED); else *done = 0, *index = PIO_UNDEFINED, nothing
+ * changes and PIO_OK. Returns PIO_EINVAL also for done NULL. */
+int PIO_Testany(int count, PIO_Request reqs[], int *index, int *done, PIO_Status *status);
+
+/* PIO_Getfd - *fd [out]: a file descriptor to poll (poll, epoll, select,
+ * libuv's uv_poll, asyncio's add_reader) for POLLIN: it is readable exactly
+ * while at least one request returned by PIO_Isend, PIO_Irecv, PIO_Iget or
+ * PIO_Iput is complete and not yet collected by PIO_Wait, PIO_Test,
+ * PIO_Waitany, PIO_Waitall or PIO_Testany (level-triggered). libpio drains
+ * it itself when the last such request is collected; the caller must
+ * neither read, write nor close it. So a loop that polls the fd, then
+ * calls PIO_Testany (or PIO_Test) until nothing is complete, misses no
+ * completion, also one that happens between its test and its next poll.
+ * The fd is libpio's (an eventfd, close-on-exec), the same on every call,
+ * made at the first call; it is valid until PIO_Exit, which closes it.
+ * Requests complete only as libpio progresses: its progress thread does so
+ * by itself, and so does any thread waiting in a PIO call.
+ * Returns PIO_OK; PIO_EINVAL (fd NULL); PIO_ENOTINIT; PIO_ENOMEM or
+ * another code from eventfd(2) failing (too many open files: PIO_EIO).
+ * Thread-safe. */
+int PIO_Getfd(int *fd);
+
 /* PIO_Getappinfo - facts about a partner (or PIO_SELF). info [out]. */
 int PIO_Getappinfo(int partner, PIO_Appinfo *info);
 

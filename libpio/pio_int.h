@@ -54,6 +54,8 @@ struct pio_request {
     int kind;
     int done, status;
     PIO_Status st;
+    int user;           /* the application's (PIO_Isend, _Irecv, _Iget, _Iput): counts in ready */
+    unsigned ready_gen; /* counted in pio_g.ready of session ready_gen (0: not counted) */
     /* send */
     uint64_t sid, size, next_off;
     const uint8_t *sbuf;
@@ -101,6 +103,9 @@ struct pio_core {
     int inited, closed;
     int fd;              /* the socket to the piod */
     int evfd;            /* interrupts the reader's poll */
+    int cfd;             /* PIO_Getfd's eventfd, -1 until asked for: readable while ready > 0 */
+    int ready;           /* the application's requests complete and not collected yet */
+    unsigned gen;        /* the session (PIO_Init .. PIO_Exit) ready counts for; never 0 */
     int reader, want;    /* who reads the socket; API threads waiting for the role */
     int in_pass;         /* the reader is handling frames (it runs the copies after) */
     long spin_us;        /* $PIO_SPIN_US: a reader looks this long before it sleeps */
@@ -144,6 +149,8 @@ void *pio_progress(void *arg);
 
 /* sendrecv.c: requests and messages */
 void pio_req_complete(struct pio_request *r, int status);
+/* PIO_Exit: the completion fd is closed and requests still held count no more. */
+void pio_ready_reset(void);
 void pio_msg_free(struct inmsg *m);
 void pio_recv_finish(struct pio_request *r);
 void pio_pump_all(void);

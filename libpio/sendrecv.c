@@ -7,22 +7,86 @@
  * The public calls take pio_g.mtx; the rest runs with it held, but for the
  * copies into the pool (pump drops it around each). A request is on
  * pio_g.sends or pio_g.recvs until it completes (a receive: until it takes
- * a message); whoever waits for it frees it (wait_req).
+ * a message); whoever waits for it frees it (wait_req, req_collect).
+ *
+ * The completion fd (PIO_Getfd) is level-triggered: pio_g.ready counts the
+ * application's requests that are complete and not yet collected by a wait
+ * or test call, and the eventfd holds a value exactly while it is above 0
+ * (written when it leaves 0, read empty when it comes back). Both happen
+ * with pio_g.mtx held, the lock every completion and collection holds, so
+ * the fd cannot miss a completion nor stay readable with nothing to
+ * collect; an eventfd write never blocks and calls nothing (as
+ * pio_wake_reader), so holding the lock over it is safe.
  */
 #include "pio.h"
 #include "pio_int.h"
 #include "lane.h"
 #include "partner.h"
+#include "err.h"
 #include "pool.h"
 #include "types.h"
 #include "win.h"
 #include "wire/wire.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* ---- the completion fd (PIO_Getfd) ---- */
+
+/* The application's request r is complete: count it (pio_g.mtx held). */
+static void ready_add(struct pio_request *r)
+{
+    r->ready_gen = pio_g.gen;
+    if (pio_g.ready++ == 0 && pio_g.cfd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(pio_g.cfd, &one, sizeof(one));
+        (void)w; /* cannot fail: the counter stays far below its limit */
+    }
+}
+
+/* r is collected (freed next): uncount it (pio_g.mtx held). */
+static void ready_drop(struct pio_request *r)
+{
+    if (!r->ready_gen || r->ready_gen != pio_g.gen)
+        return; /* not counted, or counted before a PIO_Exit */
+    r->ready_gen = 0;
+    if (--pio_g.ready == 0 && pio_g.cfd >= 0) {
+        uint64_t v;
+        ssize_t n = read(pio_g.cfd, &v, sizeof(v)); /* empty again: not readable */
+        (void)n;
+    }
+}
+
+void pio_ready_reset(void)
+{
+    if (pio_g.cfd >= 0)
+        close(pio_g.cfd);
+    pio_g.cfd = -1;
+    pio_g.ready = 0;
+    if (++pio_g.gen == 0) /* requests of this session count no more */
+        pio_g.gen = 1;
+}
+
+/* r becomes the application's (returned by PIO_Isend, PIO_Irecv). */
+static void req_expose(struct pio_request *r)
+{
+    r->user = 1;
+    if (r->done)
+        ready_add(r);
+}
+
+/* Free a request that is complete or never will be (pio_g.mtx held). */
+static void req_free(struct pio_request *r)
+{
+    ready_drop(r);
+    free(r);
+}
 
 /* Complete r with status, once, and wake its waiter. */
 void pio_req_complete(struct pio_request *r, int status)
@@ -32,6 +96,8 @@ void pio_req_complete(struct pio_request *r, int status)
     r->done = 1;
     r->status = status;
     r->st.error = status;
+    if (r->user)
+        ready_add(r);
     pthread_cond_broadcast(&pio_g.cv);
 }
 
@@ -660,7 +726,7 @@ static int wait_req(struct pio_request *r, int timeout, PIO_Status *status, int 
     int rc = r->status;
     if (done)
         *done = 1;
-    free(r);
+    req_free(r);
     return rc;
 }
 
@@ -779,6 +845,8 @@ int PIO_Isend(int partner, int process_ID, int tag, int connection, const void *
         return PIO_EINVAL;
     pthread_mutex_lock(&pio_g.mtx);
     int rc = isend(partner, process_ID, tag, connection, addr, datatype, count, mode, req);
+    if (rc == PIO_OK)
+        req_expose(*req);
     pthread_mutex_unlock(&pio_g.mtx);
     return rc;
 }
@@ -790,6 +858,8 @@ int PIO_Irecv(int partner, int process_ID, int tag, void *addr, int datatype, si
         return PIO_EINVAL;
     pthread_mutex_lock(&pio_g.mtx);
     int rc = irecv(partner, process_ID, tag, addr, datatype, count, mode, req);
+    if (rc == PIO_OK)
+        req_expose(*req);
     pthread_mutex_unlock(&pio_g.mtx);
     return rc;
 }
@@ -821,11 +891,153 @@ int PIO_Test(PIO_Request *req, int *done, PIO_Status *status)
     return rc;
 }
 
+/* ---- several requests, and the completion fd ---- */
+
+/* What a NULL request reports (MPI's empty status). */
+static void status_empty(PIO_Status *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->partner = PIO_ANY_PARTNER;
+    st->source = PIO_ANY_PROCESS;
+    st->tag = PIO_ANY_TAG;
+    st->error = PIO_OK;
+}
+
+/* The complete request *req: fill status, free it, *req = NULL (pio_g.mtx
+ * held). Returns its outcome. */
+static int req_collect(PIO_Request *req, PIO_Status *status)
+{
+    struct pio_request *r = *req;
+    if (status)
+        *status = r->st;
+    int rc = r->status;
+    req_free(r);
+    *req = NULL;
+    return rc;
+}
+
+/* PIO_Waitany's core (pio_g.mtx held): *done [out] = 1 when a request was
+ * collected (*index its place) or none was left (*index PIO_UNDEFINED);
+ * else 0 and PIO_ETIMEDOUT. Sleeps on pio_g.cv (or reads the socket) like
+ * wait_req: every completion broadcasts it, so nothing polls. */
+static int waitany(int count, PIO_Request reqs[], int *index, int timeout, PIO_Status *status,
+                   int *done)
+{
+    struct timespec dl;
+    if (timeout >= 0)
+        pio_deadline_after(&dl, timeout);
+    int expired = 0;
+    *index = PIO_UNDEFINED;
+    *done = 0;
+    for (;;) {
+        int live = 0;
+        for (int i = 0; i < count; i++) {
+            if (!reqs[i])
+                continue;
+            live++;
+            if (reqs[i]->done) {
+                *index = i;
+                *done = 1;
+                return req_collect(&reqs[i], status);
+            }
+        }
+        if (!live) {
+            if (status)
+                status_empty(status);
+            *done = 1;
+            return PIO_OK;
+        }
+        if (timeout == 0 || expired)
+            return PIO_ETIMEDOUT;
+        expired = pio_wait_until(timeout >= 0 ? &dl : NULL) == PIO_ETIMEDOUT;
+    }
+}
+
+int PIO_Waitany(int count, PIO_Request reqs[], int *index, int timeout, PIO_Status *status)
+{
+    if (count < 0 || (count > 0 && !reqs) || !index)
+        return PIO_EINVAL;
+    int done;
+    pthread_mutex_lock(&pio_g.mtx);
+    int rc = waitany(count, reqs, index, timeout, status, &done);
+    pthread_mutex_unlock(&pio_g.mtx);
+    return rc;
+}
+
+int PIO_Testany(int count, PIO_Request reqs[], int *index, int *done, PIO_Status *status)
+{
+    if (count < 0 || (count > 0 && !reqs) || !index || !done)
+        return PIO_EINVAL;
+    pthread_mutex_lock(&pio_g.mtx);
+    int rc = waitany(count, reqs, index, 0, status, done);
+    if (!*done)
+        rc = PIO_OK;
+    pthread_mutex_unlock(&pio_g.mtx);
+    return rc;
+}
+
+int PIO_Waitall(int count, PIO_Request reqs[], int timeout, PIO_Status statuses[])
+{
+    if (count < 0 || (count > 0 && !reqs))
+        return PIO_EINVAL;
+    struct timespec dl;
+    if (timeout >= 0)
+        pio_deadline_after(&dl, timeout);
+    int expired = 0, rc = PIO_OK;
+    pthread_mutex_lock(&pio_g.mtx);
+    for (;;) { /* all complete first: a timeout leaves every request as it was */
+        int pending = 0;
+        for (int i = 0; i < count && !pending; i++)
+            pending = reqs[i] && !reqs[i]->done;
+        if (!pending)
+            break;
+        if (timeout == 0 || expired) {
+            pthread_mutex_unlock(&pio_g.mtx);
+            return PIO_ETIMEDOUT;
+        }
+        expired = pio_wait_until(timeout >= 0 ? &dl : NULL) == PIO_ETIMEDOUT;
+    }
+    for (int i = 0; i < count; i++) {
+        PIO_Status *st = statuses ? &statuses[i] : NULL;
+        if (!reqs[i]) {
+            if (st)
+                status_empty(st);
+            continue;
+        }
+        int one = req_collect(&reqs[i], st);
+        if (rc == PIO_OK)
+            rc = one; /* the first failure in array order */
+    }
+    pthread_mutex_unlock(&pio_g.mtx);
+    return rc;
+}
+
+int PIO_Getfd(int *fd)
+{
+    if (!fd)
+        return PIO_EINVAL;
+    int rc = PIO_OK;
+    pthread_mutex_lock(&pio_g.mtx);
+    if (!pio_g.inited) {
+        rc = PIO_ENOTINIT;
+    } else if (pio_g.cfd < 0) {
+        pio_g.cfd = eventfd(pio_g.ready > 0 ? 1 : 0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (pio_g.cfd < 0)
+            rc = pio_from_errno(errno);
+    }
+    if (rc == PIO_OK)
+        *fd = pio_g.cfd;
+    pthread_mutex_unlock(&pio_g.mtx);
+    return rc;
+}
+
 struct pio_request *pio_req_ext_new(void)
 {
     struct pio_request *r = calloc(1, sizeof(*r));
-    if (r)
+    if (r) { /* PIO_Iget / PIO_Iput: the application's; completed later (pio_req_ext_done) */
         r->kind = REQ_EXT;
+        r->user = 1;
+    }
     return r;
 }
 

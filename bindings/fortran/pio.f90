@@ -220,6 +220,7 @@ module pio
 
   public :: PIO_Init, PIO_Init_comm, PIO_Exit, PIO_Setpartner, PIO_Addpartner
   public :: PIO_Send, PIO_Recv, PIO_Isend, PIO_Irecv, PIO_Wait, PIO_Test
+  public :: PIO_Waitany, PIO_Waitall, PIO_Testany, PIO_Getfd
   public :: PIO_Getappinfo, PIO_Gethostinfo, PIO_Getconinfo, PIO_Setclasses
   public :: PIO_Strerror, PIO_Errname, PIO_USER
   public :: PIO_File_open, PIO_File_open_dataset, PIO_File_write_at, PIO_File_write_slab
@@ -606,6 +607,38 @@ module pio
       type(PIO_Status), intent(inout), optional :: status
     end function c_test
 
+    integer(c_int) function c_waitany(count, reqs, index, timeout, status) &
+        bind(C, name='PIO_Waitany')
+      import :: c_int, PIO_Request, PIO_Status
+      integer(c_int), value :: count
+      type(PIO_Request), intent(inout) :: reqs(*)
+      integer(c_int), intent(out) :: index
+      integer(c_int), value :: timeout
+      type(PIO_Status), intent(inout), optional :: status
+    end function c_waitany
+
+    integer(c_int) function c_waitall(count, reqs, timeout, statuses) bind(C, name='PIO_Waitall')
+      import :: c_int, PIO_Request, PIO_Status
+      integer(c_int), value :: count
+      type(PIO_Request), intent(inout) :: reqs(*)
+      integer(c_int), value :: timeout
+      type(PIO_Status), intent(inout), optional :: statuses(*)
+    end function c_waitall
+
+    integer(c_int) function c_testany(count, reqs, index, done, status) &
+        bind(C, name='PIO_Testany')
+      import :: c_int, PIO_Request, PIO_Status
+      integer(c_int), value :: count
+      type(PIO_Request), intent(inout) :: reqs(*)
+      integer(c_int), intent(out) :: index, done
+      type(PIO_Status), intent(inout), optional :: status
+    end function c_testany
+
+    integer(c_int) function c_getfd(fd) bind(C, name='PIO_Getfd')
+      import :: c_int
+      integer(c_int), intent(out) :: fd
+    end function c_getfd
+
     integer(c_int) function c_getappinfo(partner, info) bind(C, name='PIO_Getappinfo')
       import :: c_int, c_appinfo
       integer(c_int), value :: partner
@@ -958,6 +991,76 @@ contains
     done = d /= 0
     call finish(rc, 'PIO_Test', ierr)
   end subroutine PIO_Test
+
+  ! PIO_Waitany - wait up to timeout ms until one request of reqs completes:
+  ! index is its place in reqs (from 1, as MPI_Waitany in Fortran), that
+  ! request becomes null and ierr is its outcome. Null requests are
+  ! skipped; all null: index = PIO_UNDEFINED at once. PIO_ETIMEDOUT:
+  ! index = PIO_UNDEFINED, nothing changes.
+  subroutine PIO_Waitany(reqs, index, timeout, status, ierr)
+    type(PIO_Request), intent(inout) :: reqs(:)
+    integer(c_int), intent(out) :: index
+    integer(c_int), intent(in) :: timeout
+    type(PIO_Status), intent(out), optional :: status
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: i, rc
+    i = PIO_UNDEFINED
+    rc = c_waitany(int(size(reqs), c_int), reqs, i, timeout, status)
+    index = PIO_UNDEFINED
+    if (i >= 0) index = i + 1
+    call finish(rc, 'PIO_Waitany', ierr)
+  end subroutine PIO_Waitany
+
+  ! PIO_Waitall - wait up to timeout ms until every request of reqs is
+  ! complete; then all become null, statuses(i) tells each one's outcome
+  ! (statuses needs size(reqs) elements), and ierr is the first failure in
+  ! array order (PIO_OK if none). PIO_ETIMEDOUT: nothing changes.
+  subroutine PIO_Waitall(reqs, timeout, statuses, ierr)
+    type(PIO_Request), intent(inout) :: reqs(:)
+    integer(c_int), intent(in) :: timeout
+    type(PIO_Status), intent(out), optional :: statuses(:)
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: rc
+    character(kind=c_char) :: why(why_len)
+    if (present(statuses)) then
+      if (size(statuses) < size(reqs)) then
+        call set_why(why, 'statuses has fewer elements than reqs')
+        call finish(PIO_EINVAL, 'PIO_Waitall', ierr, why)
+        return
+      end if
+    end if
+    rc = c_waitall(int(size(reqs), c_int), reqs, timeout, statuses)
+    call finish(rc, 'PIO_Waitall', ierr)
+  end subroutine PIO_Waitall
+
+  ! PIO_Testany - PIO_Waitany without waiting: done is .true. and the rest
+  ! as PIO_Waitany when a request is complete (or all are null); else done
+  ! is .false., index PIO_UNDEFINED and ierr PIO_OK.
+  subroutine PIO_Testany(reqs, index, done, status, ierr)
+    type(PIO_Request), intent(inout) :: reqs(:)
+    integer(c_int), intent(out) :: index
+    logical, intent(out) :: done
+    type(PIO_Status), intent(out), optional :: status
+    integer(c_int), intent(out), optional :: ierr
+    integer(c_int) :: i, d, rc
+    i = PIO_UNDEFINED
+    d = 0
+    rc = c_testany(int(size(reqs), c_int), reqs, i, d, status)
+    done = d /= 0
+    index = PIO_UNDEFINED
+    if (i >= 0) index = i + 1
+    call finish(rc, 'PIO_Testany', ierr)
+  end subroutine PIO_Testany
+
+  ! PIO_Getfd - fd: libpio's completion descriptor (pio.h, PIO_Getfd(3)):
+  ! readable while a request is complete and not yet collected. Poll it
+  ! (through C's poll(2)); never read or close it.
+  subroutine PIO_Getfd(fd, ierr)
+    integer(c_int), intent(out) :: fd
+    integer(c_int), intent(out), optional :: ierr
+    fd = -1
+    call finish(c_getfd(fd), 'PIO_Getfd', ierr)
+  end subroutine PIO_Getfd
 
   ! ---- facts ----------------------------------------------------------------------
 

@@ -121,6 +121,20 @@ C
   [ "$BG_RC" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/c.out"; fail "pio-fpartner exited $BG_RC"; }
 }
 
+@test "several requests: PIO_Waitany gives the one that completed (from 1), PIO_Testany, PIO_Waitall, null arrays, a timeout" {
+  pair
+  bg_start "$BATS_TEST_TMPDIR/c.out" env PIO_SOCKET="$PIO_SOCK_B" timeout 60 "$PROG/pio-fpartner" reqs
+  local cpid=$BG_PID
+  run env PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-freqs"
+  echo "$output"
+  assert_success
+  assert_output "OK pio-freqs"
+  bg_wait "$cpid"
+  run cat "$BATS_TEST_TMPDIR/c.out"
+  [ "$BG_RC" -eq 0 ] || fail "pio-fpartner exited $BG_RC: $output"
+  assert_output "OK pio-fpartner reqs"
+}
+
 @test "errors: every code's name and words are the same from Fortran as from C" {
   run "$PROG/pio-fpartner" strerror
   assert_success

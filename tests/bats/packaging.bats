@@ -100,6 +100,56 @@ teardown() {
   assert_output "$l/etc/pio/piod.conf"
 }
 
+@test "man: after make install every function of pio.h, pfs.h and anco.h has a page, its own or a .so alias to the page that documents it" {
+  local d=$W/dest f target
+  run make "${MARGS[@]}" install DESTDIR="$d"
+  assert_success
+  local m=$d/usr/local/share/man
+  # the functions, read from the headers here (not through tools/man-aliases)
+  {
+    sed -nE 's/^[a-z][a-z _*]*[ *]((PIO|pio)_[A-Za-z0-9_]+)\(.*/\1/p' libpio/pio.h
+    grep -oE '\bpfs_[a-z0-9_]+\(' pfs/pfs.h | tr -d '('
+    grep -oE '^[a-z].*\banco_[a-z0-9_]+\(' anco/anco.h | grep -oE 'anco_[a-z0-9_]+\($' | tr -d '('
+  } | sort -u >"$W/funcs"
+  [ "$(grep -c '^PIO_' "$W/funcs")" -ge 45 ] || fail "pio.h declares only: $(cat "$W/funcs")"
+  run grep -cxE 'PIO_Isend|PIO_Waitany|PIO_Waitall|PIO_Testany|PIO_Getfd|pfs_grow|anco_init' "$W/funcs"
+  assert_output 7
+  while read -r f; do
+    [ -f "$m/man3/$f.3" ] || fail "make install put no page for $f"
+    target=man3/$f.3
+    if head -n 1 "$m/man3/$f.3" | grep -q '^\.so '; then
+      target=$(sed -n '1s/^\.so //p' "$m/man3/$f.3")
+      [ -f "$m/$target" ] || fail "$f.3 is an alias to $target, which make install did not put"
+      run head -c 4 "$m/$target"
+      refute_output ".so "
+    fi
+    # the page it shows documents f (named in its NAME or SYNOPSIS)
+    run grep -c -- "$f" "$m/$target"
+    [ "$output" -ge 1 ] || fail "$f.3 shows $target, which does not name $f"
+  done <"$W/funcs"
+  # man(1) follows an alias: PIO_Isend shows PIO_Send's page
+  command -v man >/dev/null || skip "no man(1) to render the pages"
+  run env -C "$m" MANWIDTH=200 man -P cat -l man3/PIO_Isend.3
+  assert_success
+  assert_output --partial "PIO_Send, PIO_Isend - send a message"
+  run env -C "$m" MANWIDTH=200 man -P cat -l man3/PIO_Testany.3
+  assert_success
+  assert_output --partial "PIO_Waitany, PIO_Waitall, PIO_Testany - complete one or all"
+}
+
+@test "man: tools/man-aliases stops the build for a public function that no page documents" {
+  printf 'int PIO_Nowhere(int x);\n' >"$W/extra.h"
+  run tools/man-aliases '$(B)/man' libpio/pio.h "$W/extra.h" -- docs/man/*.md
+  assert_failure
+  assert_output --partial "no man page documents PIO_Nowhere"
+  # the same headers and pages without it: a fragment that lists PIO_Isend
+  run tools/man-aliases '$(B)/man' libpio/pio.h -- docs/man/*.md
+  assert_success
+  assert_line '$(B)/man/PIO_Isend.3: MAN_SO := man3/PIO_Send.3'
+  assert_line '$(B)/man/PIO_Get.3: MAN_SO := man7/pio_rma.7'
+  refute_output --partial '$(B)/man/PIO_Send.3'
+}
+
 @test "make install builds nothing of the tests" {
   # a dry run in a fresh build folder lists every command install would run
   run make -n "${MARGS[@]}" B="$W/fresh" install DESTDIR="$W/d"

@@ -112,6 +112,12 @@ pair() {
   pair timeout to
 }
 
+@test "PIO_Waitany takes the one that completed, PIO_Waitall completes all (a failure too), PIO_Testany, NULL arrays, timeouts, PIO_Getfd readable only with a complete request" {
+  pair reqs rq
+  run cat "$BATS_TEST_TMPDIR/recv.out"
+  assert_output --partial "OK reqs: Waitany, Waitall, Testany and the completion fd"
+}
+
 @test "errors: not initialized, no piod, bad arguments, unknown partner, double init" {
   run env PIO_SOCKET="$PIO_SOCK_A" timeout 30 "$CHECK" local errors -a er
   echo "$output"

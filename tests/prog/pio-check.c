@@ -12,6 +12,8 @@
 #include "pio.h"
 #include "tests/lib/prog.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -483,6 +485,205 @@ static void t_nonblock(int send)
     printf("OK nonblock: %d requests\n", N);
 }
 
+/* The completion fd is readable (want 1) or not (want 0) within ms. */
+static void fd_readable(int fd, int ms, int want, const char *when)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    int n = poll(&p, 1, ms);
+    if (n < 0)
+        FAIL("poll: %s", strerror(errno));
+    int got = n > 0 && (p.revents & POLLIN);
+    if (got != want)
+        FAIL("the completion fd is %s %s", got ? "readable" : "not readable", when);
+}
+
+static void expect_empty(const PIO_Status *st, const char *what)
+{
+    if (st->error != PIO_OK || st->source != PIO_ANY_PROCESS || st->tag != PIO_ANY_TAG ||
+        st->partner != PIO_ANY_PARTNER || st->bytes != 0 || st->count != 0)
+        FAIL("%s: not an empty status (error %d source %d tag %d bytes %zu)", what, st->error,
+             st->source, st->tag, st->bytes);
+}
+
+/* PIO_Waitany, PIO_Waitall, PIO_Testany and PIO_Getfd. The receiver drives:
+ * the sender sends each message only when told to (tags 79, 78, 77, 76),
+ * so what is complete at each check never depends on timing. */
+static void t_reqs(int send)
+{
+    enum { BIG = 1 << 20, MID = 200000 };
+    static const size_t wlen[5] = {10, BIG, MID, BIG, 3}; /* tags 80 81 82 90 91 */
+    static const int wtag[5] = {80, 81, 82, 90, 91};
+    uint8_t *wb[5];
+    for (int i = 0; i < 5; i++)
+        if (!(wb[i] = malloc(wlen[i])))
+            FAIL("out of memory");
+    char g[4] = "go", b0[16], b1[16];
+    PIO_Status st, sts[8];
+    if (send) {
+        CHECK(PIO_Recv(partner, 0, 79, g, PIO_BYTE, sizeof(g), recv_ms(), PIO_BLOCKING, NULL));
+        CHECK(PIO_Send(partner, 0, 71, conn, "tag71", PIO_BYTE, 5, PIO_BLOCKING));
+        CHECK(PIO_Recv(partner, 0, 78, g, PIO_BYTE, sizeof(g), recv_ms(), PIO_BLOCKING, NULL));
+        CHECK(PIO_Send(partner, 0, 72, conn, "tag72", PIO_BYTE, 5, PIO_BLOCKING));
+        /* the mirror of the receiver's PIO_Waitall: it sends 80 81 82, takes 90 91 */
+        PIO_Request w[8];
+        uint8_t big84[100] = {0};
+        for (int i = 0; i < 5; i++) {
+            if (wtag[i] < 90) {
+                fill(wb[i], wlen[i], (uint64_t)wtag[i]);
+                CHECK(PIO_Isend(partner, 0, wtag[i], conn, wb[i], PIO_BYTE, wlen[i], mode, &w[i]));
+            } else {
+                CHECK(PIO_Irecv(partner, 0, wtag[i], wb[i], PIO_BYTE, wlen[i], mode, &w[i]));
+            }
+        }
+        CHECK(PIO_Isend(partner, 0, 70, conn, "tag70", PIO_BYTE, 5, mode, &w[5]));
+        CHECK(PIO_Isend(partner, 0, 84, conn, big84, PIO_BYTE, sizeof(big84), mode, &w[6]));
+        CHECK(PIO_Isend(partner, 0, 85, conn, "tag85", PIO_BYTE, 5, mode, &w[7]));
+        CHECK(PIO_Waitall(8, w, recv_ms(), sts));
+        for (int i = 0; i < 8; i++)
+            if (w[i])
+                FAIL("PIO_Waitall left request %d", i);
+        for (int i = 3; i < 5; i++) {
+            if (sts[i].tag != wtag[i] || sts[i].bytes != wlen[i])
+                FAIL("status %d: tag %d bytes %zu", i, sts[i].tag, sts[i].bytes);
+            verify(wb[i], wlen[i], (uint64_t)wtag[i]);
+        }
+        CHECK(PIO_Recv(partner, 0, 77, g, PIO_BYTE, sizeof(g), recv_ms(), PIO_BLOCKING, NULL));
+        CHECK(PIO_Send(partner, 0, 96, conn, "tag96", PIO_BYTE, 5, PIO_BLOCKING));
+        CHECK(PIO_Recv(partner, 0, 76, g, PIO_BYTE, sizeof(g), recv_ms(), PIO_BLOCKING, NULL));
+        CHECK(PIO_Send(partner, 0, 95, conn, "tag95", PIO_BYTE, 5, PIO_BLOCKING));
+        for (int i = 0; i < 5; i++)
+            free(wb[i]);
+        printf("OK reqs: sender\n");
+        return;
+    }
+
+    /* all NULL, count 0, bad arguments */
+    PIO_Request r[4] = {NULL, NULL, NULL, NULL};
+    int idx = 7, done = 0, fd = -1, fd2 = -2;
+    CHECK(PIO_Waitany(4, r, &idx, PIO_WAIT_FOREVER, &st));
+    if (idx != PIO_UNDEFINED)
+        FAIL("PIO_Waitany over NULLs: index %d", idx);
+    expect_empty(&st, "PIO_Waitany over NULLs");
+    idx = 7;
+    CHECK(PIO_Testany(4, r, &idx, &done, &st));
+    if (!done || idx != PIO_UNDEFINED)
+        FAIL("PIO_Testany over NULLs: done %d index %d", done, idx);
+    CHECK(PIO_Waitall(4, r, 0, NULL));
+    CHECK(PIO_Waitall(4, r, 0, sts));
+    expect_empty(&sts[3], "PIO_Waitall over NULLs");
+    idx = 7;
+    CHECK(PIO_Waitany(0, NULL, &idx, 0, NULL));
+    if (idx != PIO_UNDEFINED)
+        FAIL("PIO_Waitany of 0 requests: index %d", idx);
+    EXPECT(PIO_Waitany(-1, r, &idx, 0, NULL), PIO_EINVAL);
+    EXPECT(PIO_Waitany(2, r, NULL, 0, NULL), PIO_EINVAL);
+    EXPECT(PIO_Testany(2, r, &idx, NULL, NULL), PIO_EINVAL);
+    EXPECT(PIO_Waitall(1, NULL, 0, NULL), PIO_EINVAL);
+    EXPECT(PIO_Getfd(NULL), PIO_EINVAL);
+    CHECK(PIO_Getfd(&fd));
+    CHECK(PIO_Getfd(&fd2));
+    if (fd < 0 || fd != fd2)
+        FAIL("PIO_Getfd gave %d, then %d", fd, fd2);
+    fd_readable(fd, 0, 0, "with no request");
+
+    /* none complete: PIO_Testany says so, PIO_Waitany times out, the fd stays quiet */
+    CHECK(PIO_Irecv(partner, 0, 70, b0, PIO_BYTE, sizeof(b0), PIO_BLOCKING, &r[0]));
+    CHECK(PIO_Irecv(partner, 0, 71, b1, PIO_BYTE, sizeof(b1), PIO_BLOCKING, &r[1]));
+    done = 1;
+    idx = 7;
+    CHECK(PIO_Testany(2, r, &idx, &done, &st));
+    if (done || idx != PIO_UNDEFINED || !r[0] || !r[1])
+        FAIL("PIO_Testany with nothing sent: done %d index %d", done, idx);
+    double t0 = now();
+    idx = 7;
+    EXPECT(PIO_Waitany(2, r, &idx, 200, &st), PIO_ETIMEDOUT);
+    double el = now() - t0;
+    if (el < 0.19)
+        FAIL("PIO_Waitany's 200 ms timeout came after %.3f s", el);
+    if (idx != PIO_UNDEFINED || !r[0] || !r[1])
+        FAIL("a timed-out PIO_Waitany changed the requests (index %d)", idx);
+    fd_readable(fd, 200, 0, "before anything was sent");
+
+    /* the sender sends tag 71 only: the fd wakes, PIO_Testany takes index 1 */
+    CHECK(PIO_Send(partner, 0, 79, conn, g, PIO_BYTE, 1, PIO_BLOCKING));
+    fd_readable(fd, recv_ms(), 1, "after a message came for a pending receive");
+    fd_readable(fd, 0, 1, "a second time before the request is collected");
+    CHECK(PIO_Testany(2, r, &idx, &done, &st));
+    if (!done || idx != 1 || r[1] || !r[0] || st.tag != 71 || st.bytes != 5 ||
+        memcmp(b1, "tag71", 5) != 0)
+        FAIL("PIO_Testany: done %d index %d tag %d bytes %zu", done, idx, st.tag, st.bytes);
+    fd_readable(fd, 0, 0, "once the complete request was collected");
+
+    /* PIO_Waitany returns the one that completed: index 1 again */
+    CHECK(PIO_Irecv(partner, 0, 72, b1, PIO_BYTE, sizeof(b1), PIO_BLOCKING, &r[1]));
+    CHECK(PIO_Send(partner, 0, 78, conn, g, PIO_BYTE, 1, PIO_BLOCKING));
+    CHECK(PIO_Waitany(2, r, &idx, recv_ms(), &st));
+    if (idx != 1 || r[1] || !r[0] || st.tag != 72 || memcmp(b1, "tag72", 5) != 0)
+        FAIL("PIO_Waitany: index %d tag %d", idx, st.tag);
+
+    /* PIO_Waitall over receives, sends, the old receive of tag 70 and a NULL */
+    PIO_Request w[7];
+    for (int i = 0; i < 5; i++) {
+        if (wtag[i] < 90) {
+            memset(wb[i], 0xEE, wlen[i]);
+            CHECK(PIO_Irecv(partner, 0, wtag[i], wb[i], PIO_BYTE, wlen[i], mode, &w[i]));
+        } else {
+            fill(wb[i], wlen[i], (uint64_t)wtag[i]);
+            CHECK(PIO_Isend(partner, 0, wtag[i], conn, wb[i], PIO_BYTE, wlen[i], mode, &w[i]));
+        }
+    }
+    w[5] = r[0];
+    r[0] = NULL;
+    w[6] = NULL;
+    CHECK(PIO_Waitall(7, w, recv_ms(), sts));
+    for (int i = 0; i < 7; i++)
+        if (w[i])
+            FAIL("PIO_Waitall left request %d", i);
+    for (int i = 0; i < 3; i++) {
+        if (sts[i].tag != wtag[i] || sts[i].bytes != wlen[i] || sts[i].error != PIO_OK)
+            FAIL("status %d: tag %d bytes %zu error %d", i, sts[i].tag, sts[i].bytes, sts[i].error);
+        verify(wb[i], wlen[i], (uint64_t)wtag[i]);
+    }
+    if (sts[5].tag != 70 || memcmp(b0, "tag70", 5) != 0)
+        FAIL("status 5: tag %d", sts[5].tag);
+    expect_empty(&sts[6], "PIO_Waitall's NULL entry");
+    fd_readable(fd, 0, 0, "after PIO_Waitall collected everything");
+
+    /* a failing request: PIO_Waitall still completes and frees the others */
+    char small[10], b85[16];
+    PIO_Request t[2];
+    CHECK(PIO_Irecv(partner, 0, 84, small, PIO_BYTE, sizeof(small), PIO_BLOCKING, &t[0]));
+    CHECK(PIO_Irecv(partner, 0, 85, b85, PIO_BYTE, sizeof(b85), PIO_BLOCKING, &t[1]));
+    EXPECT(PIO_Waitall(2, t, recv_ms(), sts), PIO_ETRUNC);
+    if (t[0] || t[1] || sts[0].error != PIO_ETRUNC || sts[1].error != PIO_OK || sts[1].bytes != 5 ||
+        memcmp(b85, "tag85", 5) != 0)
+        FAIL("PIO_Waitall with a failure: left %p %p, errors %d %d", (void *)t[0], (void *)t[1],
+             sts[0].error, sts[1].error);
+    uint8_t big84[100];
+    CHECK(PIO_Recv(partner, 0, 84, big84, PIO_BYTE, sizeof(big84), recv_ms(), PIO_BLOCKING, &st));
+    if (st.bytes != 100)
+        FAIL("the message PIO_ETRUNC kept has %zu bytes", st.bytes);
+
+    /* PIO_Waitall times out while one request is pending: nothing is freed,
+     * not even the one that is complete */
+    CHECK(PIO_Irecv(partner, 0, 95, b0, PIO_BYTE, sizeof(b0), PIO_BLOCKING, &t[0]));
+    CHECK(PIO_Irecv(partner, 0, 96, b1, PIO_BYTE, sizeof(b1), PIO_BLOCKING, &t[1]));
+    CHECK(PIO_Send(partner, 0, 77, conn, g, PIO_BYTE, 1, PIO_BLOCKING));
+    fd_readable(fd, recv_ms(), 1, "after tag 96 came"); /* t[1] is complete */
+    EXPECT(PIO_Waitall(2, t, 200, sts), PIO_ETIMEDOUT);
+    if (!t[0] || !t[1])
+        FAIL("a timed-out PIO_Waitall freed a request");
+    fd_readable(fd, 0, 1, "after a timed-out PIO_Waitall (nothing collected)");
+    CHECK(PIO_Send(partner, 0, 76, conn, g, PIO_BYTE, 1, PIO_BLOCKING));
+    CHECK(PIO_Waitall(2, t, recv_ms(), sts));
+    if (t[0] || t[1] || sts[0].tag != 95 || sts[1].tag != 96)
+        FAIL("PIO_Waitall: tags %d %d", sts[0].tag, sts[1].tag);
+    fd_readable(fd, 0, 0, "at the end");
+    for (int i = 0; i < 5; i++)
+        free(wb[i]);
+    printf("OK reqs: Waitany, Waitall, Testany and the completion fd\n");
+}
+
 /* Channels: PIO_USER(i) goes on channel i (its chunk counter moves, the
  * others' do not), a channel the bundle lacks fails with PIO_ECHANNEL, and
  * with -c USER:i a send on channel i must fail with PIO_ECHANNEL (it is
@@ -713,6 +914,8 @@ int main(int argc, char **argv)
         t_channels(send);
     else if (strcmp(test, "anysource") == 0)
         t_anysource(send);
+    else if (strcmp(test, "reqs") == 0)
+        t_reqs(send);
     else
         FAIL("unknown test %s", test);
     CHECK(PIO_Exit());

@@ -1,7 +1,7 @@
 /* pio-fpartner.c - the C application the Fortran binding's tests talk to.
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * Usage: pio-fpartner types | errors | strerror | consts
+ * Usage: pio-fpartner types | errors | reqs | strerror | consts
  *   types    application "cpartner": receives each array pio-ftypes sends
  *            (every Fortran type, 1-D, 2-D, 3-D and a large 3-D one) as the
  *            matching C datatype, checks every value against the same formula
@@ -10,6 +10,10 @@
  *            .not., next character) as the C type. Then one strided section.
  *   errors   application "cpartner": sends 10 doubles (tag 1) for
  *            pio-ferrors' truncation and type checks, then waits for its tag 2.
+ *   reqs     application "cpartner", for pio-freqs: after its tag 1, sends 4
+ *            INT32 1200.. on tag 12; then takes 4 INT32 3000.. on tag 30
+ *            and sends 1100.. on tag 11 and 1300.. on tag 13; leaves after
+ *            the Fortran side's tag 2.
  *   strerror every status code as "code|name|words" (compared with Fortran's).
  *   consts   "NAME VALUE" of every status code and datatype of pio.h.
  * Exit 0 and "OK ..." when everything matched, 1 and "FAIL ..." otherwise.
@@ -221,6 +225,32 @@ static void run_errors(void)
     printf("OK pio-fpartner errors\n");
 }
 
+static void run_reqs(void)
+{
+    int partner;
+    int32_t v[4];
+    char go[4];
+    CHECK(PIO_Init("cpartner", 0, 1));
+    CHECK(PIO_Setpartner("fortran", &partner));
+    CHECK(PIO_Recv(partner, 0, 1, go, PIO_CHAR, sizeof(go), TIMEOUT_MS, PIO_BLOCKING, NULL));
+    for (int i = 0; i < 4; i++)
+        v[i] = 1200 + i;
+    CHECK(PIO_Send(partner, 0, 12, PIO_DYNAMIC, v, PIO_INT32, 4, PIO_BLOCKING));
+    CHECK(PIO_Recv(partner, 0, 30, v, PIO_INT32, 4, TIMEOUT_MS, PIO_BLOCKING, NULL));
+    for (int i = 0; i < 4; i++)
+        if (v[i] != 3000 + i)
+            FAIL("reqs: tag 30 element %d is %d, want %d", i, (int)v[i], 3000 + i);
+    for (int i = 0; i < 4; i++)
+        v[i] = 1100 + i;
+    CHECK(PIO_Send(partner, 0, 11, PIO_DYNAMIC, v, PIO_INT32, 4, PIO_BLOCKING));
+    for (int i = 0; i < 4; i++)
+        v[i] = 1300 + i;
+    CHECK(PIO_Send(partner, 0, 13, PIO_DYNAMIC, v, PIO_INT32, 4, PIO_BLOCKING));
+    CHECK(PIO_Recv(partner, 0, 2, go, PIO_CHAR, sizeof(go), TIMEOUT_MS, PIO_BLOCKING, NULL));
+    CHECK(PIO_Exit());
+    printf("OK pio-fpartner reqs\n");
+}
+
 #define PRINT_ERROR_(code, words)        printf("%s %d\n", #code, code);
 #define PRINT_DATATYPE_(name, code, len) printf("%s %d\n", #name, code);
 
@@ -231,6 +261,8 @@ int main(int argc, char **argv)
         run_types();
     } else if (strcmp(mode, "errors") == 0) {
         run_errors();
+    } else if (strcmp(mode, "reqs") == 0) {
+        run_reqs();
     } else if (strcmp(mode, "strerror") == 0) {
         for (int i = -1; i <= PIO_ERROR_COUNT_; i++)
             printf("%d|%s|%s\n", i, PIO_Errname(i), PIO_Strerror(i));
@@ -238,7 +270,7 @@ int main(int argc, char **argv)
         PIO_ERRORS(PRINT_ERROR_)
         PIO_DATATYPES(PRINT_DATATYPE_)
     } else {
-        fprintf(stderr, "usage: pio-fpartner types|errors|strerror|consts\n");
+        fprintf(stderr, "usage: pio-fpartner types|errors|reqs|strerror|consts\n");
         return 2;
     }
     return 0;
