@@ -1076,7 +1076,8 @@ static int cmd_qos(int argc, char **argv)
     }
     if (!fs)
         return 0;
-    /* --json: [{"index", "server", "classes": [{"class": NAME, counter: N, ...}]}] */
+    /* --json: [{"index", "server", "classes": [{"class": NAME, counter: N, ...}],
+     *          "io": {counter: N, ...}}] */
     json_object *arr = json ? json_object_new_array() : NULL;
     for (int i = 0; i < pfs_nservers(fs); i++) {
         if (optind < argc && atoi(argv[optind]) != i &&
@@ -1103,17 +1104,23 @@ static int cmd_qos(int argc, char **argv)
                 printf("server %d %s %s\n", i, pfs_server_name(fs, i), l);
                 continue;
             }
-            /* "class NAME key=value ...": the name, then the counters */
-            json_object *cl = json_object_new_object(), *kv;
-            char name[128] = "";
-            if (sscanf(l, "class %127s", name) == 1)
+            /* "class NAME key=value ...": a class, its name then its
+             * counters; "WORD key=value ..." (the "io" line): srv[WORD] */
+            char word[64] = "", name[128] = "";
+            if (sscanf(l, "%63s %127s", word, name) < 1)
+                continue;
+            json_object *kv = pio_cli_json_kv(l), *cl = json_object_new_object();
+            if (!strcmp(word, "class"))
                 pio_cli_json_str(cl, "class", name);
-            if ((kv = pio_cli_json_kv(l)) != NULL) {
+            if (kv) {
                 json_object_object_foreach(kv, key, val)
                     json_object_object_add(cl, key, json_object_get(val));
                 json_object_put(kv);
             }
-            json_object_array_add(classes, cl);
+            if (!strcmp(word, "class"))
+                json_object_array_add(classes, cl);
+            else
+                json_object_object_add(srv, word, cl);
         }
     }
     if (arr)
