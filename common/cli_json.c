@@ -5,6 +5,8 @@
  * (docs/design-notes.md, "Command-line conventions"). */
 #include "cli_json.h"
 
+#include <json-c/printbuf.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,28 @@ json_object *pio_cli_json_kv(const char *text)
         p += n;
     }
     return o;
+}
+
+/* rows_serializer - pio_cli_json_rows: "[", each element (json-c's own
+ * text of it, same flags) after a newline and two spaces, "]". */
+static int rows_serializer(json_object *arr, struct printbuf *pb, int level, int flags)
+{
+    (void)level;
+    if (printbuf_memappend(pb, "[", 1) < 0)
+        return -1;
+    size_t n = json_object_array_length(arr);
+    for (size_t i = 0; i < n; i++) {
+        const char *t = json_object_to_json_string_ext(json_object_array_get_idx(arr, i), flags);
+        if (!t || printbuf_memappend(pb, i ? ",\n  " : "\n  ", i ? 4 : 3) < 0 ||
+            printbuf_memappend(pb, t, (int)strlen(t)) < 0)
+            return -1;
+    }
+    return printbuf_memappend(pb, "]", 1) < 0 ? -1 : 0;
+}
+
+void pio_cli_json_rows(json_object *arr)
+{
+    json_object_set_serializer(arr, rows_serializer, NULL, NULL);
 }
 
 void pio_cli_json_u64(json_object *o, const char *key, uint64_t v)

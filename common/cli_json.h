@@ -32,6 +32,12 @@ int pio_cli_json_print(const char *prog, json_object *o);
  * reference), or NULL when out of memory. */
 json_object *pio_cli_json_kv(const char *text);
 
+/* pio_cli_json_rows - make array arr print each element on a line of its
+ * own ("[\n  {...},\n  {...}]"), as pio-info always did, so that line tools
+ * (grep -c) count rows. arr [in]: a json-c array; its elements still go
+ * through json-c. */
+void pio_cli_json_rows(json_object *arr);
+
 /* pio_cli_json_u64 - json_object_object_add(o, key, json_object_new_uint64(v)),
  * the call every writer makes most. */
 void pio_cli_json_u64(json_object *o, const char *key, uint64_t v);

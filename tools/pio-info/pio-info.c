@@ -97,6 +97,8 @@ static int print_json(const struct pio_p_info *in)
         pio_cli_json_u64(r, "joined", in->app[i].joined);
         json_object_array_add(apps, r);
     }
+    pio_cli_json_rows(chans); /* a channel a line, an application a line */
+    pio_cli_json_rows(apps);
     json_object_object_add(o, "channels", chans);
     json_object_object_add(o, "applications", apps);
     return pio_cli_json_print("pio-info", o);
