@@ -85,6 +85,10 @@ OPT ?= -O2
 # External libraries, through pkg-config only.
 PKG_DEPS := libzmq libsodium libxxhash $(if $(filter 1,$(WITH_UCX)),ucx)
 pkg = $(shell pkg-config $(1) $(2) 2>/dev/null)
+# json-c: the JSON the commands write (common/cli_json.c). Only the
+# commands link it (CLI_JSON_OBJ, JSONC_LIBS), not libpio: not in PKG_DEPS.
+JSONC_LIBS := $(call pkg,--libs,json-c)
+CLI_JSON_OBJ = $(B)/common/cli_json.o
 # need_pkg SWITCH,MODULES,DEBIAN PACKAGES: stop the build when a switch's
 # pkg-config modules are missing (only when that part is built at all)
 need_pkg = $(if $(shell pkg-config --exists $(2) 2>/dev/null || echo no),\
@@ -95,6 +99,9 @@ need_pkg = $(if $(shell pkg-config --exists $(2) 2>/dev/null || echo no),\
 NOBUILD_GOALS := clean deps format format-check test demo demo-viz bench soak uninstall
 BUILDING := $(filter-out $(NOBUILD_GOALS),$(or $(MAKECMDGOALS),all))
 ifneq ($(BUILDING),)
+  ifeq ($(shell pkg-config --exists json-c 2>/dev/null || echo no),no)
+    $(error the commands need json-c (pkg-config json-c): install libjson-c-dev (make deps))
+  endif
   ifeq ($(WITH_UCX),1)
     $(call need_pkg,WITH_UCX,ucx,libucx-dev)
   endif
@@ -147,7 +154,7 @@ INC_bindings  := -I$(PUB_INC)
 INC_tests     := -I. -Icommon -Itransport -Ilibpio -Ipiod -Ipfs -Ianco -I$(PUB_INC)
 # inc - the include path of source file $(1), by its top folder
 inc = $(INC_$(firstword $(subst /, ,$(1))))
-CFLAGS   := -std=c11 $(WARN) $(OPT) -g -fPIC -pthread $(SANFLAGS) $(call pkg,--cflags,$(PKG_DEPS)) $(EXTRA_CFLAGS)
+CFLAGS   := -std=c11 $(WARN) $(OPT) -g -fPIC -pthread $(SANFLAGS) $(call pkg,--cflags,$(PKG_DEPS) json-c) $(EXTRA_CFLAGS)
 LDFLAGS  := -pthread $(SANFLAGS) $(EXTRA_LDFLAGS)
 LDLIBS   := $(call pkg,--libs,$(PKG_DEPS)) -lrt
 

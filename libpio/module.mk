@@ -5,9 +5,9 @@ PIO_SOVERSION := 0
 # libpio.a and libpio.so carry the layers below libpio too (the shared
 # base and the transports): a program links one library. Each layer's
 # sources are compiled with that layer's include path (Makefile, inc).
-LIBPIO_SRCS := libpio/pio.c libpio/reader.c libpio/sendrecv.c libpio/lane.c libpio/win.c libpio/winctl.c libpio/info.c \
+LIBPIO_SRCS := libpio/pio.c libpio/version.c libpio/reader.c libpio/sendrecv.c libpio/lane.c libpio/win.c libpio/winctl.c libpio/info.c \
                libpio/file.c libpio/feed.c
-BASE_SRCS   := common/memtrim.c common/capture.c common/fstream.c common/error.c common/types.c \
+BASE_SRCS   := common/memtrim.c common/cli.c common/capture.c common/fstream.c common/error.c common/types.c \
                common/parse.c common/pool.c common/wire/wire.c common/wire/pcp_proto.c \
                common/wire/viz_proto.c common/sdnotify.c common/seal.c common/seal_imb.c \
                common/seal_sodium.c common/seal_list_lib.c

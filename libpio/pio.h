@@ -26,6 +26,14 @@ extern "C" {
 #define PIO_VERSION_MINOR 1
 #define PIO_VERSION_PATCH 0
 
+/* PIO_Get_version - the version of the libpio a program runs with, as
+ * "MAJOR.MINOR.PATCH" (e.g. "0.1.0"; the PIO_VERSION_* macros above give the
+ * version of the pio.h it was compiled against, which may differ with a
+ * shared libpio). Every PIO command prints it with --version.
+ * Returns a static string, never NULL; the caller must not free it.
+ * Thread-safe; needs no PIO_Init. */
+const char *PIO_Get_version(void);
+
 /* The one error list: each code with the words PIO_Strerror returns.
  * Codes are numbered in list order from PIO_OK = 0; new codes go at the end
  * so that numbers stay stable (the Fortran binding and the wire use them). */

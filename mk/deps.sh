@@ -25,6 +25,8 @@ PKGS=(
   libhdf5-openmpi-dev libhdf5-dev hdf5-tools python3-h5py
   xvfb xauth cmake
   libmicrohttpd-dev libsqlite3-dev
+  # the commands' JSON output (--json; common/cli_json.c)
+  libjson-c-dev
   # tests
   libcmocka-dev bats bats-assert bats-support bats-file
   # test bed and baselines

@@ -28,6 +28,11 @@ MANDIR      ?= $(PREFIX)/share/man
 SYSCONFDIR  ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+# bash completions (tools/completion/NAME): where bash-completion looks for
+# the packages of that PREFIX (/usr/share/bash-completion/completions for
+# PREFIX=/usr; it reads /usr/local/share/... too)
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+COMPLETIONS := tools/completion/pcp tools/completion/pfs tools/completion/pio-info
 
 SYSTEMD_UNITS := piod.service gas-dispatcher.service pfs-mds.service pfs-iod@.service \
                  $(if $(filter 1,$(WITH_VIZ)),pio-vizd.service)
@@ -49,6 +54,7 @@ INST_FILES := \
   $(call inst_to,$(INCLUDEDIR),libpio/pio.h $(INSTALL_INCLUDES),644) \
   $(call inst_to,$(BINDIR),$(BINS),755) \
   $(call inst_to,$(SBINDIR),$(SBINS),755) \
+  $(call inst_to,$(BASHCOMPDIR),$(COMPLETIONS),644) \
   $(foreach m,$(MAN_INSTALL),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)):$(m):644) \
   $(TMPFILESDIR)/pio.conf:systemd/pio.tmpfiles:644
 # versioned shared libraries: NAME.so.VERSION, NAME.so.SOVERSION -> it, NAME.so

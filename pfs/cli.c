@@ -14,7 +14,15 @@
  * is a complete, verified copy: that is what a resumed stage skips.
  * Staging runs -j worker threads over the file list, in the class
  * "staging" unless --class says otherwise.
+ *
+ * Every command parses its own arguments and, while no file system is
+ * mounted (fs == NULL), returns right after: main runs it once so before
+ * joining piod, so that a usage error is reported as such (exit 2) even
+ * where no piod runs, then once more mounted. ls, getstripe, df and qos
+ * also answer in JSON (--json, json-c through common/cli_json.c).
  */
+#include "cli.h"
+#include "cli_json.h"
 #include "pfs.h"
 #include "pio.h"
 
@@ -40,6 +48,10 @@
 static pfs_fs *fs;
 static const char *prog = "pfs";
 static int verbose;
+static int json; /* --json: ls, getstripe, df and qos answer in JSON */
+
+/* the long option --json that ls, getstripe, df and qos take, as 'J' */
+static const struct option json_opts[] = {{"json", no_argument, NULL, 'J'}, {NULL, 0, NULL, 0}};
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -455,12 +467,17 @@ static int run_stage(int out, int argc, char **argv)
         else if (c == 'c')
             s.o.count = (uint32_t)atoi(optarg);
         else
-            return 2;
+            optind = argc + 1;
     }
     if (argc - optind != 2 || jobs < 1 || jobs > 64) {
         say("usage: %s [-j JOBS] [--no-resume] %s", out ? "stage-out" : "stage-in",
             out ? "LOCALDIR PFSDIR" : "PFSDIR LOCALDIR");
+        pthread_mutex_destroy(&s.mtx);
         return 2;
+    }
+    if (!fs) {
+        pthread_mutex_destroy(&s.mtx);
+        return 0;
     }
     double t0 = now_s();
     int bad = out ? walk_local(&s, argv[optind], argv[optind + 1])
@@ -497,15 +514,46 @@ static void fmt_time(int64_t ns, char *out, size_t cap)
     strftime(out, cap, "%Y-%m-%d %H:%M", &tm);
 }
 
+static const char *type_name(int is_dir)
+{
+    return is_dir ? "directory" : "file";
+}
+
+/* ls_json_entry - one entry of `ls --json`: its path (dir/name, or the
+ * path given for a file) and attributes. */
+static json_object *ls_json_entry(const char *dir, const pfs_entry *e)
+{
+    char p[4096];
+    json_object *r = json_object_new_object();
+    if (dir && !join(p, sizeof(p), dir, e->name))
+        pio_cli_json_str(r, "path", p);
+    else
+        pio_cli_json_str(r, "path", e->name);
+    const char *slash = strrchr(e->name, '/'); /* a file given by path: its last name */
+    pio_cli_json_str(r, "name", dir || !slash || !slash[1] ? e->name : slash + 1);
+    pio_cli_json_str(r, "type", type_name(e->is_dir));
+    pio_cli_json_u64(r, "mode", e->mode & 07777);
+    pio_cli_json_u64(r, "size", e->size);
+    json_object_object_add(r, "mtime_ns", json_object_new_int64(e->mtime_ns));
+    return r;
+}
+
 static int cmd_ls(int argc, char **argv)
 {
     int lng = 0, bad = 0, c;
     optind = 1;
-    while ((c = getopt(argc, argv, "+l")) != -1)
+    while ((c = getopt_long(argc, argv, "+l", json_opts, NULL)) != -1)
         if (c == 'l')
             lng = 1;
-        else
+        else if (c == 'J')
+            json = 1;
+        else {
+            say("usage: ls [-l] [--json] [PATH...]");
             return 2;
+        }
+    if (!fs)
+        return 0;
+    json_object *arr = json ? json_object_new_array() : NULL;
     const char *def[] = {"/"};
     char **paths = optind < argc ? argv + optind : (char **)def;
     int np = optind < argc ? argc - optind : 1;
@@ -530,9 +578,11 @@ static int cmd_ls(int argc, char **argv)
             one.mode = st.mode;
             one.mtime_ns = st.mtime_ns;
         }
-        if (np > 1 && st.is_dir)
+        for (size_t k = 0; arr && k < n; k++)
+            json_object_array_add(arr, ls_json_entry(st.is_dir ? paths[i] : NULL, &v[k]));
+        if (np > 1 && st.is_dir && !arr)
             printf("%s:\n", paths[i]);
-        for (size_t k = 0; k < n; k++) {
+        for (size_t k = 0; !arr && k < n; k++) {
             if (!lng) {
                 printf("%s%s\n", v[k].name, v[k].is_dir ? "/" : "");
                 continue;
@@ -545,6 +595,8 @@ static int cmd_ls(int argc, char **argv)
         if (v != &one)
             free(v);
     }
+    if (arr)
+        bad |= pio_cli_json_print(prog, arr);
     return bad;
 }
 
@@ -569,6 +621,12 @@ static void print_stripe(const pfs_stripe *s, int is_dir)
 static int cmd_stat(int argc, char **argv)
 {
     int bad = 0;
+    if (argc < 2) {
+        say("usage: stat PATH...");
+        return 2;
+    }
+    if (!fs)
+        return 0;
     for (int i = 1; i < argc; i++) {
         pfs_stat st;
         int rc = pfs_stat_path(fs, argv[i], &st);
@@ -584,7 +642,7 @@ static int cmd_stat(int argc, char **argv)
                st.size, tb);
         print_stripe(&st.stripe, st.is_dir);
     }
-    return argc < 2 ? 2 : bad;
+    return bad;
 }
 
 /* print_objects - the bytes every server holds of file path (-b). */
@@ -609,20 +667,87 @@ static int print_objects(const char *path)
     return bad;
 }
 
+/* stripe_json - one path of `getstripe --json`: the fields of print_stripe
+ * (stripe_count null: a directory without a default), and with -b the
+ * bytes every server holds (print_objects). */
+static int stripe_json(json_object *arr, const char *path, const pfs_stat *st, int objects)
+{
+    const pfs_stripe *s = &st->stripe;
+    int bad = 0;
+    json_object *r = json_object_new_object();
+    pio_cli_json_str(r, "path", path);
+    pio_cli_json_str(r, "type", type_name(st->is_dir));
+    pio_cli_json_u64(r, "fid", st->fid);
+    if (st->is_dir && !s->count) {
+        json_object_object_add(r, "stripe_count", NULL);
+    } else {
+        pio_cli_json_u64(r, "stripe_count", s->count);
+        pio_cli_json_u64(r, "stripe_size", s->stripe_size);
+    }
+    if (!st->is_dir) {
+        json_object *ids = json_object_new_array(), *names = json_object_new_array();
+        for (uint32_t i = 0; i < s->count; i++) {
+            json_object_array_add(ids, json_object_new_uint64(s->servers[i]));
+            json_object_array_add(names,
+                                  json_object_new_string(pfs_server_name(fs, (int)s->servers[i])));
+        }
+        json_object_object_add(r, "servers", ids);
+        json_object_object_add(r, "server_names", names);
+    }
+    if (objects && !st->is_dir) {
+        pfs_file *f;
+        int rc = pfs_open(fs, path, PFS_RDONLY, 0, &f);
+        json_object *objs = json_object_new_array();
+        for (int k = 0; rc == PIO_OK && k < pfs_nservers(fs); k++) {
+            uint64_t b;
+            int brc = pfs_server_bytes(f, k, &b);
+            if (brc != PIO_OK) {
+                bad |= err(pfs_server_name(fs, k), brc);
+                continue;
+            }
+            json_object *o = json_object_new_object();
+            pio_cli_json_u64(o, "server", (uint64_t)k);
+            pio_cli_json_str(o, "name", pfs_server_name(fs, k));
+            pio_cli_json_u64(o, "bytes", b);
+            json_object_array_add(objs, o);
+        }
+        if (rc == PIO_OK)
+            pfs_close(f);
+        else
+            bad |= err(path, rc);
+        json_object_object_add(r, "objects", objs);
+    }
+    json_object_array_add(arr, r);
+    return bad;
+}
+
 static int cmd_getstripe(int argc, char **argv)
 {
     int bad = 0, objects = 0, c;
     optind = 1;
-    while ((c = getopt(argc, argv, "+b")) != -1)
+    while ((c = getopt_long(argc, argv, "+b", json_opts, NULL)) != -1)
         if (c == 'b')
             objects = 1;
+        else if (c == 'J')
+            json = 1;
         else
-            return 2;
+            optind = argc + 1; /* a bad option: the usage below */
+    if (optind >= argc) {
+        say("usage: getstripe [-b] [--json] PATH...");
+        return 2;
+    }
+    if (!fs)
+        return 0;
+    json_object *arr = json ? json_object_new_array() : NULL;
     for (int i = optind; i < argc; i++) {
         pfs_stat st;
         int rc = pfs_stat_path(fs, argv[i], &st);
         if (rc != PIO_OK) {
             bad |= err(argv[i], rc);
+            continue;
+        }
+        if (arr) {
+            bad |= stripe_json(arr, argv[i], &st, objects);
             continue;
         }
         if (argc - optind > 1)
@@ -631,17 +756,21 @@ static int cmd_getstripe(int argc, char **argv)
         if (objects && !st.is_dir)
             bad |= print_objects(argv[i]);
     }
-    return optind >= argc ? 2 : bad;
+    if (arr)
+        bad |= pio_cli_json_print(prog, arr);
+    return bad;
 }
 
 static int cmd_setstripe(int argc, char **argv)
 {
     uint64_t count = 0, size = 0;
-    int c, have = 0;
+    int c, have = 0, all = 0;
     optind = 1;
     while ((c = getopt(argc, argv, "+c:S:d")) != -1) {
-        if (c == 'c' && parse_size(optarg, &count) == 0)
-            have = 1;
+        if (c == 'c' && !strcmp(optarg, "-1"))
+            have = 1, all = 1; /* every I/O server (lfs setstripe -c -1) */
+        else if (c == 'c' && parse_size(optarg, &count) == 0)
+            have = 1, all = 0;
         else if (c == 'S' && parse_size(optarg, &size) == 0)
             have = 1;
         else if (c == 'd')
@@ -652,9 +781,14 @@ static int cmd_setstripe(int argc, char **argv)
         }
     }
     if (!have || optind != argc - 1) {
-        say("usage: setstripe {-c COUNT [-S SIZE] | -d} PATH");
+        say("usage: setstripe {-c COUNT|-1 [-S SIZE] | -d} PATH");
         return 2;
     }
+    if (!fs)
+        return 0;
+    if (all) /* the servers there are now, up to what a layout holds */
+        count =
+            pfs_nservers(fs) < PFS_STRIPES_LIMIT ? (uint64_t)pfs_nservers(fs) : PFS_STRIPES_LIMIT;
     int rc = pfs_setstripe(fs, argv[optind], (uint32_t)count, size);
     return rc == PIO_OK ? 0 : err(argv[optind], rc);
 }
@@ -667,7 +801,13 @@ static int cmd_mkdir(int argc, char **argv)
         if (c == 'p')
             parents = 1;
         else
-            return 2;
+            optind = argc + 1;
+    if (optind >= argc) {
+        say("usage: mkdir [-p] PATH...");
+        return 2;
+    }
+    if (!fs)
+        return 0;
     for (int i = optind; i < argc; i++) {
         if (parents) {
             char p[1024];
@@ -685,7 +825,7 @@ static int cmd_mkdir(int argc, char **argv)
         if (rc != PIO_OK && !(parents && rc == PIO_EEXIST))
             bad |= err(argv[i], rc);
     }
-    return optind >= argc ? 2 : bad;
+    return bad;
 }
 
 static int rm_tree(const char *path)
@@ -718,7 +858,13 @@ static int cmd_rm(int argc, char **argv)
         if (c == 'r')
             rec = 1;
         else
-            return 2;
+            optind = argc + 1;
+    if (optind >= argc) {
+        say("usage: rm [-r] PATH...");
+        return 2;
+    }
+    if (!fs)
+        return 0;
     for (int i = optind; i < argc; i++) {
         pfs_stat st;
         int rc = pfs_stat_path(fs, argv[i], &st);
@@ -727,7 +873,7 @@ static int cmd_rm(int argc, char **argv)
         else if (rc != PIO_OK || (rc = pfs_unlink(fs, argv[i])) != PIO_OK)
             bad |= err(argv[i], rc);
     }
-    return optind >= argc ? 2 : bad;
+    return bad;
 }
 
 static int cmd_chmod(int argc, char **argv)
@@ -738,6 +884,8 @@ static int cmd_chmod(int argc, char **argv)
         say("usage: chmod MODE PATH... (MODE in octal, e.g. 640)");
         return 2;
     }
+    if (!fs)
+        return 0;
     int bad = 0;
     for (int i = 2; i < argc; i++) {
         int rc = pfs_chmod(fs, argv[i], (uint32_t)mode);
@@ -753,6 +901,8 @@ static int cmd_mv(int argc, char **argv)
         say("usage: mv FROM TO");
         return 2;
     }
+    if (!fs)
+        return 0;
     int rc = pfs_rename(fs, argv[1], argv[2]);
     return rc == PIO_OK ? 0 : err(argv[1], rc);
 }
@@ -771,12 +921,14 @@ static int cmd_put_get(int put, int argc, char **argv)
         else if (c == 'r')
             o.resume = 1;
         else
-            return 2;
+            optind = argc + 1;
     }
     if (argc - optind != 2) {
         say("usage: %s", put ? "put [-c COUNT] [-S SIZE] LOCAL PFSPATH" : "get PFSPATH LOCAL");
         return 2;
     }
+    if (!fs)
+        return 0;
     const char *src = argv[optind], *dst = argv[optind + 1];
     char full[4096], tmp[4096];
     /* into a directory: keep the source's name */
@@ -800,10 +952,64 @@ static int cmd_put_get(int put, int argc, char **argv)
     return r == 2 ? 0 : r;
 }
 
-static int cmd_df(void)
+/* human_size - bytes as df -h writes them: powers of 1024 with K, M, G, T,
+ * P, E; one decimal below 10, rounded up (df never shows less than there is);
+ * under 1 KiB the plain number. */
+static void human_size(uint64_t b, char *out, size_t cap)
 {
+    static const char units[] = "KMGTPE";
+    if (b < 1024) {
+        snprintf(out, cap, "%" PRIu64, b);
+        return;
+    }
+    double v = (double)b;
+    int u = -1;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    double tenths = (double)(uint64_t)(v * 10); /* round up, in tenths below 10 */
+    if (v < 10) {
+        if (tenths < v * 10)
+            tenths += 1;
+        if (tenths >= 100) /* 9.95 -> 10 */
+            snprintf(out, cap, "10%c", units[u]);
+        else
+            snprintf(out, cap, "%.1f%c", tenths / 10, units[u]);
+    } else {
+        uint64_t w = (uint64_t)v;
+        if ((double)w < v)
+            w++;
+        if (w >= 1024 && u < 5) /* 1023.5 -> 1.0 of the next unit */
+            snprintf(out, cap, "1.0%c", units[u + 1]);
+        else
+            snprintf(out, cap, "%" PRIu64 "%c", w, units[u]);
+    }
+}
+
+static int cmd_df(int argc, char **argv)
+{
+    int c, human = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+h", json_opts, NULL)) != -1)
+        if (c == 'h')
+            human = 1;
+        else if (c == 'J')
+            json = 1;
+        else
+            optind = argc + 1;
+    if (optind != argc) {
+        say("usage: df [-h] [--json]");
+        return 2;
+    }
+    if (!fs)
+        return 0;
     uint64_t tu = 0, ta = 0, to = 0;
-    printf("%-4s %-24s %14s %14s %10s\n", "idx", "server", "used", "avail", "objects");
+    json_object *doc = json ? json_object_new_object() : NULL, *arr = NULL;
+    if (doc)
+        arr = json_object_new_array();
+    else
+        printf("%-4s %-24s %14s %14s %10s\n", "idx", "server", "used", "avail", "objects");
     int bad = 0;
     for (int i = 0; i < pfs_nservers(fs); i++) {
         uint64_t u, a, o;
@@ -812,11 +1018,42 @@ static int cmd_df(void)
             bad |= err(pfs_server_name(fs, i), rc);
             continue;
         }
-        printf("%-4d %-24s %14" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n", i, pfs_server_name(fs, i),
-               u, a, o);
         tu += u, ta += a, to += o;
+        if (arr) {
+            json_object *r = json_object_new_object();
+            pio_cli_json_u64(r, "index", (uint64_t)i);
+            pio_cli_json_str(r, "server", pfs_server_name(fs, i));
+            pio_cli_json_u64(r, "used", u);
+            pio_cli_json_u64(r, "avail", a);
+            pio_cli_json_u64(r, "objects", o);
+            json_object_array_add(arr, r);
+        } else if (human) {
+            char hu[16], ha[16];
+            human_size(u, hu, sizeof(hu));
+            human_size(a, ha, sizeof(ha));
+            printf("%-4d %-24s %14s %14s %10" PRIu64 "\n", i, pfs_server_name(fs, i), hu, ha, o);
+        } else {
+            printf("%-4d %-24s %14" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n", i,
+                   pfs_server_name(fs, i), u, a, o);
+        }
     }
-    printf("%-4s %-24s %14" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n", "", "total", tu, ta, to);
+    if (doc) {
+        json_object *t = json_object_new_object();
+        pio_cli_json_u64(t, "used", tu);
+        pio_cli_json_u64(t, "avail", ta);
+        pio_cli_json_u64(t, "objects", to);
+        json_object_object_add(doc, "servers", arr);
+        json_object_object_add(doc, "total", t);
+        return bad | pio_cli_json_print(prog, doc);
+    }
+    if (human) {
+        char hu[16], ha[16];
+        human_size(tu, hu, sizeof(hu));
+        human_size(ta, ha, sizeof(ha));
+        printf("%-4s %-24s %14s %14s %10" PRIu64 "\n", "", "total", hu, ha, to);
+    } else {
+        printf("%-4s %-24s %14" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n", "", "total", tu, ta, to);
+    }
     return bad;
 }
 
@@ -824,12 +1061,24 @@ static int cmd_qos(int argc, char **argv)
 {
     int reset = 0, c, bad = 0;
     optind = 1;
-    static const struct option lo[] = {{"reset", no_argument, NULL, 'r'}, {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"reset", no_argument, NULL, 'r'}, {"json", no_argument, NULL, 'J'}, {NULL, 0, NULL, 0}};
     while ((c = getopt_long(argc, argv, "+r", lo, NULL)) != -1)
         if (c == 'r')
             reset = 1;
+        else if (c == 'J')
+            json = 1;
         else
-            return 2;
+            optind = argc + 1;
+    if (optind + 1 < argc) {
+        say("usage: qos [--reset] [--json] [SERVER]");
+        return 2;
+    }
+    if (!fs)
+        return 0;
+    /* --json: [{"index", "server", "classes": [{"class": NAME, counter: N, ...}],
+     *          "io": {counter: N, ...}}] */
+    json_object *arr = json ? json_object_new_array() : NULL;
     for (int i = 0; i < pfs_nservers(fs); i++) {
         if (optind < argc && atoi(argv[optind]) != i &&
             strcmp(argv[optind], pfs_server_name(fs, i)))
@@ -840,9 +1089,42 @@ static int cmd_qos(int argc, char **argv)
             bad |= err(pfs_server_name(fs, i), rc);
             continue;
         }
-        for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
-            printf("server %d %s %s\n", i, pfs_server_name(fs, i), l);
+        json_object *srv = NULL, *classes = NULL;
+        if (arr) {
+            srv = json_object_new_object();
+            classes = json_object_new_array();
+            pio_cli_json_u64(srv, "index", (uint64_t)i);
+            pio_cli_json_str(srv, "server", pfs_server_name(fs, i));
+            json_object_object_add(srv, "classes", classes);
+            json_object_array_add(arr, srv);
+        }
+        char *save = NULL;
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+            if (!classes) {
+                printf("server %d %s %s\n", i, pfs_server_name(fs, i), l);
+                continue;
+            }
+            /* "class NAME key=value ...": a class, its name then its
+             * counters; "WORD key=value ..." (the "io" line): srv[WORD] */
+            char word[64] = "", name[128] = "";
+            if (sscanf(l, "%63s %127s", word, name) < 1)
+                continue;
+            json_object *kv = pio_cli_json_kv(l), *cl = json_object_new_object();
+            if (!strcmp(word, "class"))
+                pio_cli_json_str(cl, "class", name);
+            if (kv) {
+                json_object_object_foreach(kv, key, val)
+                    json_object_object_add(cl, key, json_object_get(val));
+                json_object_put(kv);
+            }
+            if (!strcmp(word, "class"))
+                json_object_array_add(classes, cl);
+            else
+                json_object_object_add(srv, word, cl);
+        }
     }
+    if (arr)
+        bad |= pio_cli_json_print(prog, arr);
     return bad;
 }
 
@@ -857,13 +1139,50 @@ static void usage(FILE *o)
                "  chmod MODE PATH...           permission bits (octal; the owner's call)\n"
                "  rm [-r] PATH...              remove files (and trees)\n"
                "  mkdir [-p] PATH...           make directories\n"
-               "  df                           space per I/O server\n"
-               "  setstripe {-c N [-S SIZE] | -d} PATH   directory default or empty file layout\n"
+               "  df [-h]                      space per I/O server (-h: K, M, G as df -h)\n"
+               "  setstripe {-c N|-1 [-S SIZE] | -d} PATH   directory default or empty file\n"
+               "                               layout (-c -1: over every I/O server)\n"
                "  getstripe [-b] PATH...       the layout (-b: bytes on every server)\n"
                "  stage-in [-j N] PFSDIR LOCALDIR    copy a tree to node-local storage\n"
                "  stage-out [-j N] LOCALDIR PFSDIR   copy results back\n"
                "  qos [--reset] [SERVER]       per-class queues, threads, latencies\n"
+               "ls, getstripe, df and qos take --json (before or after the command).\n"
+               "Other options: --json, --help, --version.\n"
                "Environment: PFS_MDS, PFS_CLASS, PIO_SOCKET.\n");
+}
+
+/* run_cmd - run command cmd (known) with its arguments; fs NULL: only
+ * check them (returns 2 after a usage message, else 0). */
+static int run_cmd(const char *cmd, int sub_argc, char **sub)
+{
+    int r;
+    if (!strcmp(cmd, "ls"))
+        r = cmd_ls(sub_argc, sub);
+    else if (!strcmp(cmd, "stat"))
+        r = cmd_stat(sub_argc, sub);
+    else if (!strcmp(cmd, "put"))
+        r = cmd_put_get(1, sub_argc, sub);
+    else if (!strcmp(cmd, "get"))
+        r = cmd_put_get(0, sub_argc, sub);
+    else if (!strcmp(cmd, "mv"))
+        r = cmd_mv(sub_argc, sub);
+    else if (!strcmp(cmd, "chmod"))
+        r = cmd_chmod(sub_argc, sub);
+    else if (!strcmp(cmd, "rm"))
+        r = cmd_rm(sub_argc, sub);
+    else if (!strcmp(cmd, "mkdir"))
+        r = cmd_mkdir(sub_argc, sub);
+    else if (!strcmp(cmd, "df"))
+        r = cmd_df(sub_argc, sub);
+    else if (!strcmp(cmd, "setstripe"))
+        r = cmd_setstripe(sub_argc, sub);
+    else if (!strcmp(cmd, "getstripe"))
+        r = cmd_getstripe(sub_argc, sub);
+    else if (!strcmp(cmd, "qos"))
+        r = cmd_qos(sub_argc, sub);
+    else
+        r = run_stage(!strcmp(cmd, "stage-out"), sub_argc, sub);
+    return r;
 }
 
 int main(int argc, char **argv)
@@ -873,6 +1192,8 @@ int main(int argc, char **argv)
                                        {"class", required_argument, NULL, 'C'},
                                        {"verbose", no_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, 'h'},
+                                       {"json", no_argument, NULL, 'J'},
+                                       {"version", no_argument, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "+m:C:vh", lo, NULL)) != -1) {
@@ -880,6 +1201,8 @@ int main(int argc, char **argv)
         case 'm': mds = optarg; break;
         case 'C': cls = optarg; break;
         case 'v': verbose = 1; break;
+        case 'J': json = 1; break;
+        case 'V': return pio_cli_version(prog);
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -900,6 +1223,11 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    int sub_argc = argc - optind;
+    char **sub = argv + optind;
+    int r = run_cmd(cmd, sub_argc, sub); /* not mounted: the arguments alone */
+    if (r != 0)
+        return r;
     int stage = !strncmp(cmd, "stage-", 6);
     if (stage && !cls && !getenv("PFS_CLASS"))
         cls = "staging";
@@ -918,35 +1246,7 @@ int main(int argc, char **argv)
         PIO_Exit();
         return 1;
     }
-    int sub_argc = argc - optind;
-    char **sub = argv + optind;
-    int r;
-    if (!strcmp(cmd, "ls"))
-        r = cmd_ls(sub_argc, sub);
-    else if (!strcmp(cmd, "stat"))
-        r = cmd_stat(sub_argc, sub);
-    else if (!strcmp(cmd, "put"))
-        r = cmd_put_get(1, sub_argc, sub);
-    else if (!strcmp(cmd, "get"))
-        r = cmd_put_get(0, sub_argc, sub);
-    else if (!strcmp(cmd, "mv"))
-        r = cmd_mv(sub_argc, sub);
-    else if (!strcmp(cmd, "chmod"))
-        r = cmd_chmod(sub_argc, sub);
-    else if (!strcmp(cmd, "rm"))
-        r = cmd_rm(sub_argc, sub);
-    else if (!strcmp(cmd, "mkdir"))
-        r = cmd_mkdir(sub_argc, sub);
-    else if (!strcmp(cmd, "df"))
-        r = cmd_df();
-    else if (!strcmp(cmd, "setstripe"))
-        r = cmd_setstripe(sub_argc, sub);
-    else if (!strcmp(cmd, "getstripe"))
-        r = cmd_getstripe(sub_argc, sub);
-    else if (!strcmp(cmd, "qos"))
-        r = cmd_qos(sub_argc, sub);
-    else
-        r = run_stage(!strcmp(cmd, "stage-out"), sub_argc, sub);
+    r = run_cmd(cmd, sub_argc, sub);
     pfs_umount(fs);
     PIO_Exit();
     return r;

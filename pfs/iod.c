@@ -48,6 +48,7 @@
  * records of one tag exist at once. READ data is read into the request's own
  * buffer (a READ carries no data), so a resumed read keeps what it has.
  */
+#include "cli.h"
 #include "iostat.h"
 #include "proto.h"
 #include "qos.h"
@@ -583,19 +584,14 @@ static int bad(const char *fmt, const char *arg)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
-                                         {"name", required_argument, 0, 'n'},
-                                         {"mds", required_argument, 0, 'm'},
-                                         {"threads", required_argument, 0, 't'},
-                                         {"qos", required_argument, 0, 'q'},
-                                         {"borrow", required_argument, 0, 'b'},
-                                         {"user-cap", required_argument, 0, 'u'},
-                                         {"queue", required_argument, 0, 'Q'},
-                                         {"store", required_argument, 0, 's'},
-                                         {"disk-rate", required_argument, 0, 'r'},
-                                         {"disk-lanes", required_argument, 0, 'l'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"dir", required_argument, 0, 'd'},        {"name", required_argument, 0, 'n'},
+        {"mds", required_argument, 0, 'm'},        {"threads", required_argument, 0, 't'},
+        {"qos", required_argument, 0, 'q'},        {"borrow", required_argument, 0, 'b'},
+        {"user-cap", required_argument, 0, 'u'},   {"queue", required_argument, 0, 'Q'},
+        {"store", required_argument, 0, 's'},      {"disk-rate", required_argument, 0, 'r'},
+        {"disk-lanes", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},          {0, 0, 0, 0}};
     const char *dir = NULL, *name = NULL, *qos_spec = "interactive:20,staging:80";
     const char *store_name = "posix";
     long nthreads = 10, borrow = -1, user_cap = 0, qmax = 64, lanes = 1;
@@ -637,6 +633,7 @@ int main(int argc, char **argv)
             lanes_given = 1;
             break;
         case 'h': usage(stdout); return 0;
+        case 'V': return pio_cli_version("pfs-iod");
         case ':': return bad("%s needs a value", argv[optind - 1]);
         default: return bad("unknown option %s", argv[optind - 1]);
         }

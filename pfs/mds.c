@@ -32,6 +32,7 @@
  * gid. With --root-squash, root of any system is nobody. The I/O servers
  * ask ACCESS for the data requests they get (only listed servers may).
  */
+#include "cli.h"
 #include "layout.h"
 #include "mdb.h"
 #include "perm.h"
@@ -333,9 +334,13 @@ static int mds_split(char *list, const char **names, int max)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'},   {"iods", required_argument, NULL, 'i'},
-        {"name", required_argument, NULL, 'n'}, {"root-squash", no_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"db", required_argument, NULL, 'd'},
+        {"iods", required_argument, NULL, 'i'},
+        {"name", required_argument, NULL, 'n'},
+        {"root-squash", no_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     const char *dbfile = NULL, *app = "pfs.mds";
     char *iods = NULL;
@@ -348,6 +353,7 @@ int main(int argc, char **argv)
         case 'n': app = optarg; break;
         case 'r': root_squash = 1; break;
         case 'h': mds_usage(stdout); return 0;
+        case 'V': return pio_cli_version("pfs-mds");
         default: mds_usage(stderr); return 2;
         }
     }

@@ -34,9 +34,9 @@ $(LIBPFS_SO): $(LIBPFS_OBJS) pfs/libpfs.map $(LIBPIO_SO)
 	$(call msg,LD,$@)$(CC) -shared -Wl,-soname,libpfs.so.$(PIO_SOVERSION) \
 	  -Wl,--version-script=pfs/libpfs.map $(LDFLAGS) -o $@ $(LIBPFS_OBJS) $(LIBPIO_SO) $(LDLIBS)
 
-$(B)/bin/pfs: $(PFS_CLI_OBJS) $(LIBPFS_A) $(LIBPIO_A)
+$(B)/bin/pfs: $(PFS_CLI_OBJS) $(CLI_JSON_OBJ) $(LIBPFS_A) $(LIBPIO_A)
 	@mkdir -p $(@D)
-	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(JSONC_LIBS)
 
 $(B)/sbin/pfs-mds: $(PFS_MDS_OBJS) $(LIBPIO_A)
 	@mkdir -p $(@D)
@@ -99,9 +99,11 @@ $(B)/sbin/gas-dispatcher: $(GAS_DISP_OBJS) $(LIBPFS_A) $(LIBPIO_A)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/bin/gas-stat: $(GAS_STAT_OBJS)
+# gas-stat takes from libpio.a only the --version line (common/cli.c,
+# libpio/version.c): it is not a PIO application.
+$(B)/bin/gas-stat: $(GAS_STAT_OBJS) $(CLI_JSON_OBJ) $(LIBPIO_A)
 	@mkdir -p $(@D)
-	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(JSONC_LIBS)
 
 # everything but the hooks (preload.o) is linked in hidden: a program's own
 # symbols never clash with the connection, the files, the wire codec or the

@@ -6,6 +6,7 @@
  * drain in-flight messages and stop; SIGHUP reopens the log. The handlers
  * only set flags that the main loop reads.
  */
+#include "cli.h"
 #include "config.h"
 #include "daemon.h"
 #include "keys.h"
@@ -260,10 +261,7 @@ int main(int argc, char **argv)
         case 'c': break;
         case 'f': c->foreground = 1; break;
         case 'v': verbose = 1; break;
-        case 'V':
-            printf("piod %d.%d.%d (protocol %d)\n", PIO_VERSION_MAJOR, PIO_VERSION_MINOR,
-                   PIO_VERSION_PATCH, PIO_WIRE_VERSION);
-            return 0;
+        case 'V': return pio_cli_version("piod");
         case 'h': usage(stdout); return 0;
         case O_CHECK: check = 1; break;
         case O_KEYGEN: keygen = optarg; break;

@@ -67,9 +67,9 @@ $(B)/viz/%.o: viz/%.cpp viz/vizd.h viz/outputs.h $(SETTINGS) | $(PUB_HDRS)
 	$(if $(VTK_MISSING),$(error $(VTK_MISSING)))@mkdir -p $(@D)
 	$(call msg,CXX,$<)$(CXX) $(VIZ_CXXFLAGS) -MMD -MP -c -o $@ $<
 
-$(VIZD): $(VIZD_OBJS) $(LIBPIO_A)
+$(VIZD): $(VIZD_OBJS) $(CLI_JSON_OBJ) $(LIBPIO_A)
 	@mkdir -p $(@D)
-	$(call msg,LD,$@)$(CXX) $(LDFLAGS) -o $@ $^ $(VIZ_LIBS) $(LDLIBS)
+	$(call msg,LD,$@)$(CXX) $(LDFLAGS) -o $@ $^ $(VIZ_LIBS) $(LDLIBS) $(JSONC_LIBS)
 
 # The outputs' test program (tests/bats/viz_outputs.bats): viz/test/NAME.cpp
 # -> $(B)/viz/test/NAME, linked with the outputs it drives (PNG frames, live
@@ -82,7 +82,7 @@ OBJS          += $(VIZ_TEST_SRCS:%.cpp=$(B)/%.o)
 
 $(VIZ_TEST_BINS): $(B)/viz/test/%: $(B)/viz/test/%.o $(VIZ_OUT_OBJS)
 	@mkdir -p $(@D)
-	$(call msg,LD,$@)$(CXX) $(LDFLAGS) -o $@ $^ $(VIZ_LIBS) $(LDLIBS)
+	$(call msg,LD,$@)$(CXX) $(LDFLAGS) -o $@ $^ $(VIZ_LIBS) $(LDLIBS) $(JSONC_LIBS)
 
 # `make fuzz`: $(B)/fuzz/fuzz_viz, libFuzzer + ASan over the feed's decoders
 # (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS from common/wire/module.mk).

@@ -23,6 +23,7 @@
 // simulation is held back, through its window); without one the new step is
 // dropped. Late joiners learn everything from the first descriptor; a new
 // simulation (another name, grid or field list) resets the assembly.
+#include "cli.h"
 #include "memtrim.h"
 #include "outputs.h"
 #include "sdnotify.h"
@@ -702,7 +703,8 @@ int main(int argc, char **argv)
         O_STEPS,
         O_DELAY_ARCHIVE,
         O_DELAY_PNG,
-        O_HELP
+        O_HELP,
+        O_VERSION
     };
     static const struct option opts[] = {{"app", required_argument, 0, O_APP},
                                          {"threads", required_argument, 0, O_THREADS},
@@ -726,6 +728,7 @@ int main(int argc, char **argv)
                                          {"delay-archive", required_argument, 0, O_DELAY_ARCHIVE},
                                          {"delay-png", required_argument, 0, O_DELAY_PNG},
                                          {"help", no_argument, 0, O_HELP},
+                                         {"version", no_argument, 0, O_VERSION},
                                          {0, 0, 0, 0}};
     bool status = false;
     int c;
@@ -796,6 +799,7 @@ int main(int argc, char **argv)
         case O_DELAY_ARCHIVE: opt.archive_delay = atoi(optarg); break;
         case O_DELAY_PNG: opt.png_delay = atoi(optarg); break;
         case O_HELP: usage(stdout); return 0;
+        case O_VERSION: return pio_cli_version("pio-vizd");
         default: usage(stderr); return 2;
         }
     }

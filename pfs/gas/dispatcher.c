@@ -50,6 +50,7 @@
  * files_mtx, then file.mtx; srv.mtx is never held with either, nor across a
  * PIO call.
  */
+#include "cli.h"
 #include "arrange.h"
 #include "wire.h"
 #include "layout.h"
@@ -1086,6 +1087,7 @@ static int parse(int argc, char **argv)
                                        {"no-arrange", no_argument, NULL, 'A'},
                                        {"any-user", no_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
+                                       {"version", no_argument, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
     int o, max_set = 0;
     long v;
@@ -1137,6 +1139,7 @@ static int parse(int argc, char **argv)
         case 'A': cfg.arrange = 0; break;
         case 'U': cfg.any_user = 1; break;
         case 'h': usage(stdout); exit(0);
+        case 'V': exit(pio_cli_version("gas-dispatcher"));
         default: usage(stderr); return 2;
         }
     }

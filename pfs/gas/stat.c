@@ -1,13 +1,16 @@
 /* stat.c - gas-stat: print a GAS dispatcher's counters (wire.h STATS).
  * SPDX-License-Identifier: BSD-3-Clause
  *
- *   gas-stat [--socket PATH] [--reset]
- * One line of key=value pairs: requests received from processes and their
+ *   gas-stat [--socket PATH] [--reset] [--json] | --version
+ * One line of key=value pairs (--json: one JSON object of them, numbers as
+ * numbers): requests received from processes and their
  * bytes, pieces after the block/stripe split, requests sent to the I/O
  * servers, pieces merged away by the arrangement, and flushes by cause
  * (full, timer, sync). --reset zeroes them after printing (benchmarks).
  * It speaks the socket protocol itself: it is not a PIO application. */
 #include "wire.h"
+#include "cli.h"
+#include "cli_json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -34,14 +37,18 @@ static int io_all(int fd, void *buf, size_t n, int rd)
 int main(int argc, char **argv)
 {
     const char *path = getenv("GAS_SOCKET") ? getenv("GAS_SOCKET") : GAS_SOCKET_DEFAULT;
-    int reset = 0;
+    int reset = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reset"))
             reset = 1;
+        else if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--version"))
+            return pio_cli_version("gas-stat");
         else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
             path = argv[++i];
         else {
-            fprintf(stderr, "usage: gas-stat [--socket PATH] [--reset]\n");
+            fprintf(stderr, "usage: gas-stat [--socket PATH] [--reset] [--json] | --version\n");
             return 2;
         }
     }
@@ -67,8 +74,12 @@ int main(int argc, char **argv)
         return 1;
     }
     text[r.plen] = '\0';
-    printf("%s\n", text);
     close(fd);
+    int rc = 0;
+    if (json && r.status == 0)
+        rc = pio_cli_json_print("gas-stat", pio_cli_json_kv(text));
+    else
+        printf("%s\n", text);
     free(text);
-    return r.status == 0 ? 0 : 1;
+    return r.status == 0 ? rc : 1;
 }

@@ -163,7 +163,17 @@ print(s.f_frsize, s.f_blocks - s.f_bfree, s.f_files - s.f_ffree, f.f_blocks - f.
   local sent merged
   sent=$(grep -o 'sent=[0-9]*' <<<"$output" | cut -d= -f2)
   merged=$(grep -o 'merged=[0-9]*' <<<"$output" | cut -d= -f2)
-  [ "$sent" -gt 0 ] && [ "$merged" -gt $((12288 / 2)) ]
+  [ "$sent" -gt 0 ]
+  [ "$merged" -gt $((12288 / 2)) ]
+  # --json: the same counters, numbers as numbers
+  run gas_on "$DIR/gas.sock" gas-stat --socket "$DIR/gas.sock" --json
+  assert_success
+  run python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+print(d["received"], d["sent"] == int(sys.argv[2]), d["merged"] == int(sys.argv[3]))' \
+    "$output" "$sent" "$merged"
+  assert_output "12288 True True"
 }
 
 # gas_stat SOCKET FIELD: one counter of the dispatcher at SOCKET (gas-stat)

@@ -62,6 +62,31 @@ sane_table() {
   assert_equal "$srv_status" 0
 }
 
+@test "--json: the client's run and rows (named as the CSV columns), the server's rounds" {
+  pio_pair_loopback "$BATS_TEST_TMPDIR/pair" 2
+  PIO_SOCKET=$PIO_SOCK_B "$PERF" --server --json --timeout 20 >"$BATS_TEST_TMPDIR/srv.json" \
+    2>"$BATS_TEST_TMPDIR/srv.err" </dev/null &
+  local sp=$!
+  echo "pid $sp" >>"$(_pio_registry)"
+  PIO_SOCKET=$PIO_SOCK_A run timeout 30 "$PERF" --json --timeout 20 -t stream -s "$SIZES" -n 20 -w 2 -b USER -k 2
+  assert_success
+  local client=$output
+  run wait "$sp"
+  assert_success
+  cat "$BATS_TEST_TMPDIR/srv.err" # shown on failure
+  run python3 -c '
+import json, sys
+c = json.loads(sys.argv[1])
+s = json.load(open(sys.argv[2]))
+rows = c["rows"]
+assert [r["size"] for r in rows] == [0, 8, 65537, 1048576], rows
+assert all(r["iters"] == 20 and r["usec_per_op"] > 0 for r in rows), rows
+assert all(r["MBps"] > 0 for r in rows if r["size"]), rows
+print(c["test"], c["balance"], c["k"], c["mode"], c["channels"], c["up"], s["role"], s["rounds"])' \
+    "$client" "$BATS_TEST_TMPDIR/srv.json"
+  assert_output "stream USER 2 blocking 2 2 server 4"
+}
+
 @test "stream over two channels, USER round-robin, and a CSV" {
   pio_pair_loopback "$BATS_TEST_TMPDIR/pair" 2
   perf -t stream -s "$SIZES" -n 20 -w 2 -b USER -k 2 --csv "$BATS_TEST_TMPDIR/out.csv"

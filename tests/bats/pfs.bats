@@ -163,6 +163,78 @@ assert all(abs(o - mean) <= 1 for o in objs), objs
 print("objects per server", objs)'
 }
 
+@test "setstripe -c -1 stripes over every I/O server; ls, getstripe, df and qos --json; df -h" {
+  local E=(pfs --mds pfs.even)
+  run pfs_on 6 "${E[@]}" mkdir /wide
+  assert_success
+  run pfs_on 6 "${E[@]}" setstripe -c -1 /wide
+  assert_success
+  head -c $((4 * MIB)) /dev/urandom >"$W/w"
+  run pfs_on 6 "${E[@]}" put "$W/w" /wide/f
+  assert_success
+  # the directory's default and the file: all 4 servers, 1 MiB on each
+  run pfs_on 6 "${E[@]}" getstripe -b --json /wide /wide/f
+  assert_success
+  run python3 -c '
+import json, sys
+d, f = json.loads(sys.argv[1])
+assert (d["path"], d["type"], d["stripe_count"]) == ("/wide", "directory", 4), d
+assert (f["path"], f["type"], f["stripe_count"]) == ("/wide/f", "file", 4), f
+assert sorted(f["servers"]) == [0, 1, 2, 3], f
+assert sorted(f["server_names"]) == ["pfs.e.1", "pfs.e.2", "pfs.e.3", "pfs.e.4"], f
+assert [o["bytes"] for o in f["objects"]] == [1 << 20] * 4, f["objects"]
+print("ok")' "$output"
+  assert_output ok
+  run pfs_on 6 "${E[@]}" --json ls /wide
+  assert_success
+  run python3 -c '
+import json, sys
+(e,) = json.loads(sys.argv[1])
+print(e["path"], e["name"], e["type"], e["size"], oct(e["mode"]), e["mtime_ns"] > 0)' "$output"
+  assert_output "/wide/f f file $((4 * MIB)) 0o644 True"
+  # df --json: 4 servers whose counts add up to the total; df -h gives the
+  # same total used as df -h would (powers of 1024, rounded up)
+  run pfs_on 6 "${E[@]}" df --json
+  assert_success
+  local json=$output
+  run python3 -c '
+import json, sys, math
+d = json.loads(sys.argv[1])
+s = d["servers"]
+assert [r["index"] for r in s] == [0, 1, 2, 3], s
+for k in ("used", "avail", "objects"):
+    assert sum(r[k] for r in s) == d["total"][k], (k, d)
+assert d["total"]["objects"] >= 4 and d["total"]["used"] >= 4 << 20, d
+u, n = d["total"]["used"], 0
+while u >= 1024 and n < 6:
+    u /= 1024; n += 1
+t = math.ceil(u * 10) / 10 if u < 10 else math.ceil(u)
+print(("%.1f" % t if u < 10 else "%d" % t) + " KMGTPE"[n].strip())' "$json"
+  assert_success
+  local want=$output
+  run pfs_on 6 "${E[@]}" df -h
+  assert_success
+  run awk '$1 == "total" { print $2 }' <<<"$output"
+  assert_output "$want"
+  # qos --json: every server, its classes with their counters as numbers
+  run pfs_on 6 "${E[@]}" qos --json
+  assert_success
+  run python3 -c '
+import json, sys
+q = json.loads(sys.argv[1])
+assert [r["server"] for r in q] == ["pfs.e.1", "pfs.e.2", "pfs.e.3", "pfs.e.4"], q
+for r in q:
+    names = [c["class"] for c in r["classes"]]
+    assert names and all(isinstance(c["threads"], int) and c["threads"] > 0 for c in r["classes"]), r
+    assert sum(c["served"] for c in r["classes"]) > 0, r
+    assert r["io"]["writes"] > 0 and r["io"]["bytes_written"] >= 1 << 20, r
+print(" ".join(names))' "$output"
+  assert_success
+  assert_output --regexp "interactive"
+  run pfs_on 6 "${E[@]}" rm -r /wide
+  assert_success
+}
+
 # qos_field SERVER_LINE_CLASS FIELD: from `pfs qos` output in $output
 qos_field() {
   echo "$output" | awk -v c="$1" -v f="$2" '$4 == "class" && $5 == c {

@@ -7,7 +7,9 @@
  * --rdma asks no piod: it starts the rdma backend here and prints what UCX
  * offers and would use to another process on this host (like ucx_info -d/-e).
  */
+#include "cli.h"
 #include "pio.h"
+#include "cli_json.h"
 #include "pio_svc.h"
 #include "wire/wire.h"
 
@@ -57,31 +59,49 @@ static int print_rdma(void)
     return 1;
 }
 
-static void print_json(const struct pio_p_info *in)
+/* print_json - --json: the same facts as the table, one JSON object (json-c
+ * escapes every name: an application may be called anything). */
+static int print_json(const struct pio_p_info *in)
 {
-    printf("{\"host\": \"%s\", \"system\": \"%s\", \"protocol\": %u,\n", in->host, in->system,
-           in->version);
-    printf(" \"pool_size\": %llu, \"pool_used\": %llu,\n", (unsigned long long)in->pool_size,
-           (unsigned long long)in->pool_used);
-    printf(" \"channels\": [");
+    json_object *o = json_object_new_object(), *chans = json_object_new_array(),
+                *apps = json_object_new_array();
+    pio_cli_json_str(o, "host", in->host);
+    pio_cli_json_str(o, "system", in->system);
+    pio_cli_json_u64(o, "protocol", in->version);
+    pio_cli_json_u64(o, "pool_size", in->pool_size);
+    pio_cli_json_u64(o, "pool_used", in->pool_used);
     for (uint32_t i = 0; i < in->nchan; i++) {
         const struct pio_chan_info *c = &in->chan[i];
-        printf("%s\n  {\"peer\": \"%s\", \"index\": %u, \"state\": \"%s\", \"local\": \"%s\", "
-               "\"remote\": \"%s\", \"tx_bytes\": %llu, \"rx_bytes\": %llu, \"queued\": %llu, "
-               "\"rate\": %llu, \"tx_chunks\": %llu, \"rx_chunks\": %llu, \"resent\": %llu, "
-               "\"downs\": %u, \"host\": \"%s\"}",
-               i ? "," : "", c->peer, c->index, state_name(c->state), c->local, c->remote,
-               (unsigned long long)c->tx_bytes, (unsigned long long)c->rx_bytes,
-               (unsigned long long)c->queued, (unsigned long long)c->rate,
-               (unsigned long long)c->tx_chunks, (unsigned long long)c->rx_chunks,
-               (unsigned long long)c->resent, c->downs, c->host[0] ? c->host : in->host);
+        json_object *r = json_object_new_object();
+        pio_cli_json_str(r, "peer", c->peer);
+        pio_cli_json_u64(r, "index", c->index);
+        pio_cli_json_str(r, "state", state_name(c->state));
+        pio_cli_json_str(r, "local", c->local);
+        pio_cli_json_str(r, "remote", c->remote);
+        pio_cli_json_u64(r, "tx_bytes", c->tx_bytes);
+        pio_cli_json_u64(r, "rx_bytes", c->rx_bytes);
+        pio_cli_json_u64(r, "queued", c->queued);
+        pio_cli_json_u64(r, "rate", c->rate);
+        pio_cli_json_u64(r, "tx_chunks", c->tx_chunks);
+        pio_cli_json_u64(r, "rx_chunks", c->rx_chunks);
+        pio_cli_json_u64(r, "resent", c->resent);
+        pio_cli_json_u64(r, "downs", c->downs);
+        pio_cli_json_str(r, "host", c->host[0] ? c->host : in->host);
+        json_object_array_add(chans, r);
     }
-    printf("],\n \"applications\": [");
-    for (uint32_t i = 0; i < in->napp; i++)
-        printf("%s\n  {\"name\": \"%s\", \"system\": \"%s\", \"nprocs\": %u, \"joined\": %u}",
-               i ? "," : "", in->app[i].app, in->app[i].system, in->app[i].nprocs,
-               in->app[i].joined);
-    printf("]}\n");
+    for (uint32_t i = 0; i < in->napp; i++) {
+        json_object *r = json_object_new_object();
+        pio_cli_json_str(r, "name", in->app[i].app);
+        pio_cli_json_str(r, "system", in->app[i].system);
+        pio_cli_json_u64(r, "nprocs", in->app[i].nprocs);
+        pio_cli_json_u64(r, "joined", in->app[i].joined);
+        json_object_array_add(apps, r);
+    }
+    pio_cli_json_rows(chans); /* a channel a line, an application a line */
+    pio_cli_json_rows(apps);
+    json_object_object_add(o, "channels", chans);
+    json_object_object_add(o, "applications", apps);
+    return pio_cli_json_print("pio-info", o);
 }
 
 static void print_table(const struct pio_p_info *in)
@@ -124,13 +144,11 @@ static void print_table(const struct pio_p_info *in)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
-                                         {"count-up", no_argument, 0, 'u'},
-                                         {"socket", required_argument, 0, 's'},
-                                         {"timeout", required_argument, 0, 't'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {"rdma", no_argument, 0, 'r'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"json", no_argument, 0, 'j'},         {"count-up", no_argument, 0, 'u'},
+        {"socket", required_argument, 0, 's'}, {"timeout", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},         {"rdma", no_argument, 0, 'r'},
+        {"version", no_argument, 0, 'V'},      {0, 0, 0, 0}};
     int json = 0, count_up = 0, rdma = 0, timeout = 3000, c;
     const char *path = getenv("PIO_SOCKET");
     if (!path || !*path)
@@ -142,9 +160,10 @@ int main(int argc, char **argv)
         case 's': path = optarg; break;
         case 't': timeout = atoi(optarg); break;
         case 'r': rdma = 1; break;
+        case 'V': return pio_cli_version("pio-info");
         case 'h':
             printf("usage: pio-info [--json | --count-up] [--socket PATH] [--timeout MS]\n"
-                   "       pio-info --rdma\n"
+                   "       pio-info --rdma | --version\n"
                    "Shows this host's piod: channels (addresses, state, bytes, queued, rate),\n"
                    "peers and applications. The socket is $PIO_SOCKET, else "
                    "/run/pio/piod.sock.\n"
@@ -179,12 +198,13 @@ int main(int argc, char **argv)
         for (uint32_t i = 0; i < f->u.p_info.nchan; i++) /* this host's channels */
             n += f->u.p_info.chan[i].state == PIO_WCHAN_UP && f->u.p_info.chan[i].host[0] == '\0';
         printf("%u\n", n);
+        rc = 0;
     } else if (json) {
-        print_json(&f->u.p_info);
+        rc = print_json(&f->u.p_info);
     } else {
         print_table(&f->u.p_info);
+        rc = 0;
     }
-    rc = 0;
 out:
     free(f);
     return rc;

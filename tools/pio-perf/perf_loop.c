@@ -40,9 +40,11 @@ static void print_row(const struct perf_loop *l, FILE *f, int csv, size_t size, 
 
 void perf_loop_run(const struct perf_loop *l)
 {
-    printf("%-9s %12s %9s %-8s %-9s %12s %12s\n", "#test", "size", "iters", "balance", "mode",
-           "usec/op", "MB/s");
-    fflush(stdout);
+    if (!l->row) {
+        printf("%-9s %12s %9s %-8s %-9s %12s %12s\n", "#test", "size", "iters", "balance", "mode",
+               "usec/op", "MB/s");
+        fflush(stdout);
+    }
     for (int s = 0; s < l->nsizes; s++) {
         size_t size = l->sizes[s];
         uint64_t warmup = l->warmup >= 0 ? (uint64_t)l->warmup : (size < (1u << 20) ? 10 : 2);
@@ -68,8 +70,12 @@ void perf_loop_run(const struct perf_loop *l)
         double mbps = usec > 0 ? (double)size / usec : 0.0; /* bytes per usec = MB/s */
         if (op_usec >= 0)
             usec = op_usec; /* MB/s stays the rate of the whole round */
-        print_row(l, stdout, 0, size, iters, usec, mbps);
-        fflush(stdout);
+        if (l->row) {
+            l->row(l->row_ctx, size, iters, usec, mbps);
+        } else {
+            print_row(l, stdout, 0, size, iters, usec, mbps);
+            fflush(stdout);
+        }
         if (l->csv) {
             print_row(l, l->csv, 1, size, iters, usec, mbps);
             fflush(l->csv);

@@ -28,6 +28,10 @@ struct perf_loop {
     FILE *csv;                         /* NULL, or rows appended here too (not closed) */
     perf_round_fn *round;
     void *ctx;
+    /* NULL, or each row goes here instead of stdout (no header is printed
+     * either): pio-perf --json collects them. row_ctx is passed through. */
+    void (*row)(void *row_ctx, size_t size, uint64_t iters, double usec, double mbps);
+    void *row_ctx;
 };
 
 #define PERF_TARGET_S 0.5 /* default: each size takes about this long */
@@ -40,10 +44,10 @@ FILE *perf_csv_open(const char *path);
 /* perf_max_size - the largest of n sizes (0 for none). */
 size_t perf_max_size(const size_t *sizes, int n);
 
-/* perf_loop_run - print the column header on stdout, then for each size: the
+/* perf_loop_run - print the column header on stdout (unless l->row), then for each size: the
  * warm-up and iteration counts (probing 1, 10, 100 ... messages until a round
  * takes 20 ms, then scaling to PERF_TARGET_S, unless l->iters is set), the
- * timed round, and its row on stdout (and l->csv). l [in]: read only. */
+ * timed round, and its row on stdout or to l->row (and l->csv). l [in]: read only. */
 void perf_loop_run(const struct perf_loop *l);
 
 /* ---- the data pattern and its checks: every message is stamped ---- */

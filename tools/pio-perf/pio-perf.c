@@ -28,6 +28,8 @@
  * seconds (PIO_Send has no timeout of its own). Never sends a byte outside
  * PIO.
  */
+#include "cli.h"
+#include "cli_json.h"
 #include "pio.h"
 #include "perf_loop.h"
 #include "perf_sizes.h"
@@ -67,7 +69,7 @@ static const char *const bal_names[] = {"USER", "STATIC", "DYNAMIC"};
 static const char *const mode_names[] = {"blocking", "sync", "nonblocking"};
 
 static struct {
-    int server, test, bal, k, mode, quiet;
+    int server, test, bal, k, mode, quiet, json;
     long iters, warmup; /* < 0: adapt */
     int timeout_s;
     const char *app, *partner, *csv;
@@ -331,7 +333,7 @@ static void serve_stream(const uint64_t *c)
 static int run_server(void)
 {
     join(opt.app ? opt.app : "perf-srv", opt.partner ? opt.partner : "perf-cli");
-    if (!opt.quiet)
+    if (!opt.quiet && !opt.json)
         printf("pio-perf server: %s ready, partner %s\n", opt.app ? opt.app : "perf-srv",
                opt.partner ? opt.partner : "perf-cli");
     fflush(stdout);
@@ -357,9 +359,17 @@ static int run_server(void)
             serve_stream(c);
         rounds++;
     }
+    pio_check(PIO_Exit(), "PIO_Exit", NULL);
+    if (opt.json) {
+        json_object *o = json_object_new_object();
+        pio_cli_json_str(o, "role", "server");
+        pio_cli_json_str(o, "app", opt.app ? opt.app : "perf-srv");
+        pio_cli_json_str(o, "partner", opt.partner ? opt.partner : "perf-cli");
+        pio_cli_json_u64(o, "rounds", (uint64_t)rounds);
+        return pio_cli_json_print("pio-perf", o);
+    }
     if (!opt.quiet)
         printf("pio-perf server: done, %d rounds\n", rounds);
-    pio_check(PIO_Exit(), "PIO_Exit", NULL);
     return 0;
 }
 
@@ -473,6 +483,21 @@ static double client_round(void *ctx, size_t size, uint64_t warmup, uint64_t ite
     return (double)(t1 - t0) / 1e9;
 }
 
+/* json_row - --json: one measured size as an object of ctx's array, the keys
+ * those of the --csv columns. */
+static void json_row(void *ctx, size_t size, uint64_t iters, double usec, double mbps)
+{
+    json_object *r = json_object_new_object();
+    pio_cli_json_str(r, "test", test_names[opt.test]);
+    pio_cli_json_u64(r, "size", size);
+    pio_cli_json_u64(r, "iters", iters);
+    pio_cli_json_str(r, "balance", bal_names[opt.bal]);
+    pio_cli_json_str(r, "mode", mode_names[opt.mode]);
+    json_object_object_add(r, "usec_per_op", json_object_new_double(usec));
+    json_object_object_add(r, "MBps", json_object_new_double(mbps));
+    json_object_array_add((json_object *)ctx, r);
+}
+
 static int run_client(void)
 {
     const char *app = opt.app ? opt.app : "perf-cli",
@@ -497,17 +522,37 @@ static int run_client(void)
     if (opt.csv && !(csv = perf_csv_open(opt.csv)))
         die("--csv %s: %s", opt.csv, strerror(errno));
 
-    printf("# pio-perf %d.%d.%d: %s, %s -> %s (system %s, %d channel%s, %d up), balance %s",
-           PIO_VERSION_MAJOR, PIO_VERSION_MINOR, PIO_VERSION_PATCH, test_names[opt.test], app,
-           partner, ai.system, nch, nch == 1 ? "" : "s", up, bal_names[opt.bal]);
-    if (opt.bal == B_USER)
-        printf(" over %d channel%s", opt.k, opt.k == 1 ? "" : "s");
-    printf(", mode %s\n", mode_names[opt.mode]);
-    printf("# usec/op: %s; MB/s: 1 MB = 10^6 bytes\n",
-           opt.test == T_PINGPONG ? "half the round trip; MB/s = size / (usec/op)"
-           : opt.test == T_ONEWAY ? "time in the send call per message (until the application "
-                                    "may continue); MB/s: messages x size / (first send to ack)"
-                                  : "stream time (first send to ack) / messages");
+    json_object *doc = NULL, *rows = NULL;
+    if (opt.json) {
+        /* one document at the end: the run's labels, and rows named like
+         * the --csv columns */
+        doc = json_object_new_object();
+        rows = json_object_new_array();
+        pio_cli_json_str(doc, "version", PIO_Get_version());
+        pio_cli_json_str(doc, "test", test_names[opt.test]);
+        pio_cli_json_str(doc, "app", app);
+        pio_cli_json_str(doc, "partner", partner);
+        pio_cli_json_str(doc, "system", ai.system);
+        pio_cli_json_u64(doc, "channels", (uint64_t)nch);
+        pio_cli_json_u64(doc, "up", (uint64_t)up);
+        pio_cli_json_str(doc, "balance", bal_names[opt.bal]);
+        if (opt.bal == B_USER)
+            pio_cli_json_u64(doc, "k", (uint64_t)opt.k);
+        pio_cli_json_str(doc, "mode", mode_names[opt.mode]);
+        json_object_object_add(doc, "rows", json_object_get(rows));
+    } else {
+        printf("# pio-perf %s: %s, %s -> %s (system %s, %d channel%s, %d up), balance %s",
+               PIO_Get_version(), test_names[opt.test], app, partner, ai.system, nch,
+               nch == 1 ? "" : "s", up, bal_names[opt.bal]);
+        if (opt.bal == B_USER)
+            printf(" over %d channel%s", opt.k, opt.k == 1 ? "" : "s");
+        printf(", mode %s\n", mode_names[opt.mode]);
+        printf("# usec/op: %s; MB/s: 1 MB = 10^6 bytes\n",
+               opt.test == T_PINGPONG ? "half the round trip; MB/s = size / (usec/op)"
+               : opt.test == T_ONEWAY ? "time in the send call per message (until the application "
+                                        "may continue); MB/s: messages x size / (first send to ack)"
+                                      : "stream time (first send to ack) / messages");
+    }
     struct perf_loop loop = {.sizes = opt.sizes,
                              .nsizes = opt.nsizes,
                              .iters = opt.iters,
@@ -517,14 +562,17 @@ static int run_client(void)
                              .balance = bal_names[opt.bal],
                              .mode = mode_names[opt.mode],
                              .csv = csv,
-                             .round = client_round};
+                             .round = client_round,
+                             .row = rows ? json_row : NULL,
+                             .row_ctx = rows};
     perf_loop_run(&loop);
+    json_object_put(rows);
     uint64_t q[PERF_NCTRL] = {PERF_MAGIC, OP_QUIT};
     send_ctrl(q, PERF_NCTRL, "client: telling the server to stop");
     if (csv && fclose(csv) != 0)
         die("--csv %s: %s", opt.csv, strerror(errno));
     pio_check(PIO_Exit(), "PIO_Exit", NULL);
-    return 0;
+    return doc ? pio_cli_json_print("pio-perf", doc) : 0;
 }
 
 /* ---- command line ---- */
@@ -549,12 +597,15 @@ static void usage(FILE *out)
                  "  -m, --mode M       blocking (default), sync, or nonblocking (oneway only:\n"
                  "                     PIO_Isend, up to 8 outstanding)\n"
                  "      --csv FILE     append rows test,size,iters,balance,mode,usec_per_op,MBps\n"
+                 "      --json         one JSON document at the end (client: the run and its\n"
+                 "                     rows, named as the CSV columns; server: its rounds)\n"
                  "      --app NAME     this application's name (perf-cli / perf-srv)\n"
                  "      --partner NAME the other side's name (perf-srv / perf-cli)\n"
                  "      --timeout S    give up when nothing completes for S seconds (default 60)\n"
                  "      --server       play the server\n"
                  "  -q, --quiet        server: print nothing on success\n"
-                 "  -h, --help         this text\n");
+                 "  -h, --help         this text\n"
+                 "      --version      the version line\n");
 }
 
 static int pick(const char *v, const char *const *names, int n)
@@ -579,7 +630,7 @@ static long count_arg(const char *o, const char *v, long min, long max)
 
 int main(int argc, char **argv)
 {
-    enum { O_CSV = 256, O_APP, O_PARTNER, O_TIMEOUT, O_SERVER };
+    enum { O_CSV = 256, O_APP, O_PARTNER, O_TIMEOUT, O_SERVER, O_JSON, O_VERSION };
     static const struct option opts[] = {{"test", required_argument, 0, 't'},
                                          {"sizes", required_argument, 0, 's'},
                                          {"iters", required_argument, 0, 'n'},
@@ -594,6 +645,8 @@ int main(int argc, char **argv)
                                          {"server", no_argument, 0, O_SERVER},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
+                                         {"json", no_argument, 0, O_JSON},
+                                         {"version", no_argument, 0, O_VERSION},
                                          {0, 0, 0, 0}};
     int c;
     parse_sizes("8:1M");
@@ -636,6 +689,8 @@ int main(int argc, char **argv)
         case O_SERVER: opt.server = 1; break;
         case 'q': opt.quiet = 1; break;
         case 'h': usage(stdout); return 0;
+        case O_JSON: opt.json = 1; break;
+        case O_VERSION: return pio_cli_version("pio-perf");
         default: usage(stderr); return 2;
         }
     }
