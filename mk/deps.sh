@@ -36,6 +36,9 @@ PKGS=(
   chromium curl python3-pil python3-zmq
   # docs and plots
   go-md2man python3 python3-matplotlib
+  # the Python package (bindings/python: cffi builds it; pip into a venv) and
+  # its tests (tests/python, pytest; numpy arrays; mpi4py ranks)
+  python3-dev python3-cffi python3-venv python3-pip python3-numpy python3-mpi4py python3-pytest
   # packages and services (tests/bats/packaging.bats)
   debhelper dpkg-dev systemd
   # a real Slurm on the test bed (tests/bats/slurm.bats, which runs its own

@@ -64,6 +64,7 @@ def test_errors_carry_the_pio_name(peer):
     p = peer("""
         pio.send(me, 0, 9, np.ones(4, dtype=np.float64))
         pio.send(me, 0, 9, np.ones(4, dtype=np.float64))
+        pio.recv(me, 0, 50, bytearray(1), timeout=30)  # stay until told
     """)
     with pytest.raises(pio.Error) as e:  # sent as float64, asked as int32
         pio.recv(p.partner, 0, 9, np.empty(4, dtype=np.int32), timeout=30)
@@ -76,7 +77,11 @@ def test_errors_carry_the_pio_name(peer):
     with pytest.raises(pio.Timeout) as e:
         pio.recv(p.partner, 0, 9, bytearray(8), timeout=0.2)
     assert e.value.name == "PIO_ETIMEDOUT" and isinstance(e.value, TimeoutError)
+    pio.send(p.partner, 0, 50, b"x")
     p.finish()
+    with pytest.raises(pio.Error) as e:  # it left, nothing of it is queued
+        pio.recv(p.partner, 0, 9, bytearray(8), timeout=10)
+    assert e.value.name == "PIO_EGONE"
 
 
 def test_bad_buffers_are_refused_before_libpio():
@@ -184,15 +189,19 @@ def test_copy_both_ways(tmp_path):
 
 def test_feed_from_numpy(tmp_path):
     st = tmp_path / "st.json"
+    (tmp_path / "arch").mkdir()
     vizd = subprocess.Popen([os.environ["PIO_VIZD"], "--status-file", str(st), "--archive",
                              str(tmp_path / "arch")],
                             env=dict(os.environ, PIO_SOCKET=os.environ["PIO_SOCK_B"]),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL,
+                            stderr=open(tmp_path / "vizd.log", "w"))
     try:
-        for _ in range(200):
-            if pio.app_info(pio.add_partner("vizd"))["joined"]:
+        log = tmp_path / "vizd.log"
+        for _ in range(300):  # joined and receiving
+            if "receiving threads" in log.read_text() or vizd.poll() is not None:
                 break
             time.sleep(0.1)
+        assert "receiving threads" in log.read_text(), log.read_text()
         n = 16
         with pio.Feed("vizd", (n, n, n), [("T", "float64"), ("id", np.int32)]) as f:
             for step in range(3):  # an archive wants every step: each one is sent
@@ -212,7 +221,7 @@ def test_feed_from_numpy(tmp_path):
                 break
             time.sleep(0.1)
         d = json.loads(st.read_text())
-        assert d["steps_complete"] >= 3 and d["grid"] == [n, n, n]
+        assert d["steps_complete"] >= 3 and d["grid"] == [n, n, n], (tmp_path / "vizd.log").read_text()
     finally:
         vizd.terminate()
         vizd.wait(30)
