@@ -77,8 +77,18 @@ INST_ALL  := $(foreach e,$(INST_FILES) $(INST_GEN) $(INST_CONF),$(call inst_dest
              $(foreach n,$(INST_SONAMES),$(LIBDIR)/$(n).$(PIO_VERSION)) $(INST_LINKS)
 INST_DIRS := $(sort $(dir $(INST_ALL)))
 
-.PHONY: install uninstall
-install: $(PROGRAMS)
+# The Python package (bindings/python), where python3 has cffi: built by pip
+# against this build's libpio, with LIBDIR as its run path, into PYTHONDIR
+# (Debian's folder for PREFIX; override it for another layout). PYTHON: the
+# python3 it is for.
+PYTHON ?= python3
+WITH_PYTHON ?= $(shell $(PYTHON) -c 'import cffi, setuptools, pip' 2>/dev/null && echo 1 || echo 0)
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sys; p = "$(PREFIX)"; \
+  print(p + "/lib/python3/dist-packages" if p == "/usr" else \
+        p + "/lib/python%d.%d/dist-packages" % sys.version_info[:2])')
+
+.PHONY: install uninstall install-python uninstall-python
+install: $(PROGRAMS) $(if $(filter 1,$(WITH_PYTHON)),install-python)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))install -d $(addprefix $(DESTDIR),$(INST_DIRS))
 	$(Q)$(foreach e,$(INST_FILES),install -m $(call inst_mode,$(e)) $(call inst_src,$(e)) \
 	  $(DESTDIR)$(call inst_dest,$(e)) &&) :
@@ -92,13 +102,24 @@ install: $(PROGRAMS)
 	  if [ -e "$$d" ]; then echo "  kept   $$d (present)"; \
 	  else install -m 644 $(call inst_src,$(e)) "$$d" || exit 1; fi;) :
 
-uninstall:
+# pip builds in a copy (it writes build/ beside setup.py)
+install-python: $(LIBPIO_SO) $(LIBPIO_SONAME)
+	$(call msg,PIP,$(DESTDIR)$(PYTHONDIR)/pio)rm -rf $(B)/python-pkg && \
+	  cp -r bindings/python $(B)/python-pkg && \
+	  PIO_INCLUDE_DIR=$(CURDIR)/libpio PIO_LIB_DIR=$(CURDIR)/$(B)/lib PIO_RPATH=$(LIBDIR) \
+	  $(PYTHON) -m pip install -q --no-deps --no-index --no-compile \
+	    --upgrade --target $(DESTDIR)$(PYTHONDIR) $(B)/python-pkg
+
+uninstall-python:
+	$(Q)rm -rf $(DESTDIR)$(PYTHONDIR)/pio $(DESTDIR)$(PYTHONDIR)/pio-*.dist-info
+
+uninstall: $(if $(filter 1,$(WITH_PYTHON)),uninstall-python)
 	$(call msg,RM,$(DESTDIR)$(PREFIX))rm -f $(addprefix $(DESTDIR),$(filter-out \
 	  $(foreach e,$(INST_CONF),$(call inst_dest,$(e))),$(INST_ALL)))
 	$(Q)$(foreach e,$(INST_CONF),d=$(DESTDIR)$(call inst_dest,$(e)); \
 	  if [ -e "$$d" ] && ! cmp -s "$$d" $(call inst_src,$(e)); then \
 	    echo "  kept   $$d (changed since install)"; else rm -f "$$d"; fi;) :
-	$(Q)for d in $(if $(DESTDIR),$(call inst_up,$(INST_DIRS)),$(SYSCONFDIR)/pio/); do \
+	$(Q)for d in $(if $(DESTDIR),$(call inst_up,$(INST_DIRS) $(if $(filter 1,$(WITH_PYTHON)),$(PYTHONDIR)/)),$(SYSCONFDIR)/pio/); do \
 	  [ -d "$(DESTDIR)$$d" ] && rmdir --ignore-fail-on-non-empty "$(DESTDIR)$$d"; done; :
 
 # inst_up DIRS: DIRS and their parents up to /, deepest first (with DESTDIR

@@ -15,7 +15,7 @@ load "$BATS_TEST_DIRNAME/../lib/helpers"
 source "$BATS_TEST_DIRNAME/../lib/piod.bash"
 
 UNITS="piod.service pfs-mds.service pfs-iod@.service gas-dispatcher.service pio-vizd.service"
-DEB_PKGS="libpio0 libpio-dev pio pio-vizd"
+DEB_PKGS="libpio0 libpio-dev pio pio-vizd python3-pio"
 
 setup() {
   cd "$PIO_SRC"
@@ -79,6 +79,11 @@ teardown() {
     share/man/man8/piod.8; do
     [ -e "$l/$f" ] || fail "make install did not put $l/$f"
   done
+  # the Python package (where python3 has cffi), linked to the installed libpio
+  run find "$l/lib" -path "*dist-packages/pio/_pio*.so"
+  assert_output --regexp "_pio.*\.so$"
+  run readelf -d "$output"
+  assert_output --partial "runpath: [/usr/local/lib]"
   run make "${MARGS[@]}" uninstall DESTDIR="$d"
   assert_success
   run find "$d" -mindepth 1
@@ -334,6 +339,10 @@ print(msg.replace("\n", " "), "|", "serving" if os.path.exists(sys.argv[2]) else
   run pkg-config --libs pio
   assert_success
   assert_output --partial "-lpio"
+  # the Python package from python3-pio, with the system's python3
+  run /usr/bin/python3 -c 'import pio; print(pio.version(), pio.__file__)'
+  assert_success
+  assert_output --regexp "^[0-9]+\.[0-9]+\.[0-9]+ /usr/lib/python3/dist-packages/pio/__init__.py$"
   run dpkg --purge $DEB_PKGS
   assert_success
   rm -f "$W/deb-installed"

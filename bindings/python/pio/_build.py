@@ -156,8 +156,11 @@ def where():
 inc, libdir, rpath = where()
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
+# PIO_RPATH: the run path to record instead (make install: where libpio
+# will be, while it links the one of the build)
+runpath = [os.environ["PIO_RPATH"]] if os.environ.get("PIO_RPATH") else [libdir] if rpath else []
 ffibuilder.set_source("pio._pio", "#include <pio.h>\n", include_dirs=[inc], library_dirs=[libdir],
-                      libraries=["pio"], runtime_library_dirs=[libdir] if rpath else [],
+                      libraries=["pio"], runtime_library_dirs=runpath,
                       extra_compile_args=["-std=c11"])
 
 if __name__ == "__main__":
