@@ -1,4 +1,5 @@
 # examples/module.mk - the programs a user copies from: hello (plain C),
+# mpi_sim_py (an MPI simulation feeding examples/python/analysis.py),
 # mpi_sim_viz (two Open MPI jobs coupled by PIO), merged_output and
 # merged_dataset (remote merged output, raw and HDF5). The tests run them
 # (tests/bats/mpi.bats, merge.bats), so they are TEST_BINS and built by `make`.
@@ -9,7 +10,7 @@
 MPICC ?= mpicc
 
 EXAMPLE_HELLO := $(B)/examples/hello
-MPI_EXAMPLES  := mpi_sim_viz merged_output merged_dataset heat3d
+MPI_EXAMPLES  := mpi_sim_viz merged_output merged_dataset heat3d mpi_sim_py
 EXAMPLE_MPI   := $(B)/examples/mpi_sim_viz
 EXAMPLE_MERGE := $(B)/examples/merged_output
 TEST_BINS += $(EXAMPLE_HELLO) $(MPI_EXAMPLES:%=$(B)/examples/%)
@@ -31,3 +32,6 @@ H5_MPI_CFLAGS := $(call pkg,--cflags,hdf5-openmpi)
 H5_MPI_LIBS   := $(call pkg,--libs,hdf5-openmpi)
 $(B)/examples/heat3d.o: CPPFLAGS += $(H5_MPI_CFLAGS)
 $(B)/examples/heat3d: LDLIBS += $(H5_MPI_LIBS)
+
+# mpi_sim_py joins with PIO_Init_comm (pio_mpi.h, beside pio.h once installed)
+$(B)/examples/mpi_sim_py.o: | $(PUB_INC)/pio_mpi.h

@@ -84,3 +84,32 @@ pio.exit()'
   assert_success
   for r in 0 1 2; do assert_output --partial "rank $r process $r of 3"; done
 }
+
+@test "examples: an MPI C simulation (4 ranks) feeds the Python analysis; its sums match the simulation's" {
+  pio_pair_loopback "$W" 2
+  PIO_SOCKET=$PIO_SOCK_B "$VENV/bin/python" "$PIO_SRC/examples/python/analysis.py" --png "$W" \
+    >"$W/ana.out" 2>&1 &
+  local ap=$!
+  PIO_SOCKET=$PIO_SOCK_A run timeout 120 "${MPIRUN[@]}" -np 4 "$PIO_BUILD/examples/mpi_sim_py" \
+    --rows 32 --cols 128 --steps 60 --every 10
+  echo "$output"
+  assert_success
+  local sim=$output rc=0
+  wait "$ap" || rc=$?
+  cat "$W/ana.out"
+  [ "$rc" -eq 0 ]
+  # six steps, the same sums to 9 digits
+  [ "$(grep -c '^step' <<<"$sim")" -eq 6 ]
+  run "$VENV/bin/python" -c '
+import sys
+sim = {l.split()[1]: float(l.split()[3]) for l in sys.argv[1].splitlines() if l.startswith("step")}
+ana = {l.split()[1]: float(l.split()[3]) for l in open(sys.argv[2]) if l.startswith("step")}
+assert sorted(sim) == sorted(ana) and len(sim) == 6, (sim, ana)
+for s in sim:
+    assert abs(sim[s] - ana[s]) <= 1e-9 * abs(sim[s]), (s, sim[s], ana[s])
+print("sums match", len(sim))' "$sim" "$W/ana.out"
+  assert_success
+  assert_output "sums match 6"
+  run file "$W/field.png"
+  assert_output --partial "PNG image data"
+}
