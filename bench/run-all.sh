@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Runs bench/pingpong.sh and bench/isolation.sh, bench/scale.sh (loopback, then the bed), then bench/throughput.sh, unequal.sh,
-# linkfail.sh, channels.sh, skew.sh, pcp.sh, merge.sh, viz.sh, rdma.sh, pfs.sh, gas.sh, anco.sh, seal.sh and chaos.sh (namespace test bed;
+# linkfail.sh, channels.sh, skew.sh, pcp.sh, merge.sh, viz.sh, rdma.sh, pfs.sh, gas.sh, anco.sh, seal.sh, chaos.sh and python.sh (namespace test bed;
 # skipped with a note when not root), each printing its own table and
 # writing bench/results/*.csv and *.png. Afterwards repeats every PASS/MISS
 # line, and writes them with the commit, the date and the host to
@@ -27,7 +27,7 @@ summary=()
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit+="-dirty"
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
-for s in ${BENCH_ONLY:-pingpong isolation scale throughput unequal linkfail channels skew pcp merge viz rdma pfs gas gas_apps anco seal chaos}; do
+for s in ${BENCH_ONLY:-pingpong isolation scale throughput unequal linkfail channels skew pcp merge viz rdma pfs gas gas_apps anco seal chaos python}; do
   echo "======== bench/$s.sh ========"
   if [ "$s" = throughput ] && [ "$(id -u)" -ne 0 ]; then
     echo "skip: bench/throughput.sh needs root (network namespaces)"
