@@ -441,7 +441,10 @@ restore:
             fputs("\n", stdout);
         fflush(stdout);
     }
-unblock:
+unblock:; /* a signal that came during the last request: consumed, not fatal */
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&sigs, NULL, &zero) > 0) {
+    }
     sigprocmask(SIG_SETMASK, &old, NULL);
 free:
     free(buf);
