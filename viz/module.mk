@@ -80,7 +80,7 @@ VIZ_OUT_OBJS  := $(B)/viz/out_png.o $(B)/viz/http.o $(B)/viz/pub.o
 TEST_BINS     += $(VIZ_TEST_BINS)
 OBJS          += $(VIZ_TEST_SRCS:%.cpp=$(B)/%.o)
 
-$(VIZ_TEST_BINS): $(B)/viz/test/%: $(B)/viz/test/%.o $(VIZ_OUT_OBJS)
+$(VIZ_TEST_BINS): $(B)/viz/test/%: $(B)/viz/test/%.o $(VIZ_OUT_OBJS) $(CLI_JSON_OBJ)
 	@mkdir -p $(@D)
 	$(call msg,LD,$@)$(CXX) $(LDFLAGS) -o $@ $^ $(VIZ_LIBS) $(LDLIBS) $(JSONC_LIBS)
 

@@ -4,10 +4,10 @@
 //
 // A message has two frames: the topic "step", then a JSON object
 //   {"step":N,"time":T,"output":"NAME","paths":["...", ...]}
-// Strings are escaped as JSON demands (quote, backslash, control
-// characters); bytes that are not UTF-8 become U+FFFD, so the body always
-// parses. A time that is not finite is null. PUB never blocks: a slow or
-// absent subscriber loses messages (ZMQ_SNDHWM), the receiver never waits.
+// The body is built with json-c (common/cli_json.h), which escapes strings
+// as JSON demands (quote, backslash, control characters); bytes that are
+// not UTF-8 become U+FFFD first, so the body always parses. A time that is not finite is null. PUB
+// never blocks: a slow or absent subscriber loses messages (ZMQ_SNDHWM), the receiver never waits.
 // ZeroMQ binds an ipc:// path by replacing whatever socket file is there,
 // so a second receiver would silently steal the first one's subscribers:
 // open() refuses an ipc:// path where some process still listens.
@@ -15,6 +15,7 @@
 // Thread-safety: event() may be called from any thread; mtx_ guards the
 // socket (a ZeroMQ socket is not thread-safe).
 #include "outputs.h"
+#include "cli_json.h"
 
 #include <zmq.h>
 
@@ -63,41 +64,30 @@ size_t pub_utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
-void pub_json_string(std::string &out, const std::string &s)
+// pub_utf8 - s with every byte that does not start valid UTF-8 replaced by
+// U+FFFD (json-c copies string bytes as they are: the body must parse)
+std::string pub_utf8(const std::string &s)
 {
-    out += '"';
+    std::string out;
     const unsigned char *p = (const unsigned char *)s.data();
     size_t n = s.size();
     for (size_t i = 0; i < n;) {
-        unsigned char c = p[i];
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += (char)c;
-            i++;
-        } else if (c < 0x20 || c == 0x7f) {
-            static const char *esc[] = {"\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004",
-                                        "\\u0005", "\\u0006", "\\u0007", "\\b",     "\\t",
-                                        "\\n",     "\\u000b", "\\f",     "\\r"};
-            if (c < sizeof esc / sizeof *esc) {
-                out += esc[c];
-            } else {
-                char buf[8];
-                snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            }
+        size_t len = pub_utf8_len(p + i, n - i);
+        if (len == 0) {
+            out += "\xef\xbf\xbd";
             i++;
         } else {
-            size_t len = pub_utf8_len(p + i, n - i);
-            if (len == 0) {
-                out += "\\ufffd";
-                i++;
-            } else {
-                out.append(s, i, len);
-                i += len;
-            }
+            out.append(s, i, len);
+            i += len;
         }
     }
-    out += '"';
+    return out;
+}
+
+json_object *pub_json_string(const std::string &s)
+{
+    std::string u = pub_utf8(s);
+    return json_object_new_string_len(u.data(), (int)u.size());
 }
 
 // pub_ipc_live - some process accepts connections on the ipc:// path
@@ -168,23 +158,22 @@ bool ZmqPublisher::open(const std::string &endpoint, std::string *err)
 void ZmqPublisher::event(const std::string &output, const Step &s,
                          const std::vector<std::string> &paths)
 {
-    std::string body = "{\"step\":" + std::to_string(s.step) + ",\"time\":";
-    if (std::isfinite(s.time)) {
-        char t[40];
-        snprintf(t, sizeof t, "%.17g", s.time);
-        body += t;
-    } else {
-        body += "null";
-    }
-    body += ",\"output\":";
-    pub_json_string(body, output);
-    body += ",\"paths\":[";
-    for (size_t i = 0; i < paths.size(); i++) {
-        if (i)
-            body += ',';
-        pub_json_string(body, paths[i]);
-    }
-    body += "]}";
+    json_object *o = json_object_new_object(), *arr = json_object_new_array();
+    pio_cli_json_u64(o, "step", s.step);
+    char t[40];
+    snprintf(t, sizeof t, "%.17g", s.time);
+    json_object_object_add(o, "time",
+                           std::isfinite(s.time) ? json_object_new_double_s(s.time, t) : nullptr);
+    json_object_object_add(o, "output", pub_json_string(output));
+    for (const auto &p : paths)
+        json_object_array_add(arr, pub_json_string(p));
+    json_object_object_add(o, "paths", arr);
+    const char *text =
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    std::string body = text ? text : "";
+    json_object_put(o);
+    if (body.empty()) // json-c out of memory: no event, as when PUB drops one
+        return;
 
     std::lock_guard<std::mutex> g(mtx_);
     if (zmq_send(sock_, "step", 4, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||

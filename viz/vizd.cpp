@@ -24,6 +24,7 @@
 // dropped. Late joiners learn everything from the first descriptor; a new
 // simulation (another name, grid or field list) resets the assembly.
 #include "cli.h"
+#include "cli_json.h"
 #include "memtrim.h"
 #include "outputs.h"
 #include "sdnotify.h"
@@ -568,59 +569,73 @@ void receiver(int id)
     }
 }
 
-std::string json_str(const std::string &s)
+// status_double - a number of seconds or steps per second as the status has
+// always printed it (six significant digits, "%g", as an ostream would)
+json_object *status_double(double v)
 {
-    std::string o = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\')
-            o += '\\', o += c;
-        else if ((unsigned char)c < 0x20)
-            o += ' ';
-        else
-            o += c;
-    }
-    return o + "\"";
+    char t[32];
+    snprintf(t, sizeof t, "%g", v);
+    return json_object_new_double_s(v, t);
 }
 
+// status_json - the status as one line of JSON: built with json-c (every
+// string escaped: an output may be named anything), keys in the order the
+// tests and bench/viz.sh read, compact ("key":value, no spaces), '/' as is.
 std::string status_json()
 {
-    std::ostringstream o;
     std::lock_guard<std::mutex> l(G);
     double t = now(), rate = 0;
     if (F.completions.size() >= 2 && t - F.completions.back() < 5)
         rate = (double)(F.completions.size() - 1) / (F.completions.back() - F.completions.front());
-    o << "{\"app\":" << json_str(opt.app) << ",\"simulation\":" << json_str(F.app)
-      << ",\"ranks\":" << F.d.nranks << ",\"grid\":[" << F.d.grid.dims[0] << "," << F.d.grid.dims[1]
-      << "," << F.d.grid.dims[2] << "]"
-      << ",\"steps_received\":" << stats.steps_seen
-      << ",\"steps_complete\":" << stats.steps_complete
-      << ",\"steps_dropped\":" << stats.steps_dropped << ",\"last_step\":" << F.last_complete
-      << ",\"steps_per_second\":" << rate << ",\"first_to_last_seconds\":" << F.t_last - F.t_first
-      << ",\"receiving_seconds\":" << (F.t_last > 0 ? F.t_last - F.t_start : 0)
-      << ",\"bytes_by_last_complete\":" << F.bytes_last - F.bytes_base
-      << ",\"assembling\":" << F.steps.size() << ",\"queue_depth\":" << hub->queue_depth()
-      << ",\"pieces\":" << stats.pieces << ",\"bytes\":" << stats.bytes
-      << ",\"memory_used\":" << stats.mem_used << ",\"memory_peak\":" << stats.mem_peak
-      << ",\"memory_limit\":" << stats.mem_limit << ",\"lag\":[";
+    json_object *o = json_object_new_object(), *grid = json_object_new_array(),
+                *lag = json_object_new_array(), *outs = json_object_new_array();
+    pio_cli_json_str(o, "app", opt.app.c_str());
+    pio_cli_json_str(o, "simulation", F.app.c_str());
+    pio_cli_json_u64(o, "ranks", F.d.nranks);
+    for (uint64_t d : F.d.grid.dims)
+        json_object_array_add(grid, json_object_new_uint64(d));
+    json_object_object_add(o, "grid", grid);
+    pio_cli_json_u64(o, "steps_received", stats.steps_seen);
+    pio_cli_json_u64(o, "steps_complete", stats.steps_complete);
+    pio_cli_json_u64(o, "steps_dropped", stats.steps_dropped);
+    pio_cli_json_u64(o, "last_step", F.last_complete);
+    json_object_object_add(o, "steps_per_second", status_double(rate));
+    json_object_object_add(o, "first_to_last_seconds", status_double(F.t_last - F.t_first));
+    json_object_object_add(o, "receiving_seconds",
+                           status_double(F.t_last > 0 ? F.t_last - F.t_start : 0));
+    pio_cli_json_u64(o, "bytes_by_last_complete", F.bytes_last - F.bytes_base);
+    pio_cli_json_u64(o, "assembling", F.steps.size());
+    pio_cli_json_u64(o, "queue_depth", hub->queue_depth());
+    pio_cli_json_u64(o, "pieces", stats.pieces);
+    pio_cli_json_u64(o, "bytes", stats.bytes);
+    pio_cli_json_u64(o, "memory_used", stats.mem_used);
+    pio_cli_json_u64(o, "memory_peak", stats.mem_peak);
+    pio_cli_json_u64(o, "memory_limit", stats.mem_limit);
     uint64_t newest = 0;
     for (uint64_t s : F.newest)
         newest = std::max(newest, s);
-    for (size_t r = 0; r < F.newest.size(); r++)
-        o << (r ? "," : "") << newest - F.newest[r];
-    o << "],\"outputs\":[";
-    bool first = true;
+    for (uint64_t s : F.newest)
+        json_object_array_add(lag, json_object_new_uint64(newest - s));
+    json_object_object_add(o, "lag", lag);
     for (const auto &i : hub->info()) {
-        o << (first ? "" : ",") << "{\"name\":" << json_str(i.name) << ",\"policy\":\""
-          << (i.policy == Policy::ARCHIVE ? "archive" : "live") << "\",\"done\":" << i.done
-          << ",\"skipped\":" << i.skipped << ",\"failed\":" << i.failed
-          << ",\"last_step\":" << i.last_step << ",\"paths\":[";
-        for (size_t k = 0; k < i.last_paths.size(); k++)
-            o << (k ? "," : "") << json_str(i.last_paths[k]);
-        o << "]}";
-        first = false;
+        json_object *r = json_object_new_object(), *paths = json_object_new_array();
+        pio_cli_json_str(r, "name", i.name.c_str());
+        pio_cli_json_str(r, "policy", i.policy == Policy::ARCHIVE ? "archive" : "live");
+        pio_cli_json_u64(r, "done", i.done);
+        pio_cli_json_u64(r, "skipped", i.skipped);
+        pio_cli_json_u64(r, "failed", i.failed);
+        pio_cli_json_u64(r, "last_step", i.last_step);
+        for (const auto &p : i.last_paths)
+            json_object_array_add(paths, json_object_new_string_len(p.data(), (int)p.size()));
+        json_object_object_add(r, "paths", paths);
+        json_object_array_add(outs, r);
     }
-    o << "]}";
-    return o.str();
+    json_object_object_add(o, "outputs", outs);
+    const char *text =
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    std::string out = text ? text : "{}"; // {}: json-c out of memory
+    json_object_put(o);
+    return out;
 }
 
 bool write_status()

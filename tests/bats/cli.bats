@@ -114,7 +114,7 @@ complete_words() {
   run complete_words pfs _pio_pfs pfs --v
   assert_output "--verbose"$'\n'"--version"
   run complete_words pio-info _pio_info pio-info --co
-  assert_output "--count-up"
+  assert_output "--count-up"$'\n'"--count"
   run complete_words pcp _pio_pcp pcp -b st
   assert_output "static"
   run complete_words pcp _pio_pcp pcp --no
