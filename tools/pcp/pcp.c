@@ -1327,7 +1327,8 @@ static void usage(FILE *f)
 
 /* The local arguments, before piod is asked anything: each source of a
  * send exists, is readable and is a file (or, with -r, a directory); a
- * fetch's destination folder exists. 0, or -1 (each problem said). */
+ * fetch's destination folder exists and may be written. 0, or -1 (each
+ * problem said). */
 static int check_local(int put, char **src, int nsrc, const char *last)
 {
     int bad = 0;
@@ -1348,8 +1349,13 @@ static int check_local(int put, char **src, int nsrc, const char *last)
         return bad ? -1 : 0;
     }
     struct stat sb;
-    if (stat(last, &sb) == 0 && S_ISDIR(sb.st_mode))
+    if (stat(last, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (access(last, W_OK | X_OK) != 0) {
+            err("%s: %s", last, strerror(errno));
+            return -1;
+        }
         return 0;
+    }
     if (nsrc > 1) {
         err("%s: %s (several sources go into a directory)", last,
             errno == ENOENT ? strerror(ENOENT) : strerror(ENOTDIR));
@@ -1364,6 +1370,10 @@ static int check_local(int put, char **src, int nsrc, const char *last)
     }
     if (!S_ISDIR(sb.st_mode)) {
         err("%s: %s", dir, strerror(ENOTDIR));
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        err("%s: %s", dir, strerror(errno));
         return -1;
     }
     return 0;
