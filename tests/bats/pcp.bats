@@ -568,6 +568,12 @@ small_tree() {
   run "$PCP" -q "$W/sp/link" B:followed
   assert_success
   cmp "$W/sp/file" "$EXP/followed"
+  mkdir "$W/real"
+  printf r >"$W/real/r"
+  ln -s real "$W/rlink"
+  run "$PCP" -q -r "$W/rlink" B:
+  assert_success
+  cmp "$W/real/r" "$EXP/rlink/r"
 }
 
 @test "local arguments are checked before piod is asked: a missing source or destination folder exits 3" {

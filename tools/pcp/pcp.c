@@ -977,8 +977,8 @@ static int name_cmp(const void *a, const void *b)
  * (unreadable directory) is said and counted; the walk goes on. */
 static void plan_tree(const char *src, const char *dst, const char *rel, int depth)
 {
-    struct stat sb;
-    if (lstat(src, &sb) != 0) {
+    struct stat sb; /* (the source named on the command line: followed, as cp -r does) */
+    if ((depth == 0 ? stat(src, &sb) : lstat(src, &sb)) != 0) {
         err("%s: %s", src, strerror(errno));
         o.failed++;
         return;
