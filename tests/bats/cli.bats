@@ -4,9 +4,8 @@
 # bash completion.
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# pcp and pio-files (tools/pcp) are left out here: their conventions are
-# pcp's own work. pfs, gas-stat and pio-perf --json are checked where their
-# servers run (pfs.bats, gas.bats, perf.bats).
+# pfs, gas-stat, pio-perf and pcp --json are checked where their servers
+# run (pfs.bats, gas.bats, perf.bats, pcp.bats).
 
 load "$BATS_TEST_DIRNAME/../lib/helpers"
 source "$BATS_TEST_DIRNAME/../lib/piod.bash"
@@ -23,7 +22,7 @@ header_version() {
     "$(awk '$2 == "PIO_VERSION_PATCH" { print $3 }' "$p")"
 }
 
-@test "--version: every program make install installs (but pcp's) prints 'NAME VERSION (protocol N)'" {
+@test "--version: every program make install installs prints 'NAME VERSION (protocol N)'" {
   local v proto d=$BATS_TEST_TMPDIR/stage args n=0 p name
   v=$(header_version)
   # the shared library's files carry the same version
@@ -36,15 +35,17 @@ header_version() {
   assert_success
   for p in "$d"/usr/bin/* "$d"/usr/sbin/*; do
     name=$(basename "$p")
-    case $name in pcp | pio-files) continue ;; esac
     # pio-job asks the piod it starts: the staged one
     run env PATH="$d/usr/sbin:$PATH" "$p" --version
     assert_success
     assert_output "$name $v (protocol $proto)"
     n=$((n + 1))
   done
-  # pio-info pio-perf pio-job pfs gas-stat (pio-vizd) piod pfs-mds pfs-iod gas-dispatcher
-  [ "$n" -ge 9 ] || fail "only $n programs checked"
+  # pio-info pio-perf pio-job pfs gas-stat pcp (pio-vizd) piod pfs-mds pfs-iod
+  # gas-dispatcher pio-files
+  [ "$n" -ge 11 ] || fail "only $n programs checked"
+  [ -x "$d/usr/bin/pcp" ] || fail "no pcp installed"
+  [ -x "$d/usr/sbin/pio-files" ] || fail "no pio-files installed"
 }
 
 @test "--version: piod's line is pio.h's version, and pio-info's the same but for the name" {

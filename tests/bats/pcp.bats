@@ -7,6 +7,8 @@
 
 load "$BATS_TEST_DIRNAME/../lib/helpers"
 source "$BATS_TEST_DIRNAME/../lib/piod.bash"
+# shellcheck disable=SC2154 # $stderr is set by run --separate-stderr
+bats_require_minimum_version 1.5.0 # run --separate-stderr
 
 PCP=$PIO_BUILD/bin/pcp
 
@@ -167,20 +169,22 @@ teardown() {
 
 @test "errors: no piod, unknown host, no export, missing source, no space, permission denied" {
   printf data >"$W/s"
+  # no connection: 10
   PIO_SOCKET=/nonexistent/sock run "$PCP" -q "$W/s" B:
-  assert_failure
+  assert_failure 10
   assert_output --partial "cannot reach this host's piod"
   run "$PCP" -q "$W/s" C:
-  assert_failure
+  assert_failure 10
   assert_output --partial "C: unknown host"
   PIO_SOCKET=$SOCK_B run "$PCP" -q "$W/s" A:
-  assert_failure
+  assert_failure 10
   assert_output --partial "serves no files: set \`export = DIR\`"
+  # a local source missing: 3; a remote one (a file not copied): 23
   run "$PCP" -q "$W/missing" B:
-  assert_failure
+  assert_failure 3
   assert_output --partial "missing: No such file or directory"
   run "$PCP" -q B:missing "$W/m"
-  assert_failure
+  assert_failure 23
   assert_output --partial "No such file or directory"
   [ ! -e "$W/m" ]
   # no space: a 1 MiB tmpfs inside the export, mounted where the file
@@ -191,7 +195,7 @@ teardown() {
   head -c $((4 << 20)) /dev/urandom >"$W/4m"
   run "$PCP" -q "$W/4m" B:small/
   nsenter -t "$fs" -m umount "$EXP/small"
-  assert_failure
+  assert_failure 23
   assert_output --partial "No space left on device"
   # permission denied: a user who may not write where the copy should land
   mkdir -p "$W/locked" && chmod 755 "$W/locked"
@@ -201,7 +205,7 @@ teardown() {
   PIO_SOCKET=/tmp/pcp-test-$$.sock run setpriv --reuid nobody --regid nogroup --clear-groups \
     "$PCP" -q B:k "$W/locked/k"
   rm -f /tmp/pcp-test-$$.sock
-  assert_failure
+  assert_failure 3 # (a local destination folder: checked before piod is asked)
   assert_output --partial "Permission denied"
   [ ! -e "$W/locked/k" ]
 }
@@ -225,7 +229,7 @@ wait_for() {
   kill -CONT $p
   rc=0 && wait $p || rc=$?
   cat "$W/send.out"
-  [ "$rc" -eq 1 ]
+  [ "$rc" -eq 23 ] # partial: the file not copied
   grep -q "v: read: the file shrank while being sent" "$W/send.out"
   [ "$(cat "$EXP/v")" = old ]
   # fetch: the file service is stopped as soon as pcp made its part file
@@ -240,19 +244,27 @@ wait_for() {
   kill -CONT "$fs"
   rc=0 && wait $p || rc=$?
   cat "$W/fetch.out"
-  [ "$rc" -eq 1 ]
+  [ "$rc" -eq 23 ] # partial: the file not copied
   grep -q "B:w: read: the file shrank while being sent" "$W/fetch.out"
   [ "$(cat "$W/w")" = old ]
 }
 
-@test "bad usage exits 2 with a message" {
+@test "bad usage exits 1 (rsync's syntax error) with a message, before looking at any file" {
   run "$PCP" a b
-  [ "$status" -eq 2 ]
+  assert_failure 1
   assert_output --partial "give local sources and a remote HOST:DST"
   run "$PCP" -n 0 a B:
-  [ "$status" -eq 2 ]
+  assert_failure 1
+  assert_output --partial "-n 0: give a number of channels from 1 to 64"
   run "$PCP" --chunk 1 a B:
-  [ "$status" -eq 2 ]
+  assert_failure 1
+  assert_output --partial "--chunk 1: give 4K to 64M"
+  run "$PCP" --no-such-option a B:
+  assert_failure 1
+  assert_output --partial "usage: pcp"
+  run "$PCP" --exclude '' a B:
+  assert_failure 1
+  assert_output --partial "--exclude: give a pattern"
 }
 
 @test "a channel that cannot reconnect says that nothing answers, and which ports to open" {
@@ -489,4 +501,262 @@ fs_pid() {
   assert_output grew
   run tail -n 1 "$W/p.err"
   assert_output --regexp '/p: 96\.0 MiB in [0-9.]+ s, '
+}
+
+# ---- command-line conventions (issue 33): exit codes, skipped files,
+# --dry-run, --exclude, per-file --json, the total progress line ----
+
+# xxh3_of FILE: its XXH3-64 digest in hex: xxhsum -H3 (Debian's xxhash)
+# when it is installed, else libxxhash itself through python's ctypes
+xxh3_of() {
+  if command -v xxhsum >/dev/null; then
+    xxhsum -H3 "$1" | awk '{ print $NF }'
+  else
+    python3 -c '
+import ctypes, sys
+lib = ctypes.CDLL("libxxhash.so.0")
+lib.XXH3_64bits.restype = ctypes.c_uint64
+lib.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+d = open(sys.argv[1], "rb").read()
+print("%016x" % lib.XXH3_64bits(d, len(d)))' "$1"
+  fi
+}
+
+# a small tree: a/f1 (1000 B), a/b/deep (6 B), c/x.log (3 B), top (0 B)
+small_tree() {
+  mkdir -p "$1/a/b" "$1/c"
+  head -c 1000 /dev/urandom >"$1/a/f1"
+  printf 'deep!\n' >"$1/a/b/deep"
+  printf 'log' >"$1/c/x.log"
+  : >"$1/top"
+}
+
+@test "--version: pcp and pio-files print the shared line, without a piod" {
+  PIO_SOCKET=/nonexistent/sock run "$PCP" --version
+  assert_success
+  assert_output --regexp '^pcp [0-9]+\.[0-9]+\.[0-9]+ \(protocol [0-9]+\)$'
+  local line=$output
+  run "$PIO_BUILD/sbin/pio-files" --version
+  assert_success
+  assert_output "pio-files ${line#pcp }"
+}
+
+@test "-r skips symbolic links, FIFOs, sockets and devices, naming each and its kind; the rest arrives; exit 23" {
+  mkdir -p "$W/sp/sub"
+  printf one >"$W/sp/file"
+  printf two >"$W/sp/sub/deep"
+  ln -s file "$W/sp/link"
+  ln -s /etc "$W/sp/dirlink"
+  mkfifo "$W/sp/sub/fifo"
+  python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$W/sp/sock"
+  mknod "$W/sp/null" c 1 3
+  run "$PCP" -q -r "$W/sp" B:specials
+  assert_failure 23
+  assert_line "pcp: skipping non-regular file \"$W/sp/link\" (symbolic link)"
+  assert_line "pcp: skipping non-regular file \"$W/sp/dirlink\" (symbolic link)"
+  assert_line "pcp: skipping non-regular file \"$W/sp/sub/fifo\" (FIFO)"
+  assert_line "pcp: skipping non-regular file \"$W/sp/sock\" (socket)"
+  assert_line "pcp: skipping non-regular file \"$W/sp/null\" (character device)"
+  run grep -c skipping <<<"$output"
+  assert_output 5
+  # the regular files and the folder arrived, nothing else
+  run ls -A "$EXP/specials/sp" "$EXP/specials/sp/sub"
+  assert_output "$EXP/specials/sp:"$'\n'"file"$'\n'"sub"$'\n\n'"$EXP/specials/sp/sub:"$'\n'"deep"
+  cmp "$W/sp/file" "$EXP/specials/sp/file"
+  cmp "$W/sp/sub/deep" "$EXP/specials/sp/sub/deep"
+  # a symbolic link named on the command line is followed, as cp and scp do
+  run "$PCP" -q "$W/sp/link" B:followed
+  assert_success
+  cmp "$W/sp/file" "$EXP/followed"
+  mkdir "$W/real"
+  printf r >"$W/real/r"
+  ln -s real "$W/rlink"
+  run "$PCP" -q -r "$W/rlink" B:
+  assert_success
+  cmp "$W/real/r" "$EXP/rlink/r"
+}
+
+@test "local arguments are checked before piod is asked: a missing source or destination folder exits 3" {
+  # no piod at all: the file is what is wrong, and pcp says so
+  PIO_SOCKET=/nonexistent/sock run "$PCP" -q nosuchfile B:
+  assert_failure 3
+  assert_output "pcp: nosuchfile: No such file or directory"
+  # several sources, one missing: nothing is copied
+  printf data >"$W/here"
+  run "$PCP" -q "$W/here" "$W/gone" B:precheck
+  assert_failure 3
+  assert_output "pcp: $W/gone: No such file or directory"
+  [ ! -e "$EXP/precheck" ]
+  mkdir "$W/adir"
+  PIO_SOCKET=/nonexistent/sock run "$PCP" -q "$W/adir" B:
+  assert_failure 3
+  assert_output "pcp: $W/adir: is a directory (use -r)"
+  mkfifo "$W/pipe"
+  PIO_SOCKET=/nonexistent/sock run "$PCP" -q "$W/pipe" B:
+  assert_failure 3
+  assert_output "pcp: $W/pipe: not a regular file (FIFO)"
+  # fetching: the local destination's folder must exist
+  PIO_SOCKET=/nonexistent/sock run "$PCP" -q B:whatever "$W/no/such/dir/f"
+  assert_failure 3
+  assert_output "pcp: $W/no/such/dir: No such file or directory"
+  PIO_SOCKET=/nonexistent/sock run "$PCP" -q B:a B:b "$W/here"
+  assert_failure 3
+  assert_output "pcp: $W/here: Not a directory (several sources go into a directory)"
+  # ... and may be written by whoever runs pcp
+  local ro
+  ro=$(mktemp -d /tmp/pcp-ro.XXXXXX)
+  chmod 755 "$ro"
+  PIO_SOCKET=/nonexistent/sock run setpriv --reuid nobody --regid nogroup --clear-groups \
+    "$PCP" -q B:k "$ro/k"
+  rmdir "$ro"
+  assert_failure 3
+  assert_output "pcp: $ro: Permission denied"
+}
+
+@test "--dry-run lists each file with its size and the total, and copies nothing either way" {
+  small_tree "$W/dt"
+  local want
+  want="$W/dt/a/b/deep -> B:dry/dt/a/b/deep (6 bytes)
+$W/dt/a/f1 -> B:dry/dt/a/f1 (1000 bytes)
+$W/dt/c/x.log -> B:dry/dt/c/x.log (3 bytes)
+$W/dt/top -> B:dry/dt/top (0 bytes)
+total: 4 files, 1009 bytes (1009 B) would be copied"
+  # a send asks nobody: no piod needed
+  PIO_SOCKET=/nonexistent/sock run --separate-stderr "$PCP" --dry-run -r "$W/dt" B:dry
+  assert_success
+  assert_output "$want"
+  [ -z "$stderr" ]
+  # with the piods up it is the same, and the export is left as it was
+  run --separate-stderr "$PCP" --dry-run -r "$W/dt" B:dry
+  assert_success
+  assert_output "$want"
+  [ ! -e "$EXP/dry" ]
+  # a fetch lists the remote tree (or asks a file's size) and fetches nothing
+  mkdir -p "$EXP/dsrc/s"
+  printf 12345 >"$EXP/dsrc/s/five"
+  printf ab >"$EXP/dsrc/two"
+  run --separate-stderr "$PCP" --dry-run -r B:dsrc "$W/dget"
+  assert_success
+  assert_line "B:dsrc/s/five -> $W/dget/s/five (5 bytes)"
+  assert_line "B:dsrc/two -> $W/dget/two (2 bytes)"
+  assert_line --index 2 "total: 2 files, 7 bytes (7 B) would be copied"
+  [ ! -e "$W/dget" ]
+  run --separate-stderr "$PCP" --dry-run B:dsrc/two "$W/one"
+  assert_success
+  assert_output "B:dsrc/two -> $W/one (2 bytes)"$'\n'"total: 1 file, 2 bytes (2 B) would be copied"
+  [ ! -e "$W/one" ]
+  run find "$W" "$EXP/dsrc" -name '*.pcp-part'
+  assert_output ""
+  # a missing remote file: said, exit 23
+  run "$PCP" --dry-run B:dsrc/nothing "$W/one"
+  assert_failure 23
+  assert_output --partial "No such file or directory"
+}
+
+@test "--exclude leaves out what matches the path below the source or the name, both ways" {
+  small_tree "$W/dt"
+  printf tmp >"$W/dt/a/skip.tmp"
+  run "$PCP" -q -r --exclude '*.log' --exclude 'a/b' --exclude skip.tmp "$W/dt" B:ex
+  assert_success
+  run bash -c "cd '$EXP/ex/dt' && find . | sort"
+  assert_output ".
+./a
+./a/f1
+./c
+./top"
+  cmp "$W/dt/a/f1" "$EXP/ex/dt/a/f1"
+  # the source itself goes by its name; a path pattern matches below it
+  run --separate-stderr "$PCP" --dry-run -r --exclude 'dt' "$W/dt" B:ex2
+  assert_success
+  assert_output "total: 0 files, 0 bytes (0 B) would be copied"
+  run --separate-stderr "$PCP" --dry-run -r --exclude '*/b' "$W/dt" B:ex2
+  assert_success
+  refute_output --partial "deep"
+  assert_line --partial "a/f1 -> "
+  # fetching: a remote tree's entries, and what is under an excluded folder
+  run "$PCP" -q -r --exclude f1 --exclude c B:ex/dt "$W/exback"
+  assert_success
+  run bash -c "cd '$W/exback' && find . | sort"
+  assert_output ".
+./a
+./top"
+}
+
+@test "--json: a line per file with its size, bytes, seconds and XXH3-64 digest (as xxhsum -H3), then a summary" {
+  mkdir -p "$W/js/d"
+  head -c 300000 /dev/urandom >"$W/js/big"
+  printf x >"$W/js/d/one"
+  : >"$W/js/d/empty"
+  ln -s big "$W/js/ln"
+  run --separate-stderr "$PCP" -q -r --json "$W/js" B:json
+  assert_failure 23 # the symbolic link
+  printf '%s\n' "$output" >"$W/json.out"
+  # shellcheck disable=SC2016
+  local py='
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["type"] == "file":
+        print(r["path"], r["dest"], r["size"], r["bytes"], r["xxh3"], r["ok"], r["verified"],
+              type(r["seconds"]).__name__, r["resumed_bytes"])
+    elif r["type"] == "skipped":
+        print("skipped", r["path"], r["kind"])
+    else:
+        print("summary", r["files"], r["bytes"], r["failed"], r["skipped"], r["ok"], r["exit"])'
+  run python3 -c "$py" "$W/json.out"
+  assert_success
+  assert_output "skipped $W/js/ln symbolic link
+$W/js/big B:json/js/big 300000 300000 $(xxh3_of "$W/js/big") True True float 0
+$W/js/d/empty B:json/js/d/empty 0 0 $(xxh3_of "$W/js/d/empty") True True float 0
+$W/js/d/one B:json/js/d/one 1 1 $(xxh3_of "$W/js/d/one") True True float 0
+summary 3 300001 0 1 False 23"
+  # fetching, without verification: the digest is still the file's
+  run --separate-stderr "$PCP" -q --json --no-verify B:json/js/big "$W/back"
+  assert_success
+  printf '%s\n' "$output" >"$W/json.out"
+  run python3 -c "$py" "$W/json.out"
+  assert_output "B:json/js/big $W/back 300000 300000 $(xxh3_of "$W/js/big") True False float 0
+summary 1 300000 0 0 True 0"
+  cmp "$W/js/big" "$W/back"
+  # a file that fails: ok false, its error, no digest
+  run --separate-stderr "$PCP" -q --json B:json/nothing "$W/nothing"
+  assert_failure 23
+  run python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.argv[1].splitlines()]
+print(rows[0]["ok"], rows[0]["xxh3"], "No such file or directory" in rows[0]["error"], rows[1]["exit"])' "$output"
+  assert_output "False None True 23"
+}
+
+@test "-r on a terminal: one total progress line (bytes, files, rate, ETA) updated in place; elsewhere a line per file" {
+  mkdir -p "$W/pt/x"
+  local i
+  for i in 1 2 3 4 5; do head -c $((i << 20)) /dev/urandom >"$W/pt/x/f$i"; done
+  # script(1) gives pcp a terminal
+  script -qec "'$PCP' -r '$W/pt' B:prog" /dev/null >"$W/tty.out"
+  # the last state of the line; newlines: only the one at the end
+  run python3 -c '
+import re, sys
+t = open(sys.argv[1], newline="").read().replace("\x1b[K", "")
+parts = [p for p in re.split(r"[\r\n]", t) if p.strip()]
+print(parts[-1].strip())
+print(t.count("\n"))' "$W/tty.out"
+  assert_line --index 0 --regexp '^100% +15\.0 MiB / 15\.0 MiB +5 / 5 files +[0-9.]+ [KMG]?i?B/s ETA +[0-9]+s$'
+  assert_line --index 1 1
+  refute_output --partial "pt/x/f"
+  for i in 1 2 3 4 5; do cmp "$W/pt/x/f$i" "$EXP/prog/pt/x/f$i"; done
+  # standard error no terminal: a line per file when it is done, as before
+  run "$PCP" -r "$W/pt" B:prog2
+  assert_success
+  for i in 1 2 3 4 5; do assert_line --regexp "^$W/pt/x/f$i: $i\.0 MiB in [0-9.]+ s, "; done
+  refute_output --partial "files"
+}
+
+@test "bash completion offers --dry-run and --exclude" {
+  run bash -c 'source "$1"; COMP_WORDS=(pcp --dr); COMP_CWORD=1; _pio_pcp; printf "%s\n" "${COMPREPLY[@]}"' _ \
+    "$PIO_SRC/tools/completion/pcp"
+  assert_output "--dry-run"
+  run bash -c 'source "$1"; COMP_WORDS=(pcp --ex); COMP_CWORD=1; _pio_pcp; printf "%s\n" "${COMPREPLY[@]}"' _ \
+    "$PIO_SRC/tools/completion/pcp"
+  assert_output "--exclude"
 }

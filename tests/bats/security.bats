@@ -255,12 +255,12 @@ win_client() {
   PIO_PIOD_FLAGS_B="--export $W/exp" pair_up
   # pio-sb, on system A, cannot read A's file on B...
   run as pio-sb "$PCP" -q B:shared/a.txt "$W/sb/got"
-  assert_failure
+  assert_failure 23 # the file service's refusal (3 would be pcp's own, about $W/sb)
   assert_output --partial "Permission denied"
   run ! test -e "$W/sb/got"
   # ...nor overwrite it: refused before anything is written
   run as pio-sb "$PCP" -q "$W/in.txt" B:shared/a.txt
-  assert_failure
+  assert_failure 23
   assert_output --partial "Permission denied"
   run cat "$W/exp/shared/a.txt"
   assert_output "secret of A"

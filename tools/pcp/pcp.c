@@ -12,8 +12,18 @@
  * while the bytes stream, on both sides, and a copy succeeds only when size
  * and checksum match. A fetched file is written to ".NAME.pcp-part" and
  * renamed into place once verified, as the service does for sent files.
+ *
+ * Before it contacts piod, pcp checks its local arguments and makes the
+ * plan: every local source is walked (-r, --exclude) into a list of
+ * directories to make and files to send, so that a missing source is said
+ * at once (exit 3), --dry-run sends nothing, and -r shows one total
+ * progress line. A fetch lists the remote trees first (PCP_LIST), then
+ * copies. Exit codes (pcp(1), EXIT STATUS): 0, 1 usage, 3 local
+ * arguments, 10 no connection, 12 connection lost, 23 partial.
  */
 #include "pio_svc.h"
+#include "cli.h"
+#include "cli_json.h"
 #include "wire/wire.h"
 #include "orphan.h"
 #include "wire/pcp_proto.h"
@@ -22,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -55,9 +66,32 @@ static struct {
     int partner;
     uint32_t next_session;
     uint64_t files, bytes, skipped_bytes;
-    int failed;
+    uint64_t failed;   /* files (and directories) not copied for an error */
+    uint64_t skipped;  /* non-regular files left out (said) */
+    int transport;     /* the connection failed during the copy: exit 12 */
+    int dry_run;       /* --dry-run */
+    const char **excl; /* --exclude patterns */
+    int nexcl;
+    char last_err[2 * PATH_MAX + 512]; /* the last message err() wrote, for --json */
     double t0;
 } o = {.balance = PIO_DYNAMIC, .block = 8u << 20, .verify = 1};
+
+/* Exit codes (pcp(1) EXIT STATUS, in the spirit of rsync's). */
+enum {
+    EXIT_OK = 0,
+    EXIT_USAGE = 1,    /* rsync 1: syntax or usage error */
+    EXIT_LOCAL = 3,    /* rsync 3: errors selecting input/output files, dirs */
+    EXIT_CONNECT = 10, /* rsync 10: no piod here, no file service there */
+    EXIT_LOST = 12,    /* rsync 12: the connection broke during the copy */
+    EXIT_PARTIAL = 23, /* rsync 23: some files were not copied */
+};
+
+/* What the last put_file / get_file saw, for its --json row. */
+static struct {
+    uint64_t size, start_off;
+    uint64_t hash;
+    int have_hash;
+} cur;
 
 static double now(void)
 {
@@ -72,11 +106,10 @@ static void err(const char *fmt, ...)
     va_list ap;
     if (o.tty && !o.quiet)
         fputs("\r\033[K", stderr);
-    fputs("pcp: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(o.last_err, sizeof(o.last_err), fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fprintf(stderr, "pcp: %s\n", o.last_err);
 }
 
 /* a/b into out; -1 (and a message) when it does not fit */
@@ -135,10 +168,72 @@ static void human(double b, char *out, size_t n)
     snprintf(out, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
 }
 
+/* -v: each channel's rate since the last update, after the progress line */
+static void progress_channels(double t)
+{
+    PIO_Coninfo ci[16];
+    int n = 0;
+    if (PIO_Getconinfo(o.partner, ci, 16, &n) != PIO_OK)
+        return;
+    for (int i = 0; i < n && i < 16; i++) { /* from byte counters between updates */
+        static uint64_t prev[16];
+        static double prev_t[16];
+        uint64_t b = o.put ? ci[i].tx_bytes : ci[i].rx_bytes;
+        char cr[32];
+        double dt = t - prev_t[i];
+        human(prev_t[i] > 0 && dt > 0 ? (double)(b - prev[i]) / dt : 0, cr, sizeof(cr));
+        prev[i] = b;
+        prev_t[i] = t;
+        fprintf(stderr, " ch%d:%s/s", i, ci[i].up ? cr : "down");
+    }
+}
+
+/* -r on a terminal: one line for the whole copy. tot.done is the bytes of
+ * the files done plus those of the file under way; a file that fails takes
+ * its size out of tot.size. */
+static struct {
+    int on;
+    struct progress p;
+    uint64_t base; /* bytes of the files finished */
+    uint64_t files, nfiles;
+} tot;
+
+static void progress_total(double t, int final)
+{
+    struct progress *p = &tot.p;
+    rate_update(p, t);
+    if (!final && t - p->last < 0.2)
+        return;
+    p->last = t;
+    double secs = t - p->t0 > 1e-6 ? t - p->t0 : 1e-6;
+    double avg = (double)(p->done - p->start_off) / secs;
+    double rate = final || p->ewma <= 0 ? avg : p->ewma;
+    double eta = rate > 0 ? (double)(p->size - p->done) / rate : -1;
+    char a[32], b[32], r[32], e[16] = "   -";
+    human((double)p->done, a, sizeof(a));
+    human((double)p->size, b, sizeof(b));
+    human(rate, r, sizeof(r));
+    if (eta >= 0)
+        snprintf(e, sizeof(e), "%4.0f", eta);
+    int pct = p->size ? (int)(100.0 * (double)p->done / (double)p->size) : 100;
+    fprintf(stderr, "\r\033[K%3d%% %10s / %-10s %6llu / %llu files %10s/s ETA %ss", pct, a, b,
+            (unsigned long long)tot.files, (unsigned long long)tot.nfiles, r, e);
+    if (o.verbose && !final)
+        progress_channels(t);
+    if (final)
+        fputc('\n', stderr);
+}
+
 static void progress(struct progress *p, int final)
 {
     double t = now();
     rate_update(p, t);
+    if (tot.on) { /* the total line instead (a file's final state is the next file's start) */
+        tot.p.done = tot.base + p->done;
+        if (!final)
+            progress_total(t, 0);
+        return;
+    }
     if (o.quiet || (!final && ((!o.tty && !o.progress) || t - p->last < (o.tty ? 0.2 : 0.5))))
         return;
     p->last = t;
@@ -165,22 +260,8 @@ static void progress(struct progress *p, int final)
             snprintf(e, sizeof(e), "%4.0f", eta);
         fprintf(stderr, "\r\033[K%-30.30s %3d%% %10s / %-10s %10s/s ETA %ss", p->name, pct, a, b, r,
                 e);
-        if (o.verbose && !final) {
-            PIO_Coninfo ci[16];
-            int n = 0;
-            if (PIO_Getconinfo(o.partner, ci, 16, &n) == PIO_OK)
-                for (int i = 0; i < n && i < 16; i++) { /* from byte counters between updates */
-                    static uint64_t prev[16];
-                    static double prev_t[16];
-                    uint64_t b = o.put ? ci[i].tx_bytes : ci[i].rx_bytes;
-                    char cr[32];
-                    double dt = t - prev_t[i];
-                    human(prev_t[i] > 0 && dt > 0 ? (double)(b - prev[i]) / dt : 0, cr, sizeof(cr));
-                    prev[i] = b;
-                    prev_t[i] = t;
-                    fprintf(stderr, " ch%d:%s/s", i, ci[i].up ? cr : "down");
-                }
-        }
+        if (o.verbose && !final)
+            progress_channels(t);
         if (final)
             fputc('\n', stderr);
     } else {
@@ -195,6 +276,7 @@ static void progress(struct progress *p, int final)
  * codes a dead piod or link gives. */
 static void err_pio(const char *what, int rc)
 {
+    o.transport = 1;
     if (rc == PIO_ECLOSED)
         err("%s: this host's piod went away (%s)", what, PIO_Strerror(rc));
     else if (rc == PIO_EGONE)
@@ -211,6 +293,7 @@ static void err_pio(const char *what, int rc)
 static void err_data(const char *src, int rc, int conn, uint64_t sent)
 {
     if (rc == PIO_ECHANNEL && conn >= 0) {
+        o.transport = 1;
         err("%s: channel %d to %s went down as a message was sent on it: stopped after %llu "
             "bytes (%s); copy again, or with -b dynamic",
             src, conn, o.host, (unsigned long long)sent, PIO_Strerror(rc));
@@ -251,6 +334,7 @@ static int recv_ctl_within(uint32_t sid, struct pcp_msg *m, int timeout)
         return -1;
     }
     if (pcp_msg_decode(buf, st.bytes, m) != 0) {
+        o.transport = 1;
         err("%s: a malformed answer from the file service", o.host);
         return -1;
     }
@@ -356,6 +440,7 @@ static int conn_next(int *conn)
     char opt[16] = "-b user";
     if (o.nchan > 0)
         snprintf(opt, sizeof(opt), "-n %d", o.nchan);
+    o.transport = 1;
     if (chans.n == 1)
         err("%s: channel 0 to %s has been down for %.0f s; -b dynamic would use any channel up",
             opt, o.host, CHAN_DOWN_WAIT_S);
@@ -415,6 +500,7 @@ static int put_file(const char *src, const char *dst)
         close(fd);
         return -1;
     }
+    cur.size = (uint64_t)sb.st_size;
     uint32_t sid = ++o.next_session;
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
@@ -460,6 +546,8 @@ static int put_file(const char *src, const char *dst)
         goto out;
     struct progress pr = {.name = src, .size = size, .done = off, .start_off = off, .t0 = now()};
     o.skipped_bytes += off;
+    cur.start_off = off;
+    tot.p.start_off += off;
     int busy[WINDOW] = {0}, conn[WINDOW] = {0};
     uint64_t k = 0;
     while (off < size) {
@@ -525,6 +613,8 @@ static int put_file(const char *src, const char *dst)
             (unsigned long long)mine);
         goto out;
     }
+    cur.hash = mine;
+    cur.have_hash = 1;
     progress(&pr, 1);
     o.files++;
     o.bytes += size;
@@ -550,42 +640,6 @@ static int remote_mkdir(const char *path, uint32_t mode)
     if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
         return -1;
     return 0;
-}
-
-static int put_tree(const char *src, const char *dst, int depth)
-{
-    struct stat sb;
-    if (lstat(src, &sb) != 0) {
-        err("%s: %s", src, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(sb.st_mode))
-        return S_ISREG(sb.st_mode) ? put_file(src, dst) : 0; /* symlinks, specials: skipped */
-    if (remote_mkdir(dst, (uint32_t)sb.st_mode & 07777) != 0 || depth > 64)
-        return -1;
-    DIR *d = opendir(src);
-    if (!d) {
-        err("%s: %s", src, strerror(errno));
-        return -1;
-    }
-    int rc = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        char s2[PATH_MAX], d2[PATH_MAX];
-        if (join(s2, sizeof(s2), src, de->d_name) != 0) {
-            rc = -1;
-            continue;
-        }
-        if (join(d2, sizeof(d2), dst, de->d_name) != 0) {
-            rc = -1;
-            continue;
-        }
-        rc |= put_tree(s2, d2, depth + 1);
-    }
-    closedir(d);
-    return rc;
 }
 
 /* Open (create) the part file of a fetch and take it for this pcp: an
@@ -627,6 +681,7 @@ static int get_file(const char *src, const char *dst)
     if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
         return -1;
     struct pcp_msg info = m;
+    cur.size = info.size;
     char dcopy[PATH_MAX], bcopy[PATH_MAX], part[PATH_MAX];
     snprintf(dcopy, sizeof(dcopy), "%s", dst);
     snprintf(bcopy, sizeof(bcopy), "%s", dst);
@@ -681,6 +736,8 @@ static int get_file(const char *src, const char *dst)
     }
     struct progress pr = {.name = src, .size = size, .done = off, .start_off = off, .t0 = now()};
     o.skipped_bytes += off;
+    cur.start_off = off;
+    tot.p.start_off += off;
     uint64_t posted = off, k = 0, kdone = 0;
     struct pcp_msg end;
     int have_end = 0; /* the service's END (or another step) came early */
@@ -714,6 +771,7 @@ static int get_file(const char *src, const char *dst)
             goto out;
         }
         if (wrc != PIO_OK) {
+            o.transport = 1;
             err("%s:%s: data stopped at %llu of %llu bytes: %s (the part file %s is kept for "
                 "--resume)",
                 o.host, src, (unsigned long long)off, (unsigned long long)size, PIO_Strerror(wrc),
@@ -737,6 +795,7 @@ static int get_file(const char *src, const char *dst)
     else if (recv_ctl(sid, &m) != 0)
         goto out;
     if (m.op != PCP_END) {
+        o.transport = 1;
         err("%s:%s: the file service answered out of turn (op %u)", o.host, src, (unsigned)m.op);
         goto out;
     }
@@ -754,6 +813,8 @@ static int get_file(const char *src, const char *dst)
         err("%s: %s", dst, strerror(errno));
         goto out;
     }
+    cur.hash = mine;
+    cur.have_hash = 1;
     progress(&pr, 1);
     o.files++;
     o.bytes += size;
@@ -769,69 +830,423 @@ out:
     return rc;
 }
 
-static int get_tree(const char *src, const char *dst)
+/* The size of remote file src (a GET the service answers, then BYE: no
+ * data moves), for --dry-run. 0, or -1 (said). */
+static int remote_size(const char *src, uint64_t *size)
+{
+    uint32_t sid = ++o.next_session;
+    struct pcp_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_GET;
+    m.block = o.block;
+    snprintf(m.path, sizeof(m.path), "%s", src);
+    if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
+        return -1;
+    *size = m.size;
+    memset(&m, 0, sizeof(m));
+    m.op = PCP_BYE; /* the service waits for GO: let it go */
+    send_ctl(sid, PCP_TAG_CTL + (int)sid, &m);
+    return 0;
+}
+
+/* ---- the plan: what the copy does, made before it starts ---- */
+
+enum job_kind {
+    J_PUT,    /* send local src to remote dst */
+    J_RMKDIR, /* make remote directory dst (mode) */
+    J_GET,    /* fetch remote src into local dst */
+    J_LMKDIR, /* make local directory dst */
+    J_LCHMOD, /* set local directory dst's mode (after its files) */
+};
+
+struct job {
+    int kind;
+    char *src, *dst;
+    uint64_t size;
+    uint32_t mode;
+};
+
+static struct {
+    struct job *j;
+    size_t n, cap;
+} plan;
+
+static int plan_add(int kind, const char *src, const char *dst, uint64_t size, uint32_t mode)
+{
+    if (plan.n == plan.cap) {
+        size_t cap = plan.cap ? 2 * plan.cap : 64;
+        struct job *j = realloc(plan.j, cap * sizeof(*j));
+        if (!j)
+            goto oom;
+        plan.j = j;
+        plan.cap = cap;
+    }
+    struct job *j = &plan.j[plan.n];
+    j->kind = kind;
+    j->size = size;
+    j->mode = mode;
+    j->src = strdup(src ? src : "");
+    j->dst = strdup(dst);
+    if (!j->src || !j->dst) {
+        free(j->src);
+        free(j->dst);
+        goto oom;
+    }
+    plan.n++;
+    if (kind == J_PUT || kind == J_GET) {
+        tot.nfiles++;
+        tot.p.size += size;
+    }
+    return 0;
+oom:
+    err("%s: out of memory for the list of files", src ? src : dst);
+    o.failed++;
+    return -1;
+}
+
+static void plan_free(void)
+{
+    for (size_t i = 0; i < plan.n; i++) {
+        free(plan.j[i].src);
+        free(plan.j[i].dst);
+    }
+    free(plan.j);
+    memset(&plan, 0, sizeof(plan));
+}
+
+/* --exclude: rel (a path below the source root) matches a pattern, as a
+ * path (fnmatch with FNM_PATHNAME: '*' stays within a name) or by its
+ * last name. */
+static int excluded(const char *rel)
+{
+    const char *base = strrchr(rel, '/');
+    base = base ? base + 1 : rel;
+    for (int i = 0; i < o.nexcl; i++)
+        if (fnmatch(o.excl[i], rel, FNM_PATHNAME) == 0 || fnmatch(o.excl[i], base, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* rel or one of the directories above it is excluded (a listed tree). */
+static int excluded_path(const char *rel)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof(p), "%s", rel);
+    for (char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        int x = excluded(p);
+        *s = '/';
+        if (x)
+            return 1;
+    }
+    return excluded(p);
+}
+
+static const char *kind_name(mode_t m)
+{
+    return S_ISLNK(m)    ? "symbolic link"
+           : S_ISFIFO(m) ? "FIFO"
+           : S_ISSOCK(m) ? "socket"
+           : S_ISCHR(m)  ? "character device"
+           : S_ISBLK(m)  ? "block device"
+                         : "special file";
+}
+
+/* A --json row (type "skipped") for a non-regular file left out. */
+static void json_skipped(const char *path, const char *kind)
+{
+    if (!o.json)
+        return;
+    json_object *r = json_object_new_object();
+    if (r) {
+        pio_cli_json_str(r, "type", "skipped");
+        pio_cli_json_str(r, "path", path);
+        pio_cli_json_str(r, "kind", kind);
+    }
+    pio_cli_json_print("pcp", r);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Local tree src (rel: its path below the source root, "" for the root)
+ * into the plan, to remote dst: directories, then their entries in name
+ * order. Symbolic links and special files are skipped, each said. An error
+ * (unreadable directory) is said and counted; the walk goes on. */
+static void plan_tree(const char *src, const char *dst, const char *rel, int depth)
+{
+    struct stat sb; /* (the source named on the command line: followed, as cp -r does) */
+    if ((depth == 0 ? stat(src, &sb) : lstat(src, &sb)) != 0) {
+        err("%s: %s", src, strerror(errno));
+        o.failed++;
+        return;
+    }
+    if (*rel && excluded(rel))
+        return;
+    if (S_ISREG(sb.st_mode)) {
+        plan_add(J_PUT, src, dst, (uint64_t)sb.st_size, (uint32_t)sb.st_mode & 07777);
+        return;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        err("skipping non-regular file \"%s\" (%s)", src, kind_name(sb.st_mode));
+        json_skipped(src, kind_name(sb.st_mode));
+        o.skipped++;
+        return;
+    }
+    if (depth > 64) {
+        err("%s: more than 64 directories deep: not copied", src);
+        o.failed++;
+        return;
+    }
+    if (plan_add(J_RMKDIR, src, dst, 0, (uint32_t)sb.st_mode & 07777) != 0)
+        return;
+    DIR *d = opendir(src);
+    if (!d) {
+        err("%s: %s", src, strerror(errno));
+        o.failed++;
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (n == cap) {
+            size_t c2 = cap ? 2 * cap : 32;
+            char **nn = realloc(names, c2 * sizeof(*nn));
+            if (!nn)
+                break;
+            names = nn;
+            cap = c2;
+        }
+        if (!(names[n] = strdup(de->d_name)))
+            break;
+        n++;
+    }
+    if (de) {
+        err("%s: out of memory for its entries", src);
+        o.failed++;
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof(*names), name_cmp);
+    for (size_t i = 0; i < n; i++) {
+        char s2[PATH_MAX], d2[PATH_MAX], r2[PATH_MAX];
+        if (join(s2, sizeof(s2), src, names[i]) != 0 || join(d2, sizeof(d2), dst, names[i]) != 0)
+            o.failed++;
+        else if (!*rel)
+            plan_tree(s2, d2, names[i], depth + 1);
+        else if (join(r2, sizeof(r2), rel, names[i]) != 0)
+            o.failed++;
+        else
+            plan_tree(s2, d2, r2, depth + 1);
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Remote tree src (its listing, PCP_LIST) into the plan, to local dst: dst
+ * and the directories (0700 while their files arrive), the files, then the
+ * directories' modes, deepest first. */
+static void plan_remote_tree(const char *src, const char *dst)
 {
     uint32_t sid = ++o.next_session;
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
     m.op = PCP_LIST;
     snprintf(m.path, sizeof(m.path), "%s", src);
-    if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
-        return -1;
+    if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0) {
+        o.failed++;
+        return;
+    }
     uint64_t n = m.size;
     struct pcp_msg *e = calloc(n ? n : 1, sizeof(*e));
     if (!e) {
         err("%s:%s: out of memory for %llu entries", o.host, src, (unsigned long long)n);
-        return -1;
+        o.failed++;
+        return;
     }
     for (uint64_t i = 0; i < n; i++) {
         if (recv_ctl(sid, &e[i]) != 0) {
+            o.failed++;
             free(e);
-            return -1;
+            return;
         }
         if (e[i].op != PCP_ENTRY || !pcp_path_ok(e[i].path)) {
+            o.transport = 1;
             err("%s:%s: the file service listed an entry pcp does not take", o.host, src);
             free(e);
-            return -1;
+            return;
         }
     }
-    int rc = 0;
-    if (mkdir(dst, 0700) != 0 && errno != EEXIST) {
-        err("%s: %s", dst, strerror(errno));
-        free(e);
-        return -1;
-    }
+    plan_add(J_LMKDIR, NULL, dst, 0, 0700);
     for (uint64_t i = 0; i < n; i++) {
         char s2[PATH_MAX], d2[PATH_MAX];
-        if (join(s2, sizeof(s2), src, e[i].path) != 0) {
-            rc = -1;
+        e[i].flags = excluded_path(e[i].path); /* (flags: "left out", from here on) */
+        if (e[i].flags)
+            continue;
+        if (join(s2, sizeof(s2), src, e[i].path) != 0 ||
+            join(d2, sizeof(d2), dst, e[i].path) != 0) {
+            o.failed++;
             continue;
         }
-        if (join(d2, sizeof(d2), dst, e[i].path) != 0) {
-            rc = -1;
-            continue;
-        }
-        if (e[i].type == PCP_T_DIR) {
-            if (mkdir(d2, 0700) != 0 && errno != EEXIST) {
-                err("%s: %s", d2, strerror(errno));
-                rc = -1;
-            }
-        } else {
-            rc |= get_file(s2, d2);
+        if (e[i].type == PCP_T_DIR)
+            plan_add(J_LMKDIR, s2, d2, 0, 0700);
+        else
+            plan_add(J_GET, s2, d2, e[i].size, e[i].mode);
+    }
+    for (uint64_t i = n; i-- > 0;) { /* modes last: a read-only one stays writable until then */
+        char d2[PATH_MAX];
+        if (e[i].type == PCP_T_DIR && !e[i].flags && join(d2, sizeof(d2), dst, e[i].path) == 0)
+            plan_add(J_LCHMOD, NULL, d2, 0, e[i].mode & 07777);
+    }
+    free(e);
+}
+
+/* "HOST:PATH" for a --json row */
+static json_object *json_remote(const char *path)
+{
+    char b[PATH_MAX + 256];
+    snprintf(b, sizeof(b), "%s:%s", o.host, path);
+    return json_object_new_string(b);
+}
+
+static json_object *json_fixed(double v, const char *fmt)
+{
+    char b[64];
+    snprintf(b, sizeof(b), fmt, v);
+    return json_object_new_double_s(v, b);
+}
+
+/* The --json row of a file (type "file"): path, dest, size, bytes copied
+ * (this run), resumed_bytes, seconds, xxh3 (hex; null when not copied),
+ * verified, ok, and error (the message) when it failed. */
+static void json_file(const struct job *j, int ok, double secs)
+{
+    json_object *r = json_object_new_object();
+    if (r) {
+        int put = j->kind == J_PUT;
+        pio_cli_json_str(r, "type", "file");
+        json_object_object_add(r, "path",
+                               put ? json_object_new_string(j->src) : json_remote(j->src));
+        json_object_object_add(r, "dest",
+                               put ? json_remote(j->dst) : json_object_new_string(j->dst));
+        pio_cli_json_u64(r, "size", o.dry_run ? j->size : cur.size);
+        if (!o.dry_run) {
+            pio_cli_json_u64(r, "bytes", ok ? cur.size - cur.start_off : 0);
+            pio_cli_json_u64(r, "resumed_bytes", ok ? cur.start_off : 0);
+            json_object_object_add(r, "seconds", json_fixed(secs, "%.3f"));
+            char h[20];
+            snprintf(h, sizeof(h), "%016llx", (unsigned long long)cur.hash);
+            json_object_object_add(r, "xxh3",
+                                   ok && cur.have_hash ? json_object_new_string(h) : NULL);
+            json_object_object_add(r, "verified", json_object_new_boolean(ok && o.verify));
+            json_object_object_add(r, "ok", json_object_new_boolean(ok));
+            if (!ok)
+                pio_cli_json_str(r, "error", o.last_err);
         }
     }
-    for (uint64_t i = n;
-         i-- > 0;) /* directories' modes last (a read-only one stays writable until then) */
-        if (e[i].type == PCP_T_DIR) {
-            char d2[PATH_MAX];
-            if (join(d2, sizeof(d2), dst, e[i].path) != 0) {
-                rc = -1;
-                continue;
-            }
-            chmod(d2, e[i].mode & 07777);
+    pio_cli_json_print("pcp", r);
+}
+
+/* Copy one file of the plan: its row, the total line. */
+static void run_file(const struct job *j)
+{
+    memset(&cur, 0, sizeof(cur));
+    cur.size = j->size;
+    o.last_err[0] = '\0';
+    double t0 = now();
+    int rc = j->kind == J_PUT ? put_file(j->src, j->dst) : get_file(j->src, j->dst);
+    double secs = now() - t0;
+    if (rc != 0)
+        o.failed++;
+    if (o.json)
+        json_file(j, rc == 0, secs);
+    if (tot.on) {
+        tot.files++;
+        tot.p.size -= j->size;
+        if (rc == 0) { /* its size now, which may have changed since the plan was made */
+            tot.p.size += cur.size;
+            tot.base += cur.size;
+        } else if (tot.p.start_off > tot.base) {
+            tot.p.start_off = tot.base; /* (its resumed bytes no longer count) */
         }
-    free(e);
-    return rc;
+        tot.p.done = tot.base;
+        progress_total(now(), 0);
+    }
+}
+
+/* dir is a directory of the plan that could not be made: skip what is in it. */
+static size_t skip_under(size_t i, const char *dir)
+{
+    size_t len = strlen(dir);
+    while (i + 1 < plan.n && strncmp(plan.j[i + 1].dst, dir, len) == 0 &&
+           plan.j[i + 1].dst[len] == '/') {
+        i++;
+        if (plan.j[i].kind == J_PUT || plan.j[i].kind == J_GET)
+            o.failed++;
+        if (tot.on && (plan.j[i].kind == J_PUT || plan.j[i].kind == J_GET)) {
+            tot.files++;
+            tot.p.size -= plan.j[i].size;
+        }
+    }
+    return i;
+}
+
+static void run_plan(void)
+{
+    for (size_t i = 0; i < plan.n; i++) {
+        struct job *j = &plan.j[i];
+        switch (j->kind) {
+        case J_PUT:
+        case J_GET: run_file(j); break;
+        case J_RMKDIR:
+            if (remote_mkdir(j->dst, j->mode) != 0) {
+                o.failed++;
+                i = skip_under(i, j->dst);
+            }
+            break;
+        case J_LMKDIR:
+            if (mkdir(j->dst, 0700) != 0 && errno != EEXIST) {
+                err("%s: %s", j->dst, strerror(errno));
+                o.failed++;
+                i = skip_under(i, j->dst);
+            }
+            break;
+        case J_LCHMOD: chmod(j->dst, j->mode); break;
+        }
+    }
+}
+
+/* --dry-run: the files the plan copies, and their total (or --json rows) */
+static void plan_print(void)
+{
+    uint64_t n = 0, bytes = 0;
+    for (size_t i = 0; i < plan.n; i++) {
+        struct job *j = &plan.j[i];
+        if (j->kind != J_PUT && j->kind != J_GET)
+            continue;
+        n++;
+        bytes += j->size;
+        if (o.json)
+            json_file(j, 1, 0);
+        else if (j->kind == J_PUT)
+            printf("%s -> %s:%s (%llu bytes)\n", j->src, o.host, j->dst,
+                   (unsigned long long)j->size);
+        else
+            printf("%s:%s -> %s (%llu bytes)\n", o.host, j->src, j->dst,
+                   (unsigned long long)j->size);
+    }
+    char h[32];
+    human((double)bytes, h, sizeof(h));
+    if (!o.json)
+        printf("total: %llu file%s, %llu bytes (%s) would be copied\n", (unsigned long long)n,
+               n == 1 ? "" : "s", (unsigned long long)bytes, h);
+    o.files = n;
+    o.bytes = bytes;
 }
 
 /* ---- setup ---- */
@@ -890,29 +1305,142 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: pcp [options] SRC... HOST:DST\n"
                "       pcp [options] HOST:SRC... DST\n"
-               "  -r              copy directories (into DST/NAME)\n"
+               "  -r              copy directories (into DST/NAME); symbolic links and special\n"
+               "                  files in them are skipped, each with a warning\n"
                "  -n CHANNELS     use channels 0..CHANNELS-1, a message each in turn\n"
                "  -b user|static|dynamic  balancing (default dynamic)\n"
                "  --chunk SIZE    bytes per message (default 8M; K, M suffixes)\n"
                "  --resume        continue from a verified partial copy\n"
                "  --no-verify     do not compare checksums (the default verifies)\n"
+               "  --exclude PATTERN  leave out files and directories whose path below the\n"
+               "                  source or whose name matches (fnmatch; repeatable)\n"
+               "  --dry-run       list the files that would be copied, and their total\n"
                "  -q              no progress output     -v  per-channel state\n"
                "  --progress      progress lines also when standard error is no terminal\n"
-               "  --json          a JSON summary on stdout\n");
+               "  --json          a JSON line per file and a summary line on stdout\n"
+               "  --version       print pcp's version\n"
+               "exit status: 0 all copied, 1 usage error, 3 a local source or destination\n"
+               "  is missing (nothing copied), 10 no connection (no piod here, HOST unknown\n"
+               "  or down, no export there), 12 the connection broke during the copy,\n"
+               "  23 partial: some files not copied (errors said, non-regular files skipped)\n");
+}
+
+/* The local arguments, before piod is asked anything: each source of a
+ * send exists, is readable and is a file (or, with -r, a directory); a
+ * fetch's destination folder exists and may be written. 0, or -1 (each
+ * problem said). */
+static int check_local(int put, char **src, int nsrc, const char *last)
+{
+    int bad = 0;
+    if (put) {
+        for (int i = 0; i < nsrc; i++) {
+            struct stat sb;
+            if (stat(src[i], &sb) != 0 || access(src[i], R_OK) != 0) {
+                err("%s: %s", src[i], strerror(errno));
+                bad = 1;
+            } else if (S_ISDIR(sb.st_mode) && !o.recursive) {
+                err("%s: is a directory (use -r)", src[i]);
+                bad = 1;
+            } else if (!S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode)) {
+                err("%s: not a regular file (%s)", src[i], kind_name(sb.st_mode));
+                bad = 1;
+            }
+        }
+        return bad ? -1 : 0;
+    }
+    struct stat sb;
+    if (stat(last, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (access(last, W_OK | X_OK) != 0) {
+            err("%s: %s", last, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    if (nsrc > 1) {
+        err("%s: %s (several sources go into a directory)", last,
+            errno == ENOENT ? strerror(ENOENT) : strerror(ENOTDIR));
+        return -1;
+    }
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof(copy), "%s", last);
+    const char *dir = dirname(copy);
+    if (stat(dir, &sb) != 0) {
+        err("%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        err("%s: %s", dir, strerror(ENOTDIR));
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        err("%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The --json summary line (type "summary"). */
+static void json_summary(double secs, int code)
+{
+    json_object *r = json_object_new_object();
+    if (r) {
+        pio_cli_json_str(r, "type", "summary");
+        pio_cli_json_u64(r, "files", o.files);
+        pio_cli_json_u64(r, "bytes", o.bytes);
+        pio_cli_json_u64(r, "resumed_bytes", o.skipped_bytes);
+        json_object_object_add(r, "seconds", json_fixed(secs, "%.3f"));
+        json_object_object_add(r, "MBps",
+                               json_fixed(secs > 0 && !o.dry_run
+                                              ? (double)(o.bytes - o.skipped_bytes) / secs / 1e6
+                                              : 0,
+                                          "%.3f"));
+        json_object_object_add(r, "verified", json_object_new_boolean(o.verify && !o.dry_run));
+        json_object_object_add(r, "ok", json_object_new_boolean(code == EXIT_OK));
+        pio_cli_json_u64(r, "failed", o.failed);
+        pio_cli_json_u64(r, "skipped", o.skipped);
+        json_object_object_add(r, "dry_run", json_object_new_boolean(o.dry_run));
+        pio_cli_json_u64(r, "exit", (uint64_t)code);
+    }
+    pio_cli_json_print("pcp", r);
+}
+
+static int exit_code(void)
+{
+    if (o.transport)
+        return EXIT_LOST;
+    return o.failed || o.skipped ? EXIT_PARTIAL : EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
-    enum { O_CHUNK = 256, O_RESUME, O_NOVERIFY, O_VERIFY, O_JSON, O_PROGRESS };
+    enum {
+        O_CHUNK = 256,
+        O_RESUME,
+        O_NOVERIFY,
+        O_VERIFY,
+        O_JSON,
+        O_PROGRESS,
+        O_DRYRUN,
+        O_EXCLUDE,
+        O_VERSION
+    };
     static const struct option opts[] = {{"chunk", required_argument, 0, O_CHUNK},
                                          {"resume", no_argument, 0, O_RESUME},
                                          {"verify", no_argument, 0, O_VERIFY},
                                          {"no-verify", no_argument, 0, O_NOVERIFY},
                                          {"json", no_argument, 0, O_JSON},
                                          {"progress", no_argument, 0, O_PROGRESS},
+                                         {"dry-run", no_argument, 0, O_DRYRUN},
+                                         {"exclude", required_argument, 0, O_EXCLUDE},
+                                         {"version", no_argument, 0, O_VERSION},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
+    o.excl = calloc((size_t)argc, sizeof(*o.excl)); /* at most one pattern an argument */
+    if (!o.excl) {
+        err("out of memory");
+        return EXIT_USAGE;
+    }
     while ((c = getopt_long(argc, argv, "rn:b:qvh", opts, NULL)) != -1) {
         switch (c) {
         case 'r': o.recursive = 1; break;
@@ -920,7 +1448,7 @@ int main(int argc, char **argv)
             o.nchan = atoi(optarg);
             if (o.nchan < 1 || o.nchan > CHAN_MAX) {
                 err("-n %s: give a number of channels from 1 to 64", optarg);
-                return 2;
+                return EXIT_USAGE;
             }
             break;
         case 'b':
@@ -932,7 +1460,7 @@ int main(int argc, char **argv)
                 o.balance = BAL_USER;
             else {
                 err("-b %s: use user, static or dynamic", optarg);
-                return 2;
+                return EXIT_USAGE;
             }
             break;
         case O_CHUNK: {
@@ -944,7 +1472,7 @@ int main(int argc, char **argv)
                 v <<= 20, end++;
             if (*end || v < 4096 || v > (64ull << 20)) {
                 err("--chunk %s: give 4K to 64M", optarg);
-                return 2;
+                return EXIT_USAGE;
             }
             o.block = v;
             break;
@@ -954,15 +1482,24 @@ int main(int argc, char **argv)
         case O_NOVERIFY: o.verify = 0; break;
         case O_JSON: o.json = 1; break;
         case O_PROGRESS: o.progress = 1; break;
+        case O_DRYRUN: o.dry_run = 1; break;
+        case O_EXCLUDE:
+            if (!*optarg) {
+                err("--exclude: give a pattern");
+                return EXIT_USAGE;
+            }
+            o.excl[o.nexcl++] = optarg;
+            break;
+        case O_VERSION: return pio_cli_version("pcp");
         case 'q': o.quiet = 1; break;
         case 'v': o.verbose = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': usage(stdout); return EXIT_OK;
+        default: usage(stderr); return EXIT_USAGE;
         }
     }
     if (argc - optind < 2) {
         usage(stderr);
-        return 2;
+        return EXIT_USAGE;
     }
     chans.n = o.nchan; /* -b user: every channel, counted at the first look */
     o.tty = isatty(2);
@@ -978,18 +1515,49 @@ int main(int argc, char **argv)
             err("%s: give local sources and a remote HOST:DST, or remote HOST:SRC and a local "
                 "DST",
                 argv[i]);
-            return 2;
+            return EXIT_USAGE;
         }
         if (remote) {
             if (srchost && strcmp(srchost, h) != 0) {
                 err("all remote sources must be on one host");
-                return 2;
+                return EXIT_USAGE;
             }
             snprintf(srchost_buf, sizeof(srchost_buf), "%s", h);
             srchost = srchost_buf;
         }
     }
     o.host = put ? dsthost : srchost;
+    if (check_local(put, argv + optind, argc - 1 - optind, last) != 0)
+        return EXIT_LOCAL;
+    o.t0 = now();
+    if (put) { /* the plan, from the local sources */
+        for (int i = optind; i < argc - 1; i++) {
+            char dst[PATH_MAX], copy[PATH_MAX];
+            snprintf(copy, sizeof(copy), "%s", argv[i]);
+            const char *name = basename(copy);
+            if (excluded(name))
+                continue;
+            struct stat sb;
+            if (stat(argv[i], &sb) != 0) { /* gone since check_local */
+                err("%s: %s", argv[i], strerror(errno));
+                o.failed++;
+            } else if (!S_ISDIR(sb.st_mode)) {
+                plan_add(J_PUT, argv[i], dstpath, (uint64_t)sb.st_size, 0);
+            } else if (join(dst, sizeof(dst), dstpath, name) != 0) {
+                o.failed++;
+            } else if (plan_add(J_RMKDIR, NULL, dstpath, 0, 0755) == 0) {
+                plan_tree(argv[i], dst, "", 0);
+            }
+        }
+        if (o.dry_run) { /* nothing to ask the other side */
+            plan_print();
+            int code = exit_code();
+            if (o.json)
+                json_summary(now() - o.t0, code);
+            plan_free();
+            return code;
+        }
+    }
     char app[PIO_NAME_MAX], me[64] = "host";
     gethostname(me, sizeof(me) - 1);
     snprintf(app, sizeof(app), "pcp.%.20s.%ld", me, (long)getpid());
@@ -999,7 +1567,8 @@ int main(int argc, char **argv)
     int rc = PIO_Init(app, 0, 1);
     if (rc != PIO_OK) {
         err("cannot reach this host's piod: %s", PIO_Strerror(rc));
-        return 1;
+        plan_free();
+        return EXIT_CONNECT;
     }
     char svc[PIO_NAME_MAX];
     snprintf(svc, sizeof(svc), "pio.files.%s", o.host);
@@ -1009,52 +1578,50 @@ int main(int argc, char **argv)
         else
             err("%s: %s", o.host, PIO_Strerror(rc));
         PIO_Exit();
-        return 1;
+        plan_free();
+        return EXIT_CONNECT;
     }
-    o.t0 = now();
-    int bad = 0;
-    for (int i = optind; i < argc - 1; i++) {
-        if (put) {
-            if (o.recursive) {
-                char dst[PATH_MAX], copy[PATH_MAX];
-                snprintf(copy, sizeof(copy), "%s", argv[i]);
-                if (join(dst, sizeof(dst), dstpath, basename(copy)) != 0) {
-                    bad = 1;
-                    continue;
-                }
-                struct stat sb;
-                if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode))
-                    bad |= remote_mkdir(dstpath, 0755) != 0 || put_tree(argv[i], dst, 0) != 0;
-                else
-                    bad |= put_file(argv[i], dstpath) != 0;
-            } else {
-                bad |= put_file(argv[i], dstpath) != 0;
-            }
-        } else {
+    if (!put) { /* the plan, from the remote sources (their listings, with -r) */
+        struct stat sb;
+        int isdir = stat(last, &sb) == 0 && S_ISDIR(sb.st_mode);
+        for (int i = optind; i < argc - 1 && !o.transport; i++) {
             char *h, *p, copy[PATH_MAX], b[PATH_MAX], dst[PATH_MAX];
             snprintf(copy, sizeof(copy), "%s", argv[i]);
             split_remote(copy, &h, &p);
             snprintf(b, sizeof(b), "%s", p);
-            struct stat sb;
-            int isdir = stat(last, &sb) == 0 && S_ISDIR(sb.st_mode);
+            const char *name = basename(b);
+            if (excluded(name))
+                continue;
             if (!isdir)
                 snprintf(dst, sizeof(dst), "%s", last);
-            else if (join(dst, sizeof(dst), last, basename(b)) != 0) {
-                bad = 1;
+            else if (join(dst, sizeof(dst), last, name) != 0) {
+                o.failed++;
                 continue;
             }
-            bad |= (o.recursive ? get_tree(p, dst) : get_file(p, dst)) != 0;
+            uint64_t size = 0;
+            if (o.recursive)
+                plan_remote_tree(p, dst);
+            else if (!o.dry_run || remote_size(p, &size) == 0)
+                plan_add(J_GET, p, dst, size, 0);
+            else
+                o.failed++;
         }
     }
-    double secs = now() - o.t0;
+    if (o.dry_run) {
+        plan_print();
+    } else {
+        tot.on = o.recursive && o.tty && !o.quiet;
+        tot.p.t0 = now();
+        run_plan();
+        if (tot.on)
+            progress_total(now(), 1);
+    }
+    int code = exit_code();
     if (o.json)
-        printf("{\"files\": %llu, \"bytes\": %llu, \"resumed_bytes\": %llu, \"seconds\": %.3f, "
-               "\"MBps\": %.3f, \"verified\": %s, \"ok\": %s}\n",
-               (unsigned long long)o.files, (unsigned long long)o.bytes,
-               (unsigned long long)o.skipped_bytes, secs,
-               secs > 0 ? (double)(o.bytes - o.skipped_bytes) / secs / 1e6 : 0.0,
-               o.verify ? "true" : "false", bad ? "false" : "true");
+        json_summary(now() - o.t0, code);
+    plan_free();
     PIO_Exit();
     pcp_orphans_reap(); /* every request is done now: free their buffers */
-    return bad ? 1 : 0;
+    free(o.excl);
+    return code;
 }

@@ -32,6 +32,7 @@
  * user: refused (EACCES). Without root (CAP_SETUID) the service acts only
  * for its own uid and refuses the others.
  */
+#include "cli.h"
 #include "files_h5.h"
 #include "orphan.h"
 #include "wire/pcp_proto.h"
@@ -1571,11 +1572,10 @@ static void on_term(int sig)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"root", required_argument, 0, 'r'},
-                                         {"name", required_argument, 0, 'n'},
-                                         {"map", required_argument, 0, 'm'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"root", required_argument, 0, 'r'}, {"name", required_argument, 0, 'n'},
+        {"map", required_argument, 0, 'm'},  {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},    {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "r:n:m:h", opts, NULL)) != -1) {
         switch (c) {
@@ -1585,8 +1585,9 @@ int main(int argc, char **argv)
             if (map_load(optarg) != 0)
                 return 2;
             break;
+        case 'V': return pio_cli_version("pio-files");
         case 'h':
-            printf("usage: pio-files --root DIR --name pio.files.HOST [--map FILE]\n"
+            printf("usage: pio-files --root DIR --name pio.files.HOST [--map FILE] | --version\n"
                    "The file service piod starts for `export = DIR` (see pcp(1)). Each request\n"
                    "acts as its caller; --map FILE: 'SYSTEM USER = LOCALUSER' lines name the\n"
                    "local user of another system's user (default: the same name).\n");
