@@ -19,7 +19,7 @@ PKGS=(
   # toolchain
   gcc g++ gfortran make pkg-config clang libclang-rt-14-dev clang-format
   # runtime libraries (see DESIGN.md "Dependencies")
-  libzmq3-dev libsodium-dev libssl-dev libxxhash-dev
+  libzmq3-dev libsodium-dev libssl-dev libxxhash-dev xxhash
   libucx-dev ucx-utils libibverbs-dev
   openmpi-bin libopenmpi-dev
   libhdf5-openmpi-dev libhdf5-dev hdf5-tools python3-h5py
