@@ -106,10 +106,14 @@ enum pcp_op {
 #define PCP_F_ACK      0x10u /* PUT: send CTL ACK {off} while writing (pcp's progress) */
 #define PCP_F_STRIDED  0x20u /* ROPEN's OK: READ takes a stride (start[0]) and pieces (count[0]) */
 #define PCP_F_LIST     0x40u /* ROPEN's OK / READ: a list of ranges (start[i], count[i]) */
+#define PCP_F_OTHERS   0x80u /* LIST: list symlinks and specials too (PCP_T_OTHER) */
 
 #define PCP_DIMS_MAX 8 /* HDF5 mode: dataset rank (= PIO_FILE_MAXDIMS) */
 
-enum pcp_type { PCP_T_FILE = 1, PCP_T_DIR = 2 };
+/* PCP_T_OTHER: a symbolic link or special file, listed only for a LIST with
+ * PCP_F_OTHERS (mode then holds its whole st_mode, type bits included), so
+ * that the client can say what it leaves out. */
+enum pcp_type { PCP_T_FILE = 1, PCP_T_DIR = 2, PCP_T_OTHER = 3 };
 
 struct pcp_msg {
     uint32_t op;

@@ -576,6 +576,31 @@ small_tree() {
   cmp "$W/real/r" "$EXP/rlink/r"
 }
 
+@test "-r from a remote tree skips its symbolic links, FIFOs and sockets too, naming each (HOST:path) and its kind; exit 23" {
+  mkdir -p "$EXP/rsp/sub"
+  printf one >"$EXP/rsp/file"
+  printf two >"$EXP/rsp/sub/deep"
+  ln -s file "$EXP/rsp/link"
+  mkfifo "$EXP/rsp/sub/fifo"
+  python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$EXP/rsp/sock"
+  mkdir "$W/rback"
+  run "$PCP" -q -r --json B:rsp "$W/rback"
+  assert_failure 23
+  assert_line --partial "pcp: skipping non-regular file \"B:rsp/link\" (symbolic link)"
+  assert_line --partial "pcp: skipping non-regular file \"B:rsp/sub/fifo\" (FIFO)"
+  assert_line --partial "pcp: skipping non-regular file \"B:rsp/sock\" (socket)"
+  run python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+print(sorted(r["path"] for r in rows if r.get("type") == "skipped"))
+print(sorted(r["path"] for r in rows if r.get("type") == "file" and r["ok"]))' <<<"$output"
+  assert_line "['B:rsp/link', 'B:rsp/sock', 'B:rsp/sub/fifo']"
+  assert_line "['B:rsp/file', 'B:rsp/sub/deep']"
+  run ls -A "$W/rback/rsp" "$W/rback/rsp/sub"
+  assert_output "$W/rback/rsp:"$'\n'"file"$'\n'"sub"$'\n\n'"$W/rback/rsp/sub:"$'\n'"deep"
+  cmp "$EXP/rsp/file" "$W/rback/rsp/file"
+}
+
 @test "local arguments are checked before piod is asked: a missing source or destination folder exits 3" {
   # no piod at all: the file is what is wrong, and pcp says so
   PIO_SOCKET=/nonexistent/sock run "$PCP" -q nosuchfile B:

@@ -1057,6 +1057,7 @@ static void plan_remote_tree(const char *src, const char *dst)
     struct pcp_msg m;
     memset(&m, 0, sizeof(m));
     m.op = PCP_LIST;
+    m.flags = PCP_F_OTHERS; /* to say which ones are left out */
     snprintf(m.path, sizeof(m.path), "%s", src);
     if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0) {
         o.failed++;
@@ -1093,10 +1094,18 @@ static void plan_remote_tree(const char *src, const char *dst)
             o.failed++;
             continue;
         }
-        if (e[i].type == PCP_T_DIR)
+        if (e[i].type == PCP_T_OTHER) { /* as for a local tree: said, left out */
+            char where[PATH_MAX + 256];
+            snprintf(where, sizeof(where), "%s:%s", o.host, s2);
+            err("skipping non-regular file \"%s\" (%s)", where, kind_name((mode_t)e[i].mode));
+            json_skipped(where, kind_name((mode_t)e[i].mode));
+            o.skipped++;
+            e[i].flags = 1;
+        } else if (e[i].type == PCP_T_DIR) {
             plan_add(J_LMKDIR, s2, d2, 0, 0700);
-        else
+        } else {
             plan_add(J_GET, s2, d2, e[i].size, e[i].mode);
+        }
     }
     for (uint64_t i = n; i-- > 0;) { /* modes last: a read-only one stays writable until then */
         char d2[PATH_MAX];

@@ -656,7 +656,8 @@ struct list {
     size_t n, cap;
 };
 
-static int list_dir(int dfd, const char *prefix, struct list *l, int depth)
+/* others: list symlinks and specials too (PCP_T_OTHER), else leave them out */
+static int list_dir(int dfd, const char *prefix, struct list *l, int depth, int others)
 {
     DIR *d = fdopendir(dfd);
     if (!d) {
@@ -669,8 +670,10 @@ static int list_dir(int dfd, const char *prefix, struct list *l, int depth)
             strstr(de->d_name, ".pcp-part"))
             continue;
         struct stat sb;
-        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !(S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)))
+        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        int other = !(S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode));
+        if (other && !others)
             continue; /* symlinks and specials are not copied */
         if (l->n == l->cap) {
             size_t cap = l->cap ? 2 * l->cap : 64;
@@ -683,9 +686,9 @@ static int list_dir(int dfd, const char *prefix, struct list *l, int depth)
         struct pcp_msg *m = &l->e[l->n++];
         memset(m, 0, sizeof(*m));
         m->op = PCP_ENTRY;
-        m->type = S_ISDIR(sb.st_mode) ? PCP_T_DIR : PCP_T_FILE;
-        m->size = (uint64_t)sb.st_size;
-        m->mode = (uint32_t)sb.st_mode & 07777;
+        m->type = other ? PCP_T_OTHER : S_ISDIR(sb.st_mode) ? PCP_T_DIR : PCP_T_FILE;
+        m->size = other ? 0 : (uint64_t)sb.st_size;
+        m->mode = (uint32_t)sb.st_mode & (other ? 0177777u : 07777u);
         m->mtime_sec = (int64_t)sb.st_mtim.tv_sec;
         m->mtime_nsec = (uint32_t)sb.st_mtim.tv_nsec;
         snprintf(m->path, sizeof(m->path), "%s%s%s", prefix, *prefix ? "/" : "", de->d_name);
@@ -694,7 +697,7 @@ static int list_dir(int dfd, const char *prefix, struct list *l, int depth)
             char p2[PCP_PATH_MAX];
             snprintf(p2, sizeof(p2), "%s", m->path);
             if (sub >= 0)
-                list_dir(sub, p2, l, depth + 1);
+                list_dir(sub, p2, l, depth + 1, others);
         }
     }
     closedir(d);
@@ -711,7 +714,7 @@ static void do_list(struct session *s)
         return;
     }
     int dfd = open_beneath(rel, O_RDONLY | O_DIRECTORY, 0);
-    if (dfd < 0 || list_dir(dfd, "", &l, 0) != 0) {
+    if (dfd < 0 || list_dir(dfd, "", &l, 0, (q->flags & PCP_F_OTHERS) != 0) != 0) {
         int e = errno == ELOOP ? EXDEV : errno;
         send_err(s, q->session, e, "%s: %s", q->path, why(e));
         free(l.e);
