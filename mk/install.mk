@@ -80,9 +80,11 @@ INST_DIRS := $(sort $(dir $(INST_ALL)))
 # The Python package (bindings/python), where python3 has cffi: built by pip
 # against this build's libpio, with LIBDIR as its run path, into PYTHONDIR
 # (Debian's folder for PREFIX; override it for another layout). PYTHON: the
-# python3 it is for.
-PYTHON ?= python3
-WITH_PYTHON ?= $(shell $(PYTHON) -c 'import cffi, setuptools, pip' 2>/dev/null && echo 1 || echo 0)
+# python3 it is for (the system's, /usr/bin/python3, where there is one: a
+# python3 first on PATH may be a pyenv or conda one); it needs cffi,
+# setuptools, pip and wheel, and builds without an index (no isolation).
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+WITH_PYTHON ?= $(shell $(PYTHON) -c 'import cffi, setuptools, pip, wheel' 2>/dev/null && echo 1 || echo 0)
 PYTHONDIR ?= $(shell $(PYTHON) -c 'import sys; p = "$(PREFIX)"; \
   print(p + "/lib/python3/dist-packages" if p == "/usr" else \
         p + "/lib/python%d.%d/dist-packages" % sys.version_info[:2])')
@@ -107,7 +109,7 @@ install-python: $(LIBPIO_SO) $(LIBPIO_SONAME)
 	$(call msg,PIP,$(DESTDIR)$(PYTHONDIR)/pio)rm -rf $(B)/python-pkg && \
 	  cp -r bindings/python $(B)/python-pkg && \
 	  PIO_INCLUDE_DIR=$(CURDIR)/libpio PIO_LIB_DIR=$(CURDIR)/$(B)/lib PIO_RPATH=$(LIBDIR) \
-	  $(PYTHON) -m pip install -q --no-deps --no-index --no-compile \
+	  $(PYTHON) -m pip install -q --no-deps --no-index --no-build-isolation --no-compile \
 	    --upgrade --target $(DESTDIR)$(PYTHONDIR) $(B)/python-pkg
 
 uninstall-python:

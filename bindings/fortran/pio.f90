@@ -222,7 +222,7 @@ module pio
   public :: PIO_Send, PIO_Recv, PIO_Isend, PIO_Irecv, PIO_Wait, PIO_Test
   public :: PIO_Waitany, PIO_Waitall, PIO_Testany, PIO_Getfd
   public :: PIO_Getappinfo, PIO_Gethostinfo, PIO_Getconinfo, PIO_Setclasses
-  public :: PIO_Strerror, PIO_Errname, PIO_USER
+  public :: PIO_Strerror, PIO_Errname, PIO_USER, PIO_Get_version
   public :: PIO_File_open, PIO_File_open_dataset, PIO_File_write_at, PIO_File_write_slab
   public :: PIO_File_close, PIO_File_error_text
   public :: PIO_Feed_open, PIO_Feed_begin_step, PIO_Feed_put, PIO_Feed_end_step, PIO_Feed_info, &
@@ -230,7 +230,7 @@ module pio
   public :: PIO_Feed_close
   public :: PIO_Win_create, PIO_Win_free, PIO_Get, PIO_Put, PIO_Iget, PIO_Iput, &
     PIO_Compare_and_swap, PIO_Fetch_and_add, PIO_Win_flush, PIO_Win_number, PIO_Win_remote
-  public :: PIO_Rfile_open, PIO_Rfile_pread, PIO_Rfile_advise, PIO_Rfile_close
+  public :: PIO_Rfile_open, PIO_Rfile_pread, PIO_Rfile_readlist, PIO_Rfile_advise, PIO_Rfile_close
 
   ! Generics: one specific per kind of the count (default INTEGER or
   ! INTEGER(8)), of the offset, start and count of the file calls, and of
@@ -532,6 +532,24 @@ module pio
     end subroutine pio_rfile_pread_c8
   end interface PIO_Rfile_pread
 
+  ! PIO_Rfile_readlist - n ranges at once (the C call's list, up to 16 READs
+  ! in flight): range i is counts(i) bytes at byte offset offsets(i) (from
+  ! 0), read into buf one range after the other (buf holds at least
+  ! sum(counts) bytes); gots(i): the bytes range i brought (fewer only at
+  ! the end of the file).
+  interface
+    subroutine PIO_Rfile_readlist(rf, buf, n, offsets, counts, gots, ierr) &
+        bind(C, name='pio_f_rfile_readlist')
+      import :: c_int, c_int64_t, PIO_Rfile
+      type(PIO_Rfile), intent(in) :: rf
+      type(*), dimension(..) :: buf
+      integer(c_int), value :: n
+      integer(c_int64_t), intent(in) :: offsets(*), counts(*)
+      integer(c_int64_t), intent(out) :: gots(*)
+      integer(c_int), intent(out), optional :: ierr
+    end subroutine PIO_Rfile_readlist
+  end interface
+
   ! PIO_Compare_and_swap, PIO_Fetch_and_add - disp of either integer kind.
   interface PIO_Compare_and_swap
     module procedure pio_compare_and_swap_c4, pio_compare_and_swap_c8
@@ -564,6 +582,10 @@ module pio
       import :: c_int, c_ptr
       integer(c_int), value :: status
     end function c_errname
+
+    type(c_ptr) function c_get_version() bind(C, name='PIO_Get_version')
+      import :: c_ptr
+    end function c_get_version
 
     integer(c_int) function c_init(app_name, process_ID, nprocs) bind(C, name='PIO_Init')
       import :: c_int, c_char
@@ -896,6 +918,12 @@ contains
     character(len=:), allocatable :: text
     text = from_cptr(c_errname(status))
   end function PIO_Errname
+
+  ! PIO_Get_version - libpio's version, "MAJOR.MINOR.PATCH".
+  function PIO_Get_version() result(text)
+    character(len=:), allocatable :: text
+    text = from_cptr(c_get_version())
+  end function PIO_Get_version
 
   ! PIO_USER(i) - the connection argument that names channel i (from 0).
   elemental integer(c_int) function PIO_USER(i)

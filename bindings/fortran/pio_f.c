@@ -732,6 +732,55 @@ void pio_f_rfile_pread_c4(const PIO_Rfile *rf, CFI_cdesc_t *buf, int offset, int
     f_rfile_pread(rf, buf, offset, got, ierr);
 }
 
+/* PIO_Rfile_readlist: n ranges (counts[i] bytes at offsets[i]) into buf one
+ * after the other; gots[i] [out]. */
+void pio_f_rfile_readlist(const PIO_Rfile *rf, CFI_cdesc_t *buf, int n, const int64_t *offsets,
+                          const int64_t *counts, int64_t *gots, int *ierr)
+{
+    char why[WHY_LEN] = "";
+    void *addr = NULL;
+    int64_t bytes = 0, sum = 0;
+    int rc = PIO_EINVAL;
+    PIO_Rfile_range *l = NULL;
+    for (int i = 0; i < n; i++) {
+        gots[i] = 0;
+        if (offsets[i] < 0 || counts[i] < 0) {
+            snprintf(why, sizeof why,
+                     "range %d: offset %" PRId64 ", count %" PRId64 ": both count bytes from 0",
+                     i + 1, offsets[i], counts[i]);
+            break;
+        }
+        sum += counts[i];
+    }
+    if (why[0]) {
+        /* a bad range, said above */
+    } else if (!*rf)
+        snprintf(why, sizeof why, "the file is null: not opened (PIO_Rfile_open), or closed");
+    else if (n < 0)
+        snprintf(why, sizeof why, "n = %d ranges: it must be 0 or more", n);
+    else if ((rc = f_buffer(buf, PIO_BYTE, 0, 0, &addr, &bytes, why, sizeof why)) == PIO_OK &&
+             bytes < sum) {
+        rc = PIO_EINVAL;
+        snprintf(why, sizeof why, "buf holds %" PRId64 " bytes, the ranges %" PRId64, bytes, sum);
+    } else if (rc == PIO_OK && !(l = calloc((size_t)n + 1, sizeof(*l)))) {
+        rc = PIO_ENOMEM;
+    }
+    int got_any = 0;
+    if (rc == PIO_OK) {
+        int64_t at = 0;
+        for (int i = 0; i < n; at += counts[i], i++)
+            l[i] = (PIO_Rfile_range){(char *)addr + at, (size_t)counts[i], (uint64_t)offsets[i], 0};
+        rc = PIO_Rfile_readlist(*rf, l, n);
+        for (int i = 0; i < n; i++) {
+            gots[i] = (int64_t)l[i].got;
+            got_any |= l[i].got > 0;
+        }
+    }
+    f_release(buf, addr, got_any);
+    free(l);
+    f_done(rc, ierr, "PIO_Rfile_readlist", why, 1);
+}
+
 /* ---- PIO_Init_comm: the Fortran MPI library, if the program has one ---- */
 
 /* The Fortran MPI entry points (gfortran's names; Open MPI and MPICH export

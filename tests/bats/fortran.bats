@@ -449,6 +449,7 @@ LINES
     echo "UCX_TLS=$tls: $output"
     assert_success
     refute_output --partial "FAIL"
+    assert_line "read: libpio $(pio-info --version | sed -E 's/^pio-info ([0-9.]+) .*/\1/')"
     assert_line "read: open d/data.bin: $(((9 << 20) + 17)) bytes"
     assert_line "read: pieces of 1048579: $(((9 << 20) + 17)) bytes equal, the last 1048569"
     assert_line "read: 12 MiB at 1: $(((9 << 20) + 16)) bytes equal at 1"
@@ -456,6 +457,10 @@ LINES
     assert_line "read: b(1, :) at 12345: 4096 bytes equal at 12345"
     assert_line "read: 64 bytes at size - 10: 10 bytes equal at $(((9 << 20) + 7))"
     assert_line "read: 8 bytes at size: got 0"
+    assert_line "read: list range: 4096 bytes equal at 777777"
+    assert_line "read: list range: 4096 bytes equal at 5"
+    assert_line "read: list range: 4096 bytes equal at 3000000"
+    assert_line "read: list range: 40 bytes equal at $(((9 << 20) + 17 - 40))"
     assert_line "OK pio-frread read"
   done
   run env UCX_TLS=tcp PIO_SOCKET="$PIO_SOCK_A" timeout 60 "$PROG/pio-frread" errors B d/data.bin

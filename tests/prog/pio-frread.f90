@@ -1,4 +1,4 @@
-! pio-frread.f90 - remote file access from Fortran: PIO_Rfile_open, _pread, _advise, _close.
+! pio-frread.f90 - remote file access from Fortran: PIO_Rfile_open, _pread, _readlist, _advise, _close.
 ! SPDX-License-Identifier: BSD-3-Clause
 !
 ! Usage: pio-frread read HOST REMOTE LOCAL | errors HOST REMOTE | stop HOST REMOTE
@@ -11,7 +11,8 @@
 !           1 (got = size - 1); 100 REAL(8) at 8000; the strided section
 !           b(1, :) of an INTEGER(1) b(2, 4096) at 12345 (b(2, :) must stay
 !           untouched); 64 bytes at size - 10 (got 10, the rest untouched);
-!           8 bytes at size (got 0). Prints "read: ..." lines.
+!           8 bytes at size (got 0); a list of 4 ranges (PIO_Rfile_readlist,
+!           the last one past the end). Prints "read: ..." lines.
 !   errors  REMOTE is an existing file. With ierr, printing "CASE: CODE
 !           NAME: words[: remote text]": an open of d/nothing.bin, of
 !           ../escape.bin, a negative offset, a pread and a close after the
@@ -85,6 +86,7 @@ contains
     read (u) ref
     close (u)
 
+    print '(a,a)', 'read: libpio ', PIO_Get_version()
     call PIO_Rfile_open(host, remote, rf, size)
     if (size /= lsize) then
       write (text, '(a,i0,a,i0)') 'PIO_Rfile_open: size ', size, ', the local file has ', lsize
@@ -141,6 +143,24 @@ contains
     call PIO_Rfile_pread(rf, none, lsize, got)
     if (got /= 0 .or. any(none /= -1)) call fail('8 bytes at size: something came')
     print '(a)', 'read: 8 bytes at size: got 0'
+
+    ! a list of ranges at once, packed into one buffer: 3 of 4096 bytes at
+    ! scattered offsets and 100 at size - 40 (40 come)
+    block
+      integer(int64) :: offs(4), cnts(4), gots(4), at
+      integer(int8) :: lbuf(3 * 4096 + 100)
+      integer :: i
+      offs = [777777_int64, 5_int64, 3000000_int64, lsize - 40]
+      cnts = [4096_int64, 4096_int64, 4096_int64, 100_int64]
+      lbuf = -1
+      call PIO_Rfile_readlist(rf, lbuf, 4, offs, cnts, gots)
+      at = 0
+      do i = 1, 4
+        call same('list range', lbuf(at + 1:at + cnts(i)), gots(i), min(cnts(i), lsize - offs(i)), &
+                  ref, offs(i))
+        at = at + cnts(i)
+      end do
+    end block
 
     call PIO_Rfile_close(rf)
   end subroutine read_compare
