@@ -322,47 +322,34 @@ def _array(reqs):
     return arr
 
 
-def _collected(reqs, arr):
-    """Requests whose entry libpio set to NULL were collected by it."""
-    for i, r in enumerate(reqs):
-        if r is not None and not r.done and arr[i] == ffi.NULL:
-            r._p[0] = ffi.NULL
-
-
 def waitany(reqs, timeout=None):
     """Wait until one of reqs (Requests, or None) completes: returns (index,
     Status), the lowest index when several are complete; index UNDEFINED
     (-1) and None when none is pending. Raises that request's Error if it
     failed (the request is collected all the same), or Timeout."""
-    reqs = list(reqs)
-    for i, r in enumerate(reqs):  # one collected earlier (by aio, say): report it first
-        if r is not None and r.done and r in _unreported:
-            _unreported.discard(r)
-            return i, r._result()
-    arr = _array(reqs)
-    idx = ffi.new("int *")
-    st = ffi.new("PIO_Status *")
-    rc = lib.PIO_Waitany(len(reqs), arr, idx, _ms(timeout), st)
-    if idx[0] == UNDEFINED:
-        _check(rc, "waitany")
-        return UNDEFINED, None
-    r = reqs[idx[0]]
-    r._p[0] = ffi.NULL
-    r._finish(rc, st)
-    return idx[0], r._result()
+    return _any(reqs, "waitany",
+                lambda n, arr, idx, done, st: lib.PIO_Waitany(n, arr, idx, _ms(timeout), st))
 
 
 def testany(reqs):
     """As waitany without waiting: (index, Status) of a complete request,
     (UNDEFINED, None) when none is."""
+    return _any(reqs, "testany", lib.PIO_Testany)
+
+
+def _any(reqs, what, call):
+    """waitany / testany: call(n, arr, idx, done, st) is the C call."""
     reqs = list(reqs)
+    for i, r in enumerate(reqs):  # one collected earlier (by aio, say): report it first
+        if r is not None and r.done and r in _unreported:
+            return i, r._result()
     arr = _array(reqs)
     idx = ffi.new("int *")
-    done = ffi.new("int *")
+    done = ffi.new("int *", 1)  # (PIO_Waitany has no done: it stays 1)
     st = ffi.new("PIO_Status *")
-    rc = lib.PIO_Testany(len(reqs), arr, idx, done, st)
+    rc = call(len(reqs), arr, idx, done, st)
     if not done[0] or idx[0] == UNDEFINED:
-        _check(rc, "testany")
+        _check(rc, what)
         return UNDEFINED, None
     r = reqs[idx[0]]
     r._p[0] = ffi.NULL
