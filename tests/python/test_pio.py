@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 
 import numpy as np
