@@ -25,8 +25,13 @@ setup_file() {
   [ "$(id -u)" -eq 0 ] || return 0
   local u p
   for u in pio-sa pio-sb pio-sc; do
-    id -u "$u" >/dev/null 2>&1 || useradd --system --no-create-home --user-group \
-      --shell /usr/sbin/nologin "$u"
+    id -u "$u" >/dev/null 2>&1 && continue
+    # a group left by an interrupted run (useradd made it, not the user yet)
+    if getent group "$u" >/dev/null; then
+      useradd --system --no-create-home --gid "$u" --shell /usr/sbin/nologin "$u"
+    else
+      useradd --system --no-create-home --user-group --shell /usr/sbin/nologin "$u"
+    fi
   done
   SEC_BIN=$(mktemp -d /tmp/pio-security-bin.XXXXXX)
   chmod 755 "$SEC_BIN"
@@ -36,9 +41,11 @@ setup_file() {
 
 teardown_file() {
   [ "$(id -u)" -eq 0 ] || return 0
-  userdel pio-sa >/dev/null 2>&1 || true
-  userdel pio-sb >/dev/null 2>&1 || true
-  userdel pio-sc >/dev/null 2>&1 || true
+  local u
+  for u in pio-sa pio-sb pio-sc; do
+    userdel "$u" >/dev/null 2>&1 || true
+    groupdel "$u" >/dev/null 2>&1 || true
+  done
   if [ -n "${SEC_BIN:-}" ]; then rm -rf "$SEC_BIN"; fi
 }
 
