@@ -45,6 +45,12 @@
 #define LEAD_START     2  /* steps ahead process 0 plans */
 #define LEAD_MAX       32 /* ... at most, after plans came too late */
 #define PLANS_MAX      WINDOW_MAX
+/* No ACK for this long with steps in flight: ask the receiver again (HELLO).
+ * One that answers NEW was started since they were sent (killed and started
+ * again between two looks for it, so it never seemed absent): none of them
+ * will be acknowledged, and waiting for them would hold the simulation back
+ * for good. */
+#define STALL_S 2.0
 
 /* How long the first step waits for the receiver's INFO. Normally it comes
  * in milliseconds; but a HELLO or an INFO caught on a link that was just
@@ -75,9 +81,10 @@ struct pio_feed {
     uint64_t inflight[WINDOW_MAX];
     int ninflight;
     int lossless, window;
-    int mode_known;   /* an INFO or ACK came from this receiver */
-    int asked;        /* HELLO sent to this receiver */
-    double mode_wait; /* seconds the first step waits for the INFO */
+    int mode_known;                /* an INFO or ACK came from this receiver */
+    int asked;                     /* HELLO sent to this receiver */
+    double last_heard, last_hello; /* the last ACK or INFO; the last HELLO */
+    double mode_wait;              /* seconds the first step waits for the INFO */
     /* newest-only: the planned steps this process has not reached yet */
     uint64_t plan[PLANS_MAX];
     int nplans;
@@ -233,6 +240,9 @@ static int take_acks_now(struct pio_feed *x, int timeout)
     while (x->partner >= 0 && take_ctl(x->partner, PIO_ANY_PROCESS, VIZ_TAG_CTL, timeout, &c)) {
         got = 1;
         timeout = 0;
+        x->last_heard = now_s();
+        if ((c.flags & VIZ_CTL_INFO) && (c.flags & VIZ_CTL_NEW))
+            x->ninflight = 0; /* a receiver that has none of them */
         x->mode_known = 1;
         x->lossless = (c.flags & VIZ_CTL_LOSSLESS) != 0;
         x->window = c.window > WINDOW_MAX ? WINDOW_MAX : (int)c.window;
@@ -280,6 +290,18 @@ static void lost(struct pio_feed *x)
     x->present = 0;
     x->ninflight = 0;
     x->last_look = now_s();
+}
+
+/* Steps in flight and nothing heard for STALL_S: ask again (see there). */
+static void stall_check(struct pio_feed *x)
+{
+    double t = now_s();
+    if (!x->present || !x->mode_known || x->ninflight == 0 || t - x->last_heard < STALL_S ||
+        t - x->last_hello < STALL_S)
+        return;
+    x->last_hello = t;
+    if (send_desc(x, VIZ_HELLO) != PIO_OK)
+        lost(x);
 }
 
 /* Process 0, newest-only: plan a step when fewer than `window` are in
@@ -359,8 +381,10 @@ int PIO_Feed_begin_step(PIO_Feed x, uint64_t step, double time)
     while (x->present && x->mode_known && x->lossless && x->ninflight >= x->window) {
         /* a receiver that loses no step holds us back; still make sure it
          * is there (a receiver that left must not stop the simulation) */
-        if (!take_acks(x, 200))
+        if (!take_acks(x, 200)) {
             look(x, 0);
+            stall_check(x);
+        }
     }
     x->info.wait_seconds += now_s() - t0;
     if (!x->present || (!x->mode_known && x->nplans == 0)) {
@@ -368,8 +392,10 @@ int PIO_Feed_begin_step(PIO_Feed x, uint64_t step, double time)
     } else if (x->mode_known && x->lossless) {
         x->send = x->ninflight < x->window;
     } else { /* newest-only: only the steps process 0 planned */
-        if (x->d.rank == 0 && x->mode_known)
+        if (x->d.rank == 0 && x->mode_known) {
+            stall_check(x);
             make_plan(x, step);
+        }
         x->send = planned(x, step, 1) && x->present;
     }
     x->info.receiver_present = x->present;

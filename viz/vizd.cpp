@@ -499,6 +499,7 @@ void receiver(int id)
         F.session[d.rank] = d.session;
         F.partner = partner;
         uint32_t r = d.rank;
+        bool first = F.expect[r] < 0; // nothing of this rank handled here before
         if (!in_order(l, d)) {
             fprintf(stderr, "pio-vizd: rank %u: descriptor %u came after %lld: ignored\n", r,
                     d.msgno, (long long)F.expect[r]);
@@ -545,7 +546,8 @@ void receiver(int id)
             }
             handled(d);
         } else if (d.kind == VIZ_HELLO) { // what do we want: answer this rank
-            acks.push_back({0, lossless | VIZ_CTL_INFO, (int)r});
+            // (NEW: none of its steps is here: a receiver started since it sent them)
+            acks.push_back({0, lossless | VIZ_CTL_INFO | (first ? VIZ_CTL_NEW : 0), (int)r});
             handled(d);
         } else if (d.kind == VIZ_SKIP) { // a planned step this rank will not send
             if ((int64_t)d.step > F.resolved) {

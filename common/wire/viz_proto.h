@@ -14,8 +14,10 @@
  *                      a struct viz_ctl with VIZ_CTL_PLAN, "send step `step`"
  * A step of rank r is its PIECE descs (each followed by its data) and an END
  * {npieces}. HELLO asks the receiver what it wants (its INFO answer says
- * lossless or newest-only); SKIP says this rank will not send step `step`
- * (it was planned, and the plan came too late), so the receiver drops it at
+ * lossless or newest-only, and VIZ_CTL_NEW when nothing of that rank came
+ * to it before: a simulation that asks again after its acks stopped learns
+ * so that the receiver was restarted and its steps in flight are gone); SKIP says this rank will
+ * not send step `step` (it was planned, and the plan came too late), so the receiver drops it at
  * once; BYE says the rank sends nothing more. A rank numbers its descs (msgno) so that a receiver
  * with several threads handles them in the order they were sent. Every desc carries the whole
  * description of the feed (grid, fields, process count), so a receiver that joins late learns it
@@ -90,6 +92,9 @@ int viz_desc_decode(const uint8_t *buf, size_t len, struct viz_desc *d);
 #define VIZ_CTL_DROPPED  0x2u /* this step was not taken (incomplete, or no room) */
 #define VIZ_CTL_INFO     0x4u /* the answer to a HELLO: says the mode, settles nothing */
 #define VIZ_CTL_PLAN     0x8u /* VIZ_TAG_PLAN: every process sends step `step` */
+#define VIZ_CTL_NEW                                                                                \
+    0x10u /* INFO: the HELLO was the first desc of that rank here:                                 \
+             none of its earlier steps is in this receiver */
 
 struct viz_ctl {
     uint64_t step;

@@ -178,6 +178,29 @@ PY
   [ -n "$first1" ]
 }
 
+@test "the receiver killed and restarted at once, before the simulation looked again: it asks, learns the receiver is new, runs on" {
+  mkdir "$W/arch1" "$W/arch2"
+  # an archive slower than the simulation, 1 MB for steps (166 KB each): the
+  # receiver stops taking steps, so the ranks wait for acks when it dies
+  vizd "$W/vizd1.log" --threads 2 --archive "$W/arch1" --delay-archive 100 --memory 1
+  PIO_SOCKET=$PIO_SOCK_A timeout $((120 * ${PIO_TEST_MULT:-1})) "${MPIRUN[@]}" -np 4 "$HEAT" --n 24 --steps 150 --sleep 20 \
+    --stats </dev/null >"$W/heat.out" 2>&1 &
+  hp=$!
+  pio_wait_until 30 sh -c "ls $W/arch1/step_00001*.vti"
+  kill -9 "$VIZD_PID"
+  vizd "$W/vizd2.log" --threads 2 --archive "$W/arch2"
+  rc=0 && wait $hp || rc=$?
+  cat "$W/heat.out"
+  [ "$rc" -eq 0 ]
+  run grep -c "OK heat3d" "$W/heat.out"
+  assert_output 1
+  # the first receiver held the simulation back before it died
+  grep -q "waited [0-9]*\.[0-9]*[1-9]" "$W/heat.out"
+  # the new receiver took the steps after the restart, each complete
+  n2=$(ls "$W/arch2"/step_*.vti | wc -l)
+  [ "$n2" -ge 5 ]
+}
+
 @test "pio-vizd --status prints the running receiver's counters; bad options exit 2" {
   vizd "$W/vizd.log" --threads 1
   pio_wait_until 10 test -s "$W/st.json"
