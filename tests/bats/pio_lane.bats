@@ -103,15 +103,23 @@ lane_check() {
   pio_wait_until 20 grep -q -E '^lane [0-9]+ to lc-r:0 up$' "$w/trace.s"
   sleep 2
   # the lane's two ends (the processes reach their piods by Unix sockets,
-  # so their TCP connections in the hosts' namespaces are the lane)
-  local n=0 addr ns
-  for ns in "$("$tb" ns "$bed" h1)" "$("$tb" ns "$bed" h2)"; do
-    while read -r addr; do
-      ip netns exec "$ns" ss -K src "${addr%:*}" sport = ":${addr##*:}" >/dev/null 2>&1
-      n=$((n + 1))
-    done < <(ip netns exec "$ns" ss -Htnp state established |
-      awk -v s="pid=$SP," -v r="pid=$RP," 'index($0, s) || index($0, r) {print $3}')
-  done
+  # so their TCP connections in the hosts' namespaces are the lane); the
+  # receiver's end may reach it later than the sender says "up" (a loaded
+  # machine once took over 2 s): wait until both processes hold theirs
+  local n=0 addr ns ends=$w/ends
+  ns_ends() {
+    local ns
+    for ns in "$("$tb" ns "$bed" h1)" "$("$tb" ns "$bed" h2)"; do
+      ip netns exec "$ns" ss -Htnp state established |
+        awk -v ns="$ns" -v s="pid=$SP," -v r="pid=$RP," 'index($0, s) || index($0, r) {print ns, $3}'
+    done >"$ends"
+    [ "$(wc -l <"$ends")" -ge 2 ]
+  }
+  pio_wait_until 20 ns_ends || true
+  while read -r ns addr; do
+    ip netns exec "$ns" ss -K src "${addr%:*}" sport = ":${addr##*:}" >/dev/null 2>&1
+    n=$((n + 1))
+  done <"$ends"
   echo "cut $n connection(s)"
   [ "$n" -ge 2 ] || fail "the two ends of the lane were not there to cut"
   lane_check
