@@ -200,7 +200,9 @@ kill9() {
   echo "pcp ended after $took s with the links down"
   [ "$rc" -eq 12 ] # the connection broke during the copy
   [ "$took" -le $((LINK_TIMEOUT + 20)) ]
-  grep -q "B: the file service stopped answering" "$W/put.log"
+  # said where pcp was when the bundle went: waiting for the service, or
+  # sending the file's data
+  grep -q -E "B: the file service stopped answering|$W/src: no usable link: every channel to the peer is down" "$W/put.log"
   [ ! -e "$EXP/down.out" ]
   grep -q "no channel to B has been up for $LINK_TIMEOUT s" "$DIR/A.log"
   bundle_up
