@@ -2,13 +2,17 @@
  * host, on a TCP connection the two piods brokered (piod/dlane.c).
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * A send of at most $PIO_LANE_MAX bytes (default 0: no lanes; 1 MiB is what
- * they are measured with) that
+ * A send of at most $PIO_LANE_MAX bytes (default 1 MiB; 0: no lanes) that
  * is not synchronous, names no channel and is not a block of an array may
  * take a lane to its destination process when that process joined another
- * host's piod. The first such send of at least $PIO_LANE_MIN bytes
- * (default 32 KiB: smaller ones are quicker through the piods, which spin)
- * asks the piod for one (P_LANE_REQ) and goes through the piods; once the
+ * host's piod. Lanes are for conversations, whose every turn waits for the
+ * last: the first such send of at least $PIO_LANE_MIN bytes (default 32
+ * KiB: smaller ones are quicker through the piods, which spin) after
+ * $PIO_LANE_TURNS turns (default 2: two sends in a row that each came
+ * after a message from that process) asks the piod for one (P_LANE_REQ)
+ * and goes through the piods. A stream keeps the bundle: it gains nothing
+ * from a lane (its messages overlap the hops) and loses the balancing
+ * over every link and the piods' fair shares among many senders. Once the
  * lane is up every such send takes it, small ones too, so that a mix of
  * sizes never pays for switching paths; the piod hands the lane's end over (P_LANE, the
  * socket attached), and so does the destination's piod to the destination.
@@ -57,9 +61,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define LANE_MAX_DEFAULT                                                                           \
-    0 /* $PIO_LANE_MAX: off until the suite passes with lanes on (design notes) */
-#define LANE_MIN_DEFAULT (32u << 10) /* $PIO_LANE_MIN: below it the piods' path is quicker */
+#define LANE_MAX_DEFAULT   (1u << 20)  /* $PIO_LANE_MAX: larger messages gain from the bundle */
+#define LANE_MIN_DEFAULT   (32u << 10) /* $PIO_LANE_MIN: below it the piods' path is quicker */
+#define LANE_TURNS_DEFAULT 2           /* $PIO_LANE_TURNS: turns before a lane is asked for */
+#define TURN_HEARD         0x80        /* partner.turn[]: heard from since our last send */
 #define LANE_ACK_EVERY   64          /* messages taken before an L_ACK goes */
 #define LANE_ACK_BYTES   (1u << 20)  /* ... or bytes */
 #define LANE_WINDOW      (8u << 20)  /* unacknowledged bytes a sender keeps before it waits */
@@ -127,6 +132,7 @@ static struct {
     struct pio_lane *all;
     uint64_t max;            /* $PIO_LANE_MAX */
     uint64_t min;            /* $PIO_LANE_MIN */
+    unsigned turns;          /* $PIO_LANE_TURNS */
     uint64_t rx_held;        /* bytes of lane messages no receive took yet (pio_lane_held) */
     struct lane_copy *spare; /* copies whose message was acknowledged, for reuse */
     size_t spare_bytes;
@@ -165,6 +171,34 @@ void pio_lane_init(void)
         L.max = PIO_WIRE_MAX_BODY - 4096;
     v = getenv("PIO_LANE_MIN");
     L.min = v && *v ? strtoull(v, NULL, 0) : LANE_MIN_DEFAULT;
+    v = getenv("PIO_LANE_TURNS");
+    unsigned long t = v && *v ? strtoul(v, NULL, 0) : LANE_TURNS_DEFAULT;
+    L.turns = t < TURN_HEARD - 1 ? (unsigned)t : TURN_HEARD - 1;
+}
+
+void pio_lane_heard(int partner, uint32_t proc)
+{
+    if (partner < 0 || partner >= pio_g.npartners)
+        return;
+    struct partner *p = &pio_g.partners[partner];
+    if (p->turn && proc < p->nprocs)
+        p->turn[proc] |= TURN_HEARD;
+}
+
+/* A send to (partner, proc): the turns taken in a row with it so far,
+ * this one counted (it is a turn when a message from it came since our
+ * last send; else the count starts again). */
+static unsigned turn_count(int partner, uint32_t proc)
+{
+    struct partner *p = &pio_g.partners[partner];
+    if (!p->turn || proc >= p->nprocs)
+        return 0;
+    uint8_t t = p->turn[proc];
+    unsigned n = t & TURN_HEARD ? (t & (TURN_HEARD - 1)) + 1u : 0u;
+    if (n > TURN_HEARD - 1)
+        n = TURN_HEARD - 1;
+    p->turn[proc] = (uint8_t)n;
+    return n;
 }
 
 uint64_t pio_lane_max(void)
@@ -395,9 +429,10 @@ struct pio_lane *pio_lane_route(int partner, int proc, int eligible, uint64_t si
         replays_reap();
     struct pio_lane *l = find_out(partner, (uint32_t)proc);
     if (!l) {
-        /* a process of another system only: this host's piod is the
-         * shortest way to its own processes */
-        if (eligible && size >= L.min &&
+        /* a conversation with a process of another system only: this
+         * host's piod is the shortest way to its own processes */
+        unsigned turns = turn_count(partner, (uint32_t)proc);
+        if (eligible && size >= L.min && turns >= L.turns &&
             strcmp(pio_g.partners[partner].system, pio_g.w.system) != 0)
             request(partner, (uint32_t)proc);
         return NULL;

@@ -17,16 +17,25 @@
 struct pio_lane;
 struct pio_request;
 
-/* pio_lane_init - read $PIO_LANE_MAX and $PIO_LANE_MIN (PIO_Init).
+/* pio_lane_init - read $PIO_LANE_MAX, $PIO_LANE_MIN and $PIO_LANE_TURNS
+ * (PIO_Init).
  * pio_lane_max - the largest message a lane takes (0: no lanes). */
 void pio_lane_init(void);
 uint64_t pio_lane_max(void);
 
+/* pio_lane_heard - a message from process proc of partner came in (a
+ * turn of the conversation with it; pio_lane_route counts them). */
+void pio_lane_heard(int partner, uint32_t proc);
+
 /* pio_lane_route - the lane whose queue a send to (partner, proc) joins,
  * or NULL: straight through the piods. eligible: the send may take a lane
  * (not synchronous, small enough, no named channel unless it goes inline,
- * not a block of an array). The first eligible send of at least
- * $PIO_LANE_MIN bytes (size) asks for a lane; once it is up, every
+ * not a block of an array). A lane is asked for by an eligible send of at
+ * least $PIO_LANE_MIN bytes (size) once the conversation with that
+ * process took turns: $PIO_LANE_TURNS sends in a row (default 2; 0: the
+ * first such send asks) each came after a message from it, as in a
+ * request and its answer or a ping-pong; a process that only streams to
+ * it keeps the piods' bundle. Once the lane is up, every
  * eligible send takes it, whatever its size (no switching paths). A send that
  * may not take the lane still joins its queue while the lane has messages
  * before it (order). Never waits. */

@@ -314,6 +314,14 @@ out:
     return rc;
 }
 
+/* p's per-process arrays, gone (pio_g.mtx held). */
+static void partner_procs_free(struct partner *p)
+{
+    free(p->left);
+    free(p->turn);
+    p->left = p->turn = NULL;
+}
+
 int PIO_Exit(void)
 {
     pio_win_exit(); /* its thread sends and receives: before anything goes */
@@ -376,7 +384,7 @@ int PIO_Exit(void)
     }
     pio_g.jobs_tail = NULL;
     for (int i = 0; i < pio_g.npartners; i++)
-        free(pio_g.partners[i].left);
+        partner_procs_free(&pio_g.partners[i]);
     pio_g.npartners = 0;
     pio_g.inited = 0;
     pthread_mutex_unlock(&pio_g.mtx);
@@ -433,7 +441,7 @@ static int add_partner(const char *name, int *partner, int reset, int named, int
     if (rc == PIO_OK) {
         if (reset) {
             for (int i = 0; i < pio_g.npartners; i++)
-                free(pio_g.partners[i].left);
+                partner_procs_free(&pio_g.partners[i]);
             pio_g.npartners = 0;
         }
         int h = pio_partner_by_name(name);
@@ -444,7 +452,7 @@ static int add_partner(const char *name, int *partner, int reset, int named, int
             if (h < 0)
                 h = pio_g.npartners++;
             else
-                free(pio_g.partners[h].left);
+                partner_procs_free(&pio_g.partners[h]);
             memset(&pio_g.partners[h], 0, sizeof(pio_g.partners[h]));
         }
         struct partner *p = &pio_g.partners[h];
@@ -453,9 +461,10 @@ static int add_partner(const char *name, int *partner, int reset, int named, int
         snprintf(p->system, sizeof(p->system), "%s", a->u.p_partner_info.system);
         p->channels = a->u.p_partner_info.channels;
         if (!p->left || p->nprocs != a->u.p_partner_info.nprocs) {
-            free(p->left);
+            partner_procs_free(p);
             p->nprocs = a->u.p_partner_info.nprocs;
             p->left = calloc(p->nprocs, 1);
+            p->turn = calloc(p->nprocs, 1);
         } else {
             /* the piod just said the application is there: a name that left
              * and came back (a new process, a reused pid) is no longer gone */

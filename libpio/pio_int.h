@@ -86,7 +86,8 @@ struct partner {
     char name[PIO_WIRE_NAME];
     char system[PIO_WIRE_NAME];
     uint32_t nprocs, channels;
-    uint8_t *left;
+    uint8_t *left; /* [nprocs]: the process left */
+    uint8_t *turn; /* [nprocs]: lane.c's count of send/receive turns with it */
 };
 
 struct lookup { /* a pending P_PARTNER or P_INFO_REQ */

@@ -402,6 +402,7 @@ static void msg_new(struct pio_p_msg_new *n, int borrow)
     if (m->partner >= 0 && pio_g.partners[m->partner].left &&
         n->src_proc < pio_g.partners[m->partner].nprocs)
         pio_g.partners[m->partner].left[n->src_proc] = 0;
+    pio_lane_heard(m->partner, n->src_proc);
     m->tag = n->tag;
     m->datatype = n->datatype;
     m->flags = n->flags;

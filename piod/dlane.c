@@ -4,7 +4,8 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * A process asks its piod (P_LANE_REQ) for a lane to a process that joined a
- * peer. The piod opens a connection from its link 0 to the peer's data port
+ * peer. The piod opens a connection over one of its links (the up ones in
+ * turn, lane by lane) to the peer's data port
  * on a thread of its own (dlane_open_main), proves its key for index
  * PIOD_DLANE_INDEX as a data channel does (chan_open), and says on it whose
  * lane it is (C_LANE, sealed when the connection is). The peer's receiver
@@ -54,6 +55,7 @@ struct piod_dlane {
     uint64_t cid; /* ... its connection, to tell it from a later one in slot pi */
     uint64_t req;
     struct pio_c_lane cl;
+    int link; /* the opener connects over it (dlane_link) */
     int status;
     struct chan_open_out o;
 };
@@ -142,7 +144,7 @@ static void *dlane_open_main(void *arg)
     char who[PIO_WIRE_NAME + 48];
     snprintf(who, sizeof(who), "(direct lane %llu) to %s", (unsigned long long)j->cl.lane_id,
              d->peers[j->peer].cfg->name);
-    int rc = chan_open(d, j->peer, 0, PIOD_DLANE_INDEX, who, 0, &j->o);
+    int rc = chan_open(d, j->peer, j->link, PIOD_DLANE_INDEX, who, 0, &j->o);
     if (rc == PIO_OK)
         rc = dlane_send(d, j->o.conn, j->o.sealed ? &j->o.seal_data : NULL,
                         &(struct pio_frame){.type = PIO_F_C_LANE, .u.c_lane = j->cl});
@@ -248,6 +250,19 @@ static void dlane_next(struct piod *d)
     }
 }
 
+/* The link lane n to peer goes over: the peer's up channels' links in
+ * turn, so that many lanes spread over the bundle as the piods' chunks do
+ * (link 0 when none is up: the open then fails as a channel's would). */
+static int dlane_link(struct piod *d, int peer, uint64_t n)
+{
+    const struct piod_peer_st *p = &d->peers[peer];
+    int up[PIOD_MAX_LINKS], nup = 0;
+    for (int i = 0; i < p->nchan && i < PIOD_MAX_LINKS; i++)
+        if (p->tx[i] && piod_tx_state(p->tx[i], NULL) == PIO_WCHAN_UP)
+            up[nup++] = i;
+    return nup ? up[n % (uint64_t)nup] : 0;
+}
+
 void piod_on_lane_req(struct piod *d, int pi, const struct pio_p_lane_req *r)
 {
     struct piod_proc *src = &d->procs[pi];
@@ -284,9 +299,10 @@ void piod_on_lane_req(struct piod *d, int pi, const struct pio_p_lane_req *r)
     snprintf(j->cl.dst_app, sizeof(j->cl.dst_app), "%s", r->app);
     snprintf(j->cl.user, sizeof(j->cl.user), "%s", src->user);
     if (status == PIO_OK) {
-        PIOD_DEBUG("direct lane %llu: %s:%u -> %s:%u at %s, opening",
+        j->link = dlane_link(d, j->peer, j->cl.lane_id);
+        PIOD_DEBUG("direct lane %llu: %s:%u -> %s:%u at %s, opening on link %d",
                    (unsigned long long)j->cl.lane_id, src->app, src->proc, r->app, r->proc,
-                   d->peers[j->peer].cfg->name);
+                   d->peers[j->peer].cfg->name, j->link);
         if (d->dlane_opening < DLANE_OPENING)
             dlane_start(d, j);
         else { /* its turn comes when an opener is back (piod_on_dlane_event) */

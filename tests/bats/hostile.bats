@@ -453,15 +453,15 @@ expect_data() {
   sk=$BG_PID
   pio_wait_until 10 grep -q "sink ready" "$w/sink"
   read -r r0 h0 < <(awk '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {print r, h}' "/proc/$sk/status")
-  # the same 100 x 1 MiB with lanes on for them (PIO_LANE_MAX, off by
-  # default for now): after the first, they take a lane, which the receiver stops
+  # the same 100 x 1 MiB with lanes asked for at the first send (a stream
+  # asks for none by default: PIO_LANE_TURNS=0): after the first, they take a lane, which the receiver stops
   # reading once it holds half its 8 MiB receive region; TCP then holds the
   # sender back, whose sends wait once its 8 MiB window of copies is full
   # (the first send, through the piods, asks for the lane; the sender
   # pauses 2 s after it so that the lane is handed over while the piods
   # still pass the fence: with the sink's half region full of messages
   # through the piods first, the fence would wait behind them for ever)
-  run env PIO_SOCKET="$PIO_SOCK_A" PIO_LANE_TRACE="$w/trace.s" PIO_LANE_MAX=1048576 \
+  run env PIO_SOCKET="$PIO_SOCK_A" PIO_LANE_TRACE="$w/trace.s" PIO_LANE_MAX=1048576 PIO_LANE_TURNS=0 \
     timeout 120 "$HOSTILE" spray nl-s nl-r 1048576 100 3000 2000
   echo "$output"
   cat "$w/trace.s" "$w/trace.r"

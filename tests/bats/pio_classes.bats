@@ -42,7 +42,7 @@ run_classes() {
   local w=$BATS_TEST_TMPDIR rp bp up
   PIO_SOCKET=$PIO_SOCK_B timeout 60 "$PROG" recv "$1" >"$w/r" 2>&1 &
   rp=$!
-  PIO_SOCKET=$PIO_SOCK_A PIO_LANE_MAX=${CLASSES_LANE_MAX:-0} timeout 60 "$PROG" bulk >"$w/b" 2>&1 &
+  PIO_SOCKET=$PIO_SOCK_A PIO_LANE_MAX=${CLASSES_LANE_MAX:-0} PIO_LANE_TURNS=0 timeout 60 "$PROG" bulk >"$w/b" 2>&1 &
   bp=$!
   PIO_SOCKET=$PIO_SOCK_A timeout 60 "$PROG" urgent >"$w/u" 2>&1 &
   up=$!

@@ -17,10 +17,12 @@ source "$BATS_TEST_DIRNAME/../lib/piod.bash"
 CH=$PIO_BUILD/tests/prog/pio-chaos
 
 setup_file() {
-  # lanes are off by default for now (docs/design-notes.md, "Direct lanes
-  # on by default: not yet"): these tests turn them on, PIO_LANE_MIN at its
-  # default
-  export PIO_LANE_MAX=$((1 << 20))
+  # lanes are on by default, asked for by a conversation (two turns of
+  # sends that each came after a message from the other side); pio-chaos
+  # and pio-scale stream, so these tests have the first eligible send ask
+  # (PIO_LANE_TURNS=0), PIO_LANE_MIN at its default; the last test runs at
+  # the defaults
+  export PIO_LANE_MAX=$((1 << 20)) PIO_LANE_TURNS=0
   unset PIO_LANE_MIN
   export PAIR_DIR=$BATS_FILE_TMPDIR/pair
   mkdir -p "$PAIR_DIR"
@@ -178,4 +180,42 @@ lane_check() {
   assert_output 32
   run grep -c 'refused' "$w/trace.s"
   assert_output 0
+}
+
+# perf_lanes TRACE_PREFIX CLIENT_ARGS...: pio-perf between A and B at every
+# lane default (no PIO_LANE_* setting), each side with its lane trace
+perf_lanes() {
+  local t=$1 perf=$PIO_BUILD/bin/pio-perf sp; shift
+  env -u PIO_LANE_MAX -u PIO_LANE_TURNS -u PIO_LANE_MIN PIO_SOCKET="$PIO_SOCK_B" \
+    PIO_LANE_TRACE="$t.srv" "$perf" --server --timeout 30 >"$t.srv.log" 2>&1 </dev/null &
+  sp=$!
+  echo "pid $sp" >>"$(_pio_registry)"
+  run env -u PIO_LANE_MAX -u PIO_LANE_TURNS -u PIO_LANE_MIN PIO_SOCKET="$PIO_SOCK_A" \
+    PIO_LANE_TRACE="$t.cli" timeout 60 "$perf" --timeout 30 "$@"
+  srv_status=0
+  wait "$sp" || srv_status=$?
+  cat "$t.srv.log"
+}
+
+@test "at default settings a ping-pong takes a lane both ways after two turns; a stream keeps the piods" {
+  local w=$BATS_TEST_TMPDIR
+  # 64 KiB, DYNAMIC: a lane message (a named channel would keep its
+  # channel); the data of every message is checked by pio-perf
+  perf_lanes "$w/pp" -b DYNAMIC -t pingpong -s 65536 -n 50 -w 2
+  assert_success
+  assert_equal "$srv_status" 0
+  run grep -c -E '^lane [0-9]+ to [^ ]+:0 up$' "$w/pp.cli"
+  assert_output 1
+  run grep -c -E '^lane [0-9]+ to [^ ]+:0 up$' "$w/pp.srv"
+  assert_output 1
+  run cat "$w/pp.cli" "$w/pp.srv"
+  refute_output --partial refused
+  # a stream of the same messages: the sender never hears from the
+  # receiver between two sends, so it asks for no lane (the trace file is
+  # made at the first thing a lane says)
+  perf_lanes "$w/st" -b DYNAMIC -t stream -s 65536 -n 200 -w 2
+  assert_success
+  assert_equal "$srv_status" 0
+  run test -e "$w/st.cli"
+  assert_failure
 }
