@@ -29,9 +29,12 @@
 # Environment: BUILD (default build/default), PINGPONG_SIZES (default
 # 8,64,512,4K,8K,16K,32K,64K,128K,256K,512K,1M,4M), PINGPONG_STREAM (64M),
 # PINGPONG_ROUNDS (5), PINGPONG_PLACES ("loopback bed"), PIO_BENCH_RESULTS,
-# PINGPONG_BALANCE (pio-perf -b: USER, one channel, the default; a direct
-# lane takes USER messages only up to the eager limit, DYNAMIC ones up to
-# PIO_LANE_MAX). A setting that is not the default is said in the banner.
+# PINGPONG_BALANCE (pio-perf -b; default DYNAMIC, the connection pcp and
+# the Python package use when the caller names none: with one channel it
+# is the same link as USER's; a direct lane, on by default for a
+# conversation such as this, takes USER messages only up to the eager
+# limit, since they named their channel, DYNAMIC ones up to PIO_LANE_MAX).
+# The balance and every PIO_LANE_* setting are said in the banner.
 set -u
 # shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
@@ -94,10 +97,11 @@ pio_run() {
 }
 
 # settings a run may change from the defaults, said in the banner
-BALANCE=${PINGPONG_BALANCE:-USER}
-extra=""
-[ "$BALANCE" != USER ] && extra+=", balance $BALANCE"
-[ -n "${PIO_LANE_MAX:-}" ] && extra+=", PIO_LANE_MAX=$PIO_LANE_MAX (direct lanes)"
+BALANCE=${PINGPONG_BALANCE:-DYNAMIC}
+extra=", balance $BALANCE"
+for v in PIO_LANE_MAX PIO_LANE_MIN PIO_LANE_TURNS PIO_SPIN_US; do
+  [ -n "${!v:-}" ] && extra+=", $v=${!v} (not the default)"
+done
 bench_banner ", places: $PLACES, $ROUNDS rounds$extra"
 echo "place,round,tool,test,size,iters,balance,mode,usec_per_op,MBps" >"$work/all.csv"
 for place in $PLACES; do

@@ -6,10 +6,10 @@
  * is not synchronous, names no channel and is not a block of an array may
  * take a lane to its destination process when that process joined another
  * host's piod. Lanes are for conversations, whose every turn waits for the
- * last: the first such send of at least $PIO_LANE_MIN bytes (default 32
- * KiB: smaller ones are quicker through the piods, which spin) after
- * $PIO_LANE_TURNS turns (default 2: two sends in a row that each came
- * after a message from that process) asks the piod for one (P_LANE_REQ)
+ * last: such a send of at least $PIO_LANE_MIN bytes (default 32 KiB:
+ * smaller ones are quicker through the piods, which spin) that is the
+ * $PIO_LANE_TURNS'th turn (default 2: two such sends in a row that each
+ * came after a message from that process) asks the piod for one (P_LANE_REQ)
  * and goes through the piods. A stream keeps the bundle: it gains nothing
  * from a lane (its messages overlap the hops) and loses the balancing
  * over every link and the piods' fair shares among many senders. Once the
@@ -65,9 +65,9 @@
 #define LANE_MIN_DEFAULT   (32u << 10) /* $PIO_LANE_MIN: below it the piods' path is quicker */
 #define LANE_TURNS_DEFAULT 2           /* $PIO_LANE_TURNS: turns before a lane is asked for */
 #define TURN_HEARD         0x80        /* partner.turn[]: heard from since our last send */
-#define LANE_ACK_EVERY   64          /* messages taken before an L_ACK goes */
-#define LANE_ACK_BYTES   (1u << 20)  /* ... or bytes */
-#define LANE_WINDOW      (8u << 20)  /* unacknowledged bytes a sender keeps before it waits */
+#define LANE_ACK_EVERY     64          /* messages taken before an L_ACK goes */
+#define LANE_ACK_BYTES     (1u << 20)  /* ... or bytes */
+#define LANE_WINDOW        (8u << 20)  /* unacknowledged bytes a sender keeps before it waits */
 
 enum {
     LANE_OPENING = 1, /* out: asked the piod */
@@ -185,16 +185,19 @@ void pio_lane_heard(int partner, uint32_t proc)
         p->turn[proc] |= TURN_HEARD;
 }
 
-/* A send to (partner, proc): the turns taken in a row with it so far,
- * this one counted (it is a turn when a message from it came since our
- * last send; else the count starts again). */
-static unsigned turn_count(int partner, uint32_t proc)
+/* A send to (partner, proc) that a lane could carry (fits: eligible and at
+ * least $PIO_LANE_MIN) or not: the turns taken in a row with it so far,
+ * this one counted. It is a turn when it fits and a message from that
+ * process came since our last send; else the count starts again (a
+ * conversation of messages the lane would not take gains nothing from
+ * one). */
+static unsigned turn_count(int partner, uint32_t proc, int fits)
 {
     struct partner *p = &pio_g.partners[partner];
     if (!p->turn || proc >= p->nprocs)
         return 0;
     uint8_t t = p->turn[proc];
-    unsigned n = t & TURN_HEARD ? (t & (TURN_HEARD - 1)) + 1u : 0u;
+    unsigned n = fits && (t & TURN_HEARD) ? (t & (TURN_HEARD - 1)) + 1u : 0u;
     if (n > TURN_HEARD - 1)
         n = TURN_HEARD - 1;
     p->turn[proc] = (uint8_t)n;
@@ -431,8 +434,8 @@ struct pio_lane *pio_lane_route(int partner, int proc, int eligible, uint64_t si
     if (!l) {
         /* a conversation with a process of another system only: this
          * host's piod is the shortest way to its own processes */
-        unsigned turns = turn_count(partner, (uint32_t)proc);
-        if (eligible && size >= L.min && turns >= L.turns &&
+        int fits = eligible && size >= L.min;
+        if (turn_count(partner, (uint32_t)proc, fits) >= L.turns && fits &&
             strcmp(pio_g.partners[partner].system, pio_g.w.system) != 0)
             request(partner, (uint32_t)proc);
         return NULL;

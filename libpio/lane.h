@@ -32,8 +32,8 @@ void pio_lane_heard(int partner, uint32_t proc);
  * (not synchronous, small enough, no named channel unless it goes inline,
  * not a block of an array). A lane is asked for by an eligible send of at
  * least $PIO_LANE_MIN bytes (size) once the conversation with that
- * process took turns: $PIO_LANE_TURNS sends in a row (default 2; 0: the
- * first such send asks) each came after a message from it, as in a
+ * process took turns: $PIO_LANE_TURNS such sends in a row (default 2; 0:
+ * the first such send asks) each came after a message from it, as in a
  * request and its answer or a ping-pong; a process that only streams to
  * it keeps the piods' bundle. Once the lane is up, every
  * eligible send takes it, whatever its size (no switching paths). A send that

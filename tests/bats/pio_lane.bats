@@ -204,6 +204,7 @@ perf_lanes() {
   perf_lanes "$w/pp" -b DYNAMIC -t pingpong -s 65536 -n 50 -w 2
   assert_success
   assert_equal "$srv_status" 0
+  cat "$w/pp.cli" "$w/pp.srv"
   run grep -c -E '^lane [0-9]+ to [^ ]+:0 up$' "$w/pp.cli"
   assert_output 1
   run grep -c -E '^lane [0-9]+ to [^ ]+:0 up$' "$w/pp.srv"
@@ -219,3 +220,4 @@ perf_lanes() {
   run test -e "$w/st.cli"
   assert_failure
 }
+
