@@ -465,6 +465,11 @@ static void do_put(struct session *s)
             int e = errno;
             if (e == ENOSPC || e == EDQUOT)
                 unlinkat(dfd, tmp, 0); /* nothing to resume into a full disk */
+            /* closed before pcp hears of it: the receives still posted
+             * (drained below) hold buffers, not the file or its folder */
+            part_unlock(fd);
+            close(dfd);
+            fd = dfd = -1;
             send_err(s, sid, e, "%s: %s", q->path, why(e));
             goto stop;
         }
