@@ -143,6 +143,55 @@ int pcp_path_ok(const char *p)
     return 1;
 }
 
+#define PLAN_ALIGN 4096u
+#define PLAN_MIN   (64u << 10)
+
+static uint64_t plan_up(uint64_t v)
+{
+    return (v + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
+}
+
+void pcp_plan_init(struct pcp_plan *p, uint64_t off, uint64_t size, uint64_t block,
+                   uint32_t lanes, int ramp)
+{
+    memset(p, 0, sizeof(*p));
+    p->off = off;
+    p->size = size;
+    p->block = block ? block : 1;
+    p->lanes = lanes < 1 ? 1 : lanes > PCP_LANES_MAX ? PCP_LANES_MAX : lanes;
+    p->ramp = ramp && p->block > PLAN_MIN;
+    uint64_t small = p->block / 8 / PLAN_ALIGN * PLAN_ALIGN;
+    p->small = small < PLAN_MIN ? PLAN_MIN : small;
+}
+
+uint64_t pcp_plan_next(struct pcp_plan *p)
+{
+    if (p->off >= p->size)
+        return 0;
+    uint64_t rem = p->size - p->off, len = p->block;
+    if (p->ramp) {
+        if (p->i % p->lanes == 0) { /* a new round: its size, from what is left */
+            uint64_t up = p->round < 32 ? p->small << p->round : p->block;
+            uint64_t down = plan_up((rem + 2ull * p->lanes - 1) / (2ull * p->lanes));
+            uint64_t r = up < p->block ? up : p->block;
+            if (down < p->small)
+                down = p->small;
+            if (down < r)
+                r = down;
+            if (rem <= (uint64_t)p->lanes * r) /* the last round: shared evenly */
+                r = (rem + p->lanes - 1) / p->lanes;
+            p->round_len = r;
+            p->round++;
+        }
+        len = p->round_len;
+        p->i++;
+    }
+    if (len > rem)
+        len = rem;
+    p->off += len;
+    return len;
+}
+
 int pcp_hash_prefix(int fd, uint64_t len, void *state, uint8_t *buf, size_t cap)
 {
     XXH3_state_t *st = state;

@@ -62,6 +62,11 @@
  *   their sum, within the window); the answer's size is the bytes brought
  *   (a short range ends it: the client reads what follows again alone).
  *   CTL RCLOSE ends the session (PIO_Rfile_open(3)).
+ * Data message sizes (PUT and GET): the sender cuts the file from its start
+ * offset into messages of `block` bytes, or, when the request had
+ * PCP_F_RAMP (with type = lanes, the channels the sender spreads over) and
+ * the service's first OK echoed it, into the messages pcp_plan gives. The
+ * receiver posts its receives by the same plan.
  * Any step may be answered with ERR {err = errno, text}. The service never
  * writes under the final name before the copy is complete and verified.
  */
@@ -107,6 +112,9 @@ enum pcp_op {
 #define PCP_F_STRIDED  0x20u /* ROPEN's OK: READ takes a stride (start[0]) and pieces (count[0]) */
 #define PCP_F_LIST     0x40u /* ROPEN's OK / READ: a list of ranges (start[i], count[i]) */
 #define PCP_F_OTHERS   0x80u /* LIST: list symlinks and specials too (PCP_T_OTHER) */
+#define PCP_F_RAMP     0x100u /* PUT, GET: the data messages follow pcp_plan with ramps, in
+                               * rounds of `type` lanes; the service's first OK echoes it
+                               * when it takes that plan (else: blocks of `block`) */
 
 #define PCP_DIMS_MAX 8 /* HDF5 mode: dataset rank (= PIO_FILE_MAXDIMS) */
 
@@ -163,6 +171,35 @@ int pcp_sparse(const struct stat *sb);
  * errno (the writeback's own failure is not reported here: fsync reports
  * it). */
 int pcp_write(int fd, const uint8_t *b, size_t n, uint64_t off, int sparse);
+
+/* pcp_plan - the sizes of a file's data messages from off to size, which
+ * both ends compute alike (the receiver posts its receives by it).
+ * Without ramp: messages of block bytes, the last one shorter. With ramp
+ * the messages go in rounds of `lanes` (a message per channel in turn for
+ * pcp -n K; the bundle's channels otherwise), every message of a round the
+ * same size but the file's last:
+ *  - up: round r's messages are (block / 8) << r bytes (at least 64 KiB),
+ *    up to block, so every channel has bytes to carry a few milliseconds
+ *    after the start, instead of one block's read and checksum each in turn;
+ *  - down: a round takes at most half of what is left, shared by the lanes,
+ *    and never less than the first round's size, so the channels' last
+ *    messages are small and end together, and what the receiver still has
+ *    to checksum, write and sync after the last byte arrives is small;
+ *  - last: when what is left fits in one round of that size, it is shared
+ *    evenly (the lanes' totals differ by less than `lanes` bytes).
+ * Sizes are multiples of 4 KiB but in the last round. Thread-safe (no state but
+ * *p). pcp_plan_next returns the next message's bytes and moves on, 0 when
+ * the plan is done. */
+struct pcp_plan {
+    uint64_t off, size, block, small, round_len;
+    uint32_t lanes, i, round;
+    int ramp;
+};
+void pcp_plan_init(struct pcp_plan *p, uint64_t off, uint64_t size, uint64_t block,
+                   uint32_t lanes, int ramp);
+uint64_t pcp_plan_next(struct pcp_plan *p);
+
+#define PCP_LANES_MAX 64 /* lanes beyond are taken as this many */
 
 /* pcp_hash_prefix - XXH3-64 state (an XXH3_state_t *, reset first) over the
  * first len bytes of fd, read with pread through buf (cap bytes). Both ends

@@ -125,6 +125,39 @@ teardown() {
   done
 }
 
+# bytes piod A has sent on each channel to B, in channel order
+chan_tx() {
+  pio-info --json | python3 -c '
+import json, sys
+c = sorted((c for c in json.load(sys.stdin)["channels"] if c["peer"] == "B"), key=lambda c: c["index"])
+print(" ".join(str(x["tx_bytes"]) for x in c))'
+}
+
+@test "-n 2 gives each named channel the same bytes of a file that is no multiple of a round (pcp_plan)" {
+  # 40 MiB + 12345 B in 8 MiB blocks was 24 MiB on channel 0 and 16 MiB on
+  # channel 1: the channel that carried more ended last. Rounds of one
+  # message per channel, of one size each, share it evenly.
+  head -c $(((40 << 20) + 12345)) /dev/urandom >"$W/f"
+  before=$(chan_tx)
+  run "$PCP" -q -n 2 "$W/f" B:f.even
+  assert_success
+  cmp "$W/f" "$EXP/f.even"
+  after=$(chan_tx)
+  run python3 - "$before" "$after" $(((40 << 20) + 12345)) <<'PY'
+import sys
+b, a = ([int(x) for x in s.split()] for s in sys.argv[1:3])
+size = int(sys.argv[3])
+d = [y - x for x, y in zip(b, a)]
+print("per channel: %s bytes of a %d-byte file" % (d, size))
+# (a message of 64 KiB or less goes eager, on no channel)
+assert len(d) == 2 and sum(d) >= size - 2 * 65536, "the channels carried %s" % d
+assert abs(d[0] - d[1]) <= size // 100, "channels uneven by %d bytes" % abs(d[0] - d[1])
+PY
+  echo "$output"
+  assert_success
+  assert_output --partial "per channel:"
+}
+
 @test "an interrupted copy leaves no file under its name; --resume finishes without resending" {
   "$PIO_TESTBED" rate "$BED" h1 0 100mbit; "$PIO_TESTBED" rate "$BED" h1 1 100mbit
   head -c $((160 << 20)) /dev/urandom >"$W/r"

@@ -451,6 +451,41 @@ static int conn_next(int *conn)
     return -1;
 }
 
+/* The lanes of a file's message plan (pcp_plan): the channels its messages
+ * take in turn (-n K, -b user), else the bundle's channels (asked once). */
+static uint32_t plan_lanes(void)
+{
+    static uint32_t bundle;
+    if (o.nchan > 0)
+        return (uint32_t)o.nchan;
+    if (o.balance == BAL_USER) {
+        if (chans.n == 0 && chan_look() != 0)
+            return 1;
+        return chans.n > 0 ? (uint32_t)chans.n : 1;
+    }
+    if (!bundle) {
+        PIO_Coninfo ci[CHAN_MAX];
+        int n = 0;
+        bundle = PIO_Getconinfo(o.partner, ci, CHAN_MAX, &n) == PIO_OK && n > 0 ? (uint32_t)n : 1;
+    }
+    return bundle;
+}
+
+/* pread all of n bytes at off; 0, or -1 (errno set; 0 when the file is shorter) */
+static int read_full(int fd, uint8_t *b, size_t n, uint64_t off)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(fd, b + got, n - got, (off_t)(off + got));
+        if (r <= 0) {
+            if (r == 0)
+                errno = 0;
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
 /* The service's ACKs that came for session sid (PCP_F_ACK): the bytes it
  * has written, which the progress line counts. Returns 0, or -1 when the
  * service said ERR (said) or answered out of turn. */
@@ -506,7 +541,9 @@ static int put_file(const char *src, const char *dst)
     memset(&m, 0, sizeof(m));
     m.op = PCP_PUT;
     m.flags = (o.resume ? PCP_F_RESUME : 0) | (o.verify ? 0 : PCP_F_NOVERIFY) |
-              (pcp_sparse(&sb) ? PCP_F_SPARSE : 0) | PCP_F_ACK;
+              (pcp_sparse(&sb) ? PCP_F_SPARSE : 0) | PCP_F_ACK | PCP_F_RAMP;
+    m.type = plan_lanes();
+    uint32_t lanes = m.type;
     m.size = (uint64_t)sb.st_size;
     m.mode = (uint32_t)sb.st_mode & 07777;
     m.mtime_sec = (int64_t)sb.st_mtim.tv_sec;
@@ -531,6 +568,7 @@ static int put_file(const char *src, const char *dst)
     }
     if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
         goto out;
+    int ramp = (m.flags & PCP_F_RAMP) != 0; /* a service that knows the plan's ramps */
     uint64_t off = 0, size = (uint64_t)sb.st_size;
     if (m.off > 0) { /* the service holds a part: keep it if it is our prefix */
         uint64_t have = m.off, theirs = m.hash;
@@ -550,6 +588,8 @@ static int put_file(const char *src, const char *dst)
     tot.p.start_off += off;
     int busy[WINDOW] = {0}, conn[WINDOW] = {0};
     uint64_t k = 0;
+    struct pcp_plan plan;
+    pcp_plan_init(&plan, off, size, o.block, lanes, ramp);
     while (off < size) {
         int i = (int)(k % WINDOW);
         int wrc = busy[i] ? send_wait(sid, &rq[i], &pr) : PIO_OK;
@@ -560,17 +600,16 @@ static int put_file(const char *src, const char *dst)
             goto out;
         }
         busy[i] = 0;
-        size_t want = size - off < o.block ? (size_t)(size - off) : (size_t)o.block;
-        ssize_t r = pread(fd, buf[i], want, (off_t)off);
-        if (r <= 0) {
-            err("%s: read: %s", src, r < 0 ? strerror(errno) : "the file shrank while being sent");
+        size_t r = (size_t)pcp_plan_next(&plan);
+        if (read_full(fd, buf[i], r, off) != 0) {
+            err("%s: read: %s", src, errno ? strerror(errno) : "the file shrank while being sent");
             goto out;
         }
-        XXH3_64bits_update(hs, buf[i], (size_t)r);
+        XXH3_64bits_update(hs, buf[i], r);
         if (conn_next(&conn[i]) != 0)
             goto out;
-        int prc = PIO_Isend(o.partner, 0, PCP_TAG_DATA + (int)sid, conn[i], buf[i], PIO_BYTE,
-                            (size_t)r, PIO_BLOCKING, &rq[i]);
+        int prc = PIO_Isend(o.partner, 0, PCP_TAG_DATA + (int)sid, conn[i], buf[i], PIO_BYTE, r,
+                            PIO_BLOCKING, &rq[i]);
         if (prc != PIO_OK) {
             err_data(src, prc, conn[i], off);
             goto out;
@@ -677,6 +716,9 @@ static int get_file(const char *src, const char *dst)
     memset(&m, 0, sizeof(m));
     m.op = PCP_GET;
     m.block = o.block;
+    m.flags = PCP_F_RAMP;
+    m.type = plan_lanes();
+    uint32_t lanes = m.type;
     snprintf(m.path, sizeof(m.path), "%s", src);
     if (send_ctl(sid, PCP_TAG_REQ, &m) != PIO_OK || recv_ctl(sid, &m) != 0)
         return -1;
@@ -739,12 +781,14 @@ static int get_file(const char *src, const char *dst)
     cur.start_off = off;
     tot.p.start_off += off;
     uint64_t posted = off, k = 0, kdone = 0;
+    struct pcp_plan plan; /* the service sends by the same plan */
+    pcp_plan_init(&plan, off, size, o.block, lanes, (info.flags & PCP_F_RAMP) != 0);
     struct pcp_msg end;
     int have_end = 0; /* the service's END (or another step) came early */
     /* keep WINDOW receives posted; they complete in order (one tag, one source) */
     while (off < size) {
         while (posted < size && k - kdone < WINDOW) {
-            size_t want = size - posted < o.block ? (size_t)(size - posted) : (size_t)o.block;
+            size_t want = (size_t)pcp_plan_next(&plan);
             int prc = PIO_Irecv(o.partner, 0, PCP_TAG_DATA + (int)sid, buf[k % WINDOW], PIO_BYTE,
                                 want, PIO_BLOCKING, &rq[k % WINDOW]);
             if (prc != PIO_OK) {

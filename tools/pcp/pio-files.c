@@ -406,6 +406,7 @@ static void do_put(struct session *s)
     }
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
+    m.flags = q->flags & PCP_F_RAMP; /* we post the receives by pcp_plan's ramps */
     if ((q->flags & PCP_F_RESUME) && fstat(fd, &sb) == 0) {
         have = (uint64_t)sb.st_size < q->size ? (uint64_t)sb.st_size : q->size;
         if (pcp_hash_prefix(fd, have, hs, buf, HASH_BUF) != 0)
@@ -436,10 +437,12 @@ static void do_put(struct session *s)
         }
     PIO_Request rq[WINDOW];
     uint64_t posted = off, k = 0, kdone = 0;
+    struct pcp_plan plan; /* the sizes pcp sends */
+    pcp_plan_init(&plan, off, q->size, block, q->type, (q->flags & PCP_F_RAMP) != 0);
     double acked = now_s(); /* PCP_F_ACK: when the last ACK went */
     while (off < q->size) {
         while (posted < q->size && k - kdone < WINDOW) {
-            uint64_t want = q->size - posted < block ? q->size - posted : block;
+            uint64_t want = pcp_plan_next(&plan);
             if (PIO_Irecv(s->partner, s->proc, PCP_TAG_DATA + (int)sid, win[k % WINDOW], PIO_BYTE,
                           (size_t)want, PIO_BLOCKING, &rq[k % WINDOW]) != PIO_OK)
                 goto stop;
@@ -462,6 +465,11 @@ static void do_put(struct session *s)
             int e = errno;
             if (e == ENOSPC || e == EDQUOT)
                 unlinkat(dfd, tmp, 0); /* nothing to resume into a full disk */
+            /* closed before pcp hears of it: the receives still posted
+             * (drained below) hold buffers, not the file or its folder */
+            part_unlock(fd);
+            close(dfd);
+            fd = dfd = -1;
             send_err(s, sid, e, "%s: %s", q->path, why(e));
             goto stop;
         }
@@ -564,7 +572,7 @@ static void do_get(struct session *s)
     }
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
-    m.flags = pcp_sparse(&sb) ? PCP_F_SPARSE : 0;
+    m.flags = (pcp_sparse(&sb) ? PCP_F_SPARSE : 0) | (q->flags & PCP_F_RAMP); /* we send by the plan */
     m.size = (uint64_t)sb.st_size;
     m.mode = (uint32_t)sb.st_mode & 07777;
     m.mtime_sec = (int64_t)sb.st_mtim.tv_sec;
@@ -584,18 +592,24 @@ static void do_get(struct session *s)
     if (send_msg(s, sid, &m) != PIO_OK)
         goto out;
     int busy[2] = {0, 0}, k = 0;
+    struct pcp_plan plan; /* the sizes pcp posts its receives for */
+    pcp_plan_init(&plan, off, size, block, q->type, (q->flags & PCP_F_RAMP) != 0);
     while (off < size) {
         if (busy[k] && PIO_Wait(&rq[k], STEP_MS, NULL) != PIO_OK)
             goto out;
         busy[k] = 0;
-        size_t want = size - off < block ? (size_t)(size - off) : (size_t)block;
-        ssize_t r = pread(fd, buf[k], want, (off_t)off);
+        size_t want = (size_t)pcp_plan_next(&plan);
+        ssize_t r = 0;
+        for (size_t got = 0; got < want; got += (size_t)r)
+            if ((r = pread(fd, buf[k] + got, want - got, (off_t)(off + got))) <= 0)
+                break;
         if (r <= 0) {
             int e = r < 0 ? errno : EIO;
             send_err(s, sid, e, "%s: read: %s", q->path,
                      r < 0 ? strerror(e) : "the file shrank while being sent");
             goto out;
         }
+        r = (ssize_t)want;
         XXH3_64bits_update(hs, buf[k], (size_t)r);
         if (PIO_Isend(s->partner, s->proc, PCP_TAG_DATA + (int)sid, PIO_DYNAMIC, buf[k], PIO_BYTE,
                       (size_t)r, PIO_BLOCKING, &rq[k]) != PIO_OK)
