@@ -37,10 +37,6 @@ static void tcp_tune(int fd, const struct pio_tp_opts *o)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (getenv("XPACE")) {
-        unsigned int pr = (unsigned int)atoi(getenv("XPACE"));
-        setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &pr, sizeof(pr));
-    }
     if (o && o->sndbuf > 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &o->sndbuf, sizeof(o->sndbuf));
     if (o && o->rcvbuf > 0)
