@@ -151,8 +151,8 @@ static uint64_t plan_up(uint64_t v)
     return (v + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
 }
 
-void pcp_plan_init(struct pcp_plan *p, uint64_t off, uint64_t size, uint64_t block,
-                   uint32_t lanes, int ramp)
+void pcp_plan_init(struct pcp_plan *p, uint64_t off, uint64_t size, uint64_t block, uint32_t lanes,
+                   int ramp)
 {
     memset(p, 0, sizeof(*p));
     p->off = off;

@@ -112,9 +112,10 @@ enum pcp_op {
 #define PCP_F_STRIDED  0x20u /* ROPEN's OK: READ takes a stride (start[0]) and pieces (count[0]) */
 #define PCP_F_LIST     0x40u /* ROPEN's OK / READ: a list of ranges (start[i], count[i]) */
 #define PCP_F_OTHERS   0x80u /* LIST: list symlinks and specials too (PCP_T_OTHER) */
-#define PCP_F_RAMP     0x100u /* PUT, GET: the data messages follow pcp_plan with ramps, in
-                               * rounds of `type` lanes; the service's first OK echoes it
-                               * when it takes that plan (else: blocks of `block`) */
+#define PCP_F_RAMP                                                                                 \
+    0x100u /* PUT, GET: the data messages follow pcp_plan with ramps, in                           \
+            * rounds of `type` lanes; the service's first OK echoes it                             \
+            * when it takes that plan (else: blocks of `block`) */
 
 #define PCP_DIMS_MAX 8 /* HDF5 mode: dataset rank (= PIO_FILE_MAXDIMS) */
 
@@ -195,8 +196,8 @@ struct pcp_plan {
     uint32_t lanes, i, round;
     int ramp;
 };
-void pcp_plan_init(struct pcp_plan *p, uint64_t off, uint64_t size, uint64_t block,
-                   uint32_t lanes, int ramp);
+void pcp_plan_init(struct pcp_plan *p, uint64_t off, uint64_t size, uint64_t block, uint32_t lanes,
+                   int ramp);
 uint64_t pcp_plan_next(struct pcp_plan *p);
 
 #define PCP_LANES_MAX 64 /* lanes beyond are taken as this many */

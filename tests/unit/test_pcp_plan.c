@@ -116,10 +116,8 @@ static void test_small_blocks(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_no_ramp_is_blocks),
-    cmocka_unit_test(test_ramp_up_and_down),
-    cmocka_unit_test(test_lanes_balanced),
-    cmocka_unit_test(test_from_offset),
+    cmocka_unit_test(test_no_ramp_is_blocks), cmocka_unit_test(test_ramp_up_and_down),
+    cmocka_unit_test(test_lanes_balanced),    cmocka_unit_test(test_from_offset),
     cmocka_unit_test(test_small_blocks),
 };
 PIO_UNIT_MAIN(tests)

@@ -572,7 +572,8 @@ static void do_get(struct session *s)
     }
     memset(&m, 0, sizeof(m));
     m.op = PCP_OK;
-    m.flags = (pcp_sparse(&sb) ? PCP_F_SPARSE : 0) | (q->flags & PCP_F_RAMP); /* we send by the plan */
+    m.flags =
+        (pcp_sparse(&sb) ? PCP_F_SPARSE : 0) | (q->flags & PCP_F_RAMP); /* we send by the plan */
     m.size = (uint64_t)sb.st_size;
     m.mode = (uint32_t)sb.st_mode & 07777;
     m.mtime_sec = (int64_t)sb.st_mtim.tv_sec;
