@@ -9,17 +9,21 @@
 # everything else at its defaults, nothing pinned. For each round and each
 # build in turn (piods restarted from that build): heat3d --no-feed for
 # ALONE_S seconds (piod A's and B's idle rate, the ranks' other threads
-# alone), then heat3d with the feed for FEED_S seconds (steps from a
-# calibration run); piod A, piod B and pio-vizd's user + system CPU from
+# alone), then heat3d with the feed for each of the FEED_S lengths in
+# seconds (steps from a calibration run; pio-vizd started afresh for each); piod A, piod B and pio-vizd's user + system CPU from
 # /proc/PID/stat until pio-vizd counts every byte sent. Prints per round and
 # per build: ns per byte pio-vizd received for piod A (less its idle rate),
 # the ranks (their feed calls; their other threads over alone), the sender
-# (both), piod B (less idle), pio-vizd; then the medians per build. CPU
+# (both), piod B (less idle), pio-vizd; then the medians per build and
+# length. With two lengths or more, also the steady state: the longest run
+# less the shortest (CPU over bytes), which leaves out what every run pays
+# once (the first touch of each pool page, pio-vizd's first steps' buffers). CPU
 # figures grow with the machine's load (cache and scheduler contention), so
 # only builds measured in the same interleaved session compare.
 # Usage: bench/viz_cpu.sh BUILD... (absolute or relative to the repo; default
 # build/default). Environment: VIZ_N (128), VIZ_NP (8), VIZ_RATE (100mbit),
-# VIZ_ROUNDS (3), VIZ_FEED_S (6), VIZ_ALONE_S (3); VIZ_PERF=DIR: profile the
+# VIZ_ROUNDS (3), VIZ_FEED_S ("6"; e.g. "3 12"), VIZ_ALONE_S (3), VIZ_CPU_CSV
+# (a file for the rows); VIZ_PERF=DIR: profile the
 # feed runs (perf record -g, cpu-clock: the ranks with mpirun, the daemons by
 # pid) into DIR, which inflates that run's figures; VIZ_FAULTS=1: count the
 # page faults of mpirun and the ranks (perf stat). Root only.
@@ -74,11 +78,23 @@ heat() {
   awk '/^wall /{w = $2; f = $(NF - 1)} /^cpu of all ranks: /{m = $7; o = $11; s = $15}
        END {print w, f, m, o, s}' "$log"
 }
-echo "build,round,steps,ta,tf,f_feed,a_other,f_other,sent,got,cpu_a,idle_a,cpu_b,idle_b,cpu_v,win" >"$work/rows"
+COLS=build,round,len,steps,ta,tf,f_feed,a_other,f_other,sent,got,cpu_a,idle_a,cpu_b,idle_b,cpu_v,win
+echo "$COLS" >"$work/rows"
 read -r t _ <<<"$(SA=/nonexistent heat "${BUILDS[0]}" "$work/cal" --n "$N" --steps 100 --no-feed)" || exit 1
-steps_f=$("$PY" -c "print(max(20, int($FEED_S / $t)))")
 steps_a=$("$PY" -c "print(max(20, int($ALONE_S / $t)))")
-echo "-- $N^3: $steps_a steps alone, $steps_f with the feed (alone ${t} s/step in the calibration)"
+STEPS_F=()
+for s in $FEED_S; do STEPS_F+=("$("$PY" -c "print(max(20, int($s / $t)))")"); done
+echo "-- $N^3: $steps_a steps alone, ${STEPS_F[*]} with the feed (alone ${t} s/step in the calibration)"
+# the figures of a row (ns per byte pio-vizd received)
+cat >"$work/calc.py" <<'EOF2'
+def ns(g):
+    n = lambda c: 1e9 * c / g["got"]
+    a = n(g["cpu_a"] - g["idle_a"] * g["win"])
+    calls = n(g["f_feed"] * g["steps"])
+    oth = n((g["f_other"] - g["a_other"]) * g["steps"])
+    return dict(a=a, ranks=calls + oth, calls=calls, other=oth, sender=a + calls + oth,
+                b=n(g["cpu_b"] - g["idle_b"] * g["win"]), v=n(g["cpu_v"]))
+EOF2
 for ((r = 1; r <= ROUNDS; r++)); do
   for ((i = 0; i < ${#BUILDS[@]}; i++)); do
     b=${BUILDS[$i]}
@@ -91,57 +107,77 @@ for ((r = 1; r <= ROUNDS; r++)); do
     read -r ta _ _ a_other _ <<<"$(heat "$b" "$work/alone" --n "$N" --steps "$steps_a" --no-feed)" || exit 1
     a1=$(cpu_s "$PIDA") b1=$(cpu_s "$PIDB") w1=$(now)
     idle_a=$("$PY" -c "print(($a1 - $a0) / ($w1 - $w0))") idle_b=$("$PY" -c "print(($b1 - $b0) / ($w1 - $w0))")
-    rm -f "$work/st.json"
-    "$TB" exec "$bed" h2 env PIO_SOCKET="$SB" "$b/bin/pio-vizd" --status-file "$work/st.json" \
-      >"$work/vizd.log" 2>&1 &
-    vp=$!
-    for _ in $(seq 100); do grep -q "receiving threads" "$work/vizd.log" && break; sleep 0.1; done
-    a0=$(cpu_s "$PIDA") b0=$(cpu_s "$PIDB") v0=$(cpu_s "$vp") w0=$(now)
-    pp=""
-    if [ -n "${VIZ_PERF:-}" ]; then
-      mkdir -p "$VIZ_PERF"
-      perf record -q -g -e cpu-clock -F 1999 -p "$PIDA,$PIDB,$vp" -o "$VIZ_PERF/daemons.$i.$r.data" &
-      pp=$!
-    fi
-    read -r tf f_feed _ f_other sent <<<"$(PERF_OUT=${VIZ_PERF:+$VIZ_PERF/ranks.$i.$r.data} heat "$b" "$work/feed" --n "$N" --steps "$steps_f")" || exit 1
-    delivered "$work/st.json" "$sent"
-    [ -n "$pp" ] && { kill -INT "$pp"; wait "$pp"; }
-    a1=$(cpu_s "$PIDA") b1=$(cpu_s "$PIDB") v1=$(cpu_s "$vp") w1=$(now)
-    [ -n "${VIZ_FAULTS:-}" ] && echo "   page faults of mpirun and the ranks: alone $(grep page-faults "$work/alone.pf" | cut -d, -f1) ($steps_a steps), with the feed $(grep page-faults "$work/feed.pf" | cut -d, -f1) ($steps_f steps, $sent B sent)"
-    kill "$vp" 2>/dev/null
-    wait "$vp" 2>/dev/null
-    got=$(json "$work/st.json" bytes)
-    pio_piods_stop
-    echo "$i,$r,$steps_f,$ta,$tf,$f_feed,$a_other,$f_other,$sent,$got,$(echo "$a1 - $a0" | bc -l),$idle_a,$(echo "$b1 - $b0" | bc -l),$idle_b,$(echo "$v1 - $v0" | bc -l),$(echo "$w1 - $w0" | bc -l)" >>"$work/rows"
-    tail -1 "$work/rows" | "$PY" -c '
+    for ((l = 0; l < ${#STEPS_F[@]}; l++)); do
+      steps_f=${STEPS_F[$l]}
+      rm -f "$work/st.json"
+      "$TB" exec "$bed" h2 env PIO_SOCKET="$SB" "$b/bin/pio-vizd" --status-file "$work/st.json" \
+        >"$work/vizd.log" 2>&1 &
+      vp=$!
+      for _ in $(seq 100); do grep -q "receiving threads" "$work/vizd.log" && break; sleep 0.1; done
+      a0=$(cpu_s "$PIDA") b0=$(cpu_s "$PIDB") v0=$(cpu_s "$vp") w0=$(now)
+      pp=""
+      if [ -n "${VIZ_PERF:-}" ]; then
+        mkdir -p "$VIZ_PERF"
+        perf record -q -g -e cpu-clock -F 1999 -p "$PIDA,$PIDB,$vp" -o "$VIZ_PERF/daemons.$i.$r.$l.data" &
+        pp=$!
+      fi
+      read -r tf f_feed _ f_other sent <<<"$(PERF_OUT=${VIZ_PERF:+$VIZ_PERF/ranks.$i.$r.$l.data} heat "$b" "$work/feed" --n "$N" --steps "$steps_f")" || exit 1
+      delivered "$work/st.json" "$sent"
+      [ -n "$pp" ] && { kill -INT "$pp"; wait "$pp"; }
+      a1=$(cpu_s "$PIDA") b1=$(cpu_s "$PIDB") v1=$(cpu_s "$vp") w1=$(now)
+      [ -n "${VIZ_FAULTS:-}" ] && echo "   page faults of mpirun and the ranks: alone $(grep page-faults "$work/alone.pf" | cut -d, -f1) ($steps_a steps), with the feed $(grep page-faults "$work/feed.pf" | cut -d, -f1) ($steps_f steps, $sent B sent)"
+      kill "$vp" 2>/dev/null
+      wait "$vp" 2>/dev/null
+      got=$(json "$work/st.json" bytes)
+      echo "$i,$r,$l,$steps_f,$ta,$tf,$f_feed,$a_other,$f_other,$sent,$got,$(echo "$a1 - $a0" | bc -l),$idle_a,$(echo "$b1 - $b0" | bc -l),$idle_b,$(echo "$v1 - $v0" | bc -l),$(echo "$w1 - $w0" | bc -l)" >>"$work/rows"
+      tail -1 "$work/rows" | "$PY" -c '
 import sys
-k = "build,round,steps,ta,tf,f_feed,a_other,f_other,sent,got,cpu_a,idle_a,cpu_b,idle_b,cpu_v,win".split(",")
+sys.path.insert(0, sys.argv[1])
+from calc import ns
+k = sys.argv[2].split(",")
 g = dict(zip(k, map(float, sys.stdin.read().split(","))))
-ns = lambda c: 1e9 * c / g["got"]
-a = ns(g["cpu_a"] - g["idle_a"] * g["win"]); calls = ns(g["f_feed"] * g["steps"])
-oth = ns((g["f_other"] - g["a_other"]) * g["steps"]); pb = ns(g["cpu_b"] - g["idle_b"] * g["win"]); v = ns(g["cpu_v"])
-print("   round %d, build %d: piod A %.2f, ranks %.2f (calls %.2f, other %.2f), sender %.2f ns/B; piod B %.2f, pio-vizd %.2f; "
-      "%.1f MB got of %.1f sent; alone %.5f s/step, feed %.5f" % (g["round"], g["build"], a, calls + oth, calls, oth,
-      a + calls + oth, pb, v, g["got"] / 1e6, g["sent"] / 1e6, g["ta"], g["tf"]))'
+x = ns(g)
+print("   round %d, build %d, %d steps: piod A %.2f, ranks %.2f (calls %.2f, other %.2f), sender %.2f ns/B; piod B %.2f, "
+      "pio-vizd %.2f; %.1f MB got of %.1f sent; alone %.5f s/step, feed %.5f" % (g["round"], g["build"], g["steps"],
+      x["a"], x["ranks"], x["calls"], x["other"], x["sender"], x["b"], x["v"], g["got"] / 1e6, g["sent"] / 1e6,
+      g["ta"], g["tf"]))' "$work" "$COLS"
+    done
+    pio_piods_stop
   done
 done
-cp "$work/rows" "${VIZ_CPU_CSV:-/dev/null}" 2>/dev/null
-"$PY" - "$work/rows" "${BUILDS[@]}" <<'EOF2'
+[ -n "${VIZ_CPU_CSV:-}" ] && cp "$work/rows" "$VIZ_CPU_CSV"
+"$PY" - "$work" "${BUILDS[@]}" <<'EOF2'
 import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-print("medians per build (ns per byte pio-vizd received; rounds in brackets: min-max of the sender)")
-print("%-40s %7s %7s %7s %7s %7s %7s %7s" % ("build", "piod A", "ranks", "calls", "other", "sender", "piod B", "vizd"))
+sys.path.insert(0, sys.argv[1])
+from calc import ns
+rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(open(sys.argv[1] + "/rows"))]
+K = ("a", "ranks", "calls", "other", "sender", "b", "v")
+print("medians per build and run length (ns per byte pio-vizd received; the sender's rounds min-max)")
+print("%-34s %6s %7s %7s %7s %7s %7s %7s %7s" % ("build", "steps", "piod A", "ranks", "calls", "other", "sender",
+                                                 "piod B", "vizd"))
 for i, b in enumerate(sys.argv[2:]):
-    R = []
-    for r in rows:
-        if int(r["build"]) != i:
-            continue
-        g = {k: float(v) for k, v in r.items()}
-        ns = lambda c: 1e9 * c / g["got"]
-        a = ns(g["cpu_a"] - g["idle_a"] * g["win"]); calls = ns(g["f_feed"] * g["steps"])
-        oth = ns((g["f_other"] - g["a_other"]) * g["steps"])
-        R.append((a, calls + oth, calls, oth, a + calls + oth, ns(g["cpu_b"] - g["idle_b"] * g["win"]), ns(g["cpu_v"])))
-    med = [statistics.median(x[j] for x in R) for j in range(7)]
-    print("%-40s %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f  (sender %.2f-%.2f)" % (
-        b[-40:], *med, min(x[4] for x in R), max(x[4] for x in R)))
+    for l in sorted({r["len"] for r in rows}):
+        R = [ns(r) for r in rows if r["build"] == i and r["len"] == l]
+        st = [r["steps"] for r in rows if r["build"] == i and r["len"] == l][0]
+        print("%-34s %6d %s  (%.2f-%.2f)" % (b[-34:], st, " ".join("%7.2f" % statistics.median(x[k] for x in R) for k in K),
+                                           min(x["sender"] for x in R), max(x["sender"] for x in R)))
+lens = sorted({r["len"] for r in rows})
+if len(lens) > 1:
+    print("steady state: the longest run less the shortest, per round (CPU difference / bytes difference, ns/B), medians")
+    for i, b in enumerate(sys.argv[2:]):
+        M = []
+        for rd in sorted({r["round"] for r in rows}):
+            lo = [r for r in rows if r["build"] == i and r["round"] == rd and r["len"] == lens[0]][0]
+            hi = [r for r in rows if r["build"] == i and r["round"] == rd and r["len"] == lens[-1]][0]
+            d = dict(hi)
+            for k in ("got", "cpu_a", "cpu_b", "cpu_v", "win"):
+                d[k] = hi[k] - lo[k]
+            # CPU per step in calls and other threads are per-run averages: use totals
+            d["f_feed"] = (hi["f_feed"] * hi["steps"] - lo["f_feed"] * lo["steps"])
+            d["f_other"] = (hi["f_other"] * hi["steps"] - lo["f_other"] * lo["steps"])
+            d["a_other"] = hi["a_other"] * (hi["steps"] - lo["steps"])
+            d["steps"] = 1
+            M.append(ns(d))
+        print("%-34s %6s %s  (%s)" % (b[-34:], "diff", " ".join("%7.2f" % statistics.median(x[k] for x in M) for k in K),
+                                     ", ".join("%.2f" % x["sender"] for x in M)))
 EOF2
