@@ -141,6 +141,7 @@ print("   round %d, build %d, %d steps: piod A %.2f, ranks %.2f (calls %.2f, oth
       "pio-vizd %.2f; %.1f MB got of %.1f sent; alone %.5f s/step, feed %.5f" % (g["round"], g["build"], g["steps"],
       x["a"], x["ranks"], x["calls"], x["other"], x["sender"], x["b"], x["v"], g["got"] / 1e6, g["sent"] / 1e6,
       g["ta"], g["tf"]))' "$work" "$COLS"
+      echo "      load average: $(cut -d' ' -f1-3 /proc/loadavg)"
     done
     pio_piods_stop
   done
