@@ -10,23 +10,26 @@
 # build in turn (piods restarted from that build): heat3d --no-feed for
 # ALONE_S seconds (piod A's and B's idle rate, the ranks' other threads
 # alone), then heat3d with the feed for each of the FEED_S lengths in
-# seconds (steps from a calibration run; pio-vizd started afresh for each); piod A, piod B and pio-vizd's user + system CPU from
-# /proc/PID/stat until pio-vizd counts every byte sent. Prints per round and
-# per build: ns per byte pio-vizd received for piod A (less its idle rate),
-# the ranks (their feed calls; their other threads over alone), the sender
-# (both), piod B (less idle), pio-vizd; then the medians per build and
-# length. With two lengths or more, also the steady state: the longest run
-# less the shortest (CPU over bytes), which leaves out what every run pays
-# once (the first touch of each pool page, pio-vizd's first steps' buffers). CPU
-# figures grow with the machine's load (cache and scheduler contention), so
-# only builds measured in the same interleaved session compare.
-# Usage: bench/viz_cpu.sh BUILD... (absolute or relative to the repo; default
-# build/default). Environment: VIZ_N (128), VIZ_NP (8), VIZ_RATE (100mbit),
-# VIZ_ROUNDS (3), VIZ_FEED_S ("6"; e.g. "3 12"), VIZ_ALONE_S (3), VIZ_CPU_CSV
-# (a file for the rows); VIZ_PERF=DIR: profile the
-# feed runs (perf record -g, cpu-clock: the ranks with mpirun, the daemons by
-# pid) into DIR, which inflates that run's figures; VIZ_FAULTS=1: count the
-# page faults of mpirun and the ranks (perf stat). Root only.
+# seconds (steps from a calibration run; pio-vizd started afresh for each);
+# piod A, piod B and pio-vizd's user + system CPU from /proc/PID/stat until
+# pio-vizd counts every byte sent. Prints per run: ns per byte pio-vizd
+# received for piod A (less its idle rate), the ranks (their feed calls;
+# their other threads over alone), the sender (both), piod B (less idle),
+# pio-vizd, and the load average; then the medians per build and length.
+# With two lengths or more, also the steady state: the longest run less the
+# shortest (CPU over bytes), which leaves out what every run pays once (the
+# first touch of each pool page, pio-vizd's first steps' buffers). CPU
+# figures grow with the machine's load (cache and scheduler contention,
+# other traffic's softirqs charged to whoever runs), so only builds measured
+# in the same interleaved session compare.
+# Usage: bench/viz_cpu.sh BUILD... (absolute or relative to the repo;
+# default build/default). Environment: VIZ_N (128), VIZ_NP (8), VIZ_RATE
+# (100mbit), VIZ_ROUNDS (3), VIZ_FEED_S ("6"; e.g. "3 12"), VIZ_ALONE_S (3),
+# VIZ_CPU_CSV (a file for the rows); VIZ_PERF=DIR: profile the feed runs
+# (perf record, cpu-clock: the ranks with mpirun, the daemons by pid; call
+# graphs as VIZ_PERF_CG says, default "-g -F 1999") into DIR, which
+# inflates those runs' figures; VIZ_FAULTS=1: count the page faults of
+# mpirun and the ranks (perf stat). Root only.
 set -u
 # shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
@@ -71,7 +74,9 @@ delivered() {
 heat() {
   local b=$1 log=$2 perf=()
   shift 2
+  # shellcheck disable=SC2206 # VIZ_PERF_CG is several words
   [ -n "${PERF_OUT:-}" ] && perf=(perf record -q ${VIZ_PERF_CG:--g -F 1999} -e cpu-clock -o "$PERF_OUT" --)
+  # shellcheck disable=SC2054 # -x, is perf's separator
   [ -n "${VIZ_FAULTS:-}" ] && perf=(perf stat -x, -e page-faults -o "$log.pf" --)
   "$TB" exec "$bed" h1 env PIO_SOCKET="$SA" timeout 600 "${perf[@]}" "${MPIRUN[@]}" "$b/examples/heat3d" --stats "$@" \
     >"$log" 2>&1 </dev/null || { echo "viz_cpu.sh: heat3d $* failed:" >&2; tail -20 "$log" >&2; return 1; }
