@@ -227,10 +227,13 @@ static int tcp_sendv(struct pio_tp_conn *c, const struct iovec *iov_in, int n)
  * thread otherwise slept and woke for every packet or two, and those
  * context switches were a fifth of the receiving piod's CPU. The mark never
  * exceeds what is left of this read (a wake-up the data can never reach
- * would hang), nor a quarter of the receive buffer (a mark above half of it
- * makes the kernel clamp the window); it is put back to 1 before returning,
- * so polls and small reads see the socket as before. A peer that goes away
- * or a shutdown(2) still wakes the read at once. */
+ * would hang), nor an eighth of the receive buffer (when the buffer a mark
+ * needs, the mark over the segments' measured payload-to-memory ratio,
+ * exceeds the buffer, the kernel grows it and clamps the window to the
+ * mark until autotuning raises it again; an eighth leaves room down to a
+ * ratio of 1/8). It is put back to 1 before returning, so polls and small
+ * reads see the socket as before. A peer that goes away or a shutdown(2)
+ * still wakes the read at once. */
 #define RCVLOW_MIN (64 * 1024)  /* reads smaller than this are left alone */
 #define RCVLOW_MAX (256 * 1024)
 
@@ -241,8 +244,8 @@ static int tcp_recv(struct pio_tp_conn *c, void *buf, size_t len)
     if (len >= RCVLOW_MIN) {
         int rb = 0;
         socklen_t sl = sizeof(rb);
-        if (getsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rb, &sl) == 0 && rb / 4 > 1)
-            cap = rb / 4 < RCVLOW_MAX ? rb / 4 : RCVLOW_MAX;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rb, &sl) == 0 && rb / 8 > 1)
+            cap = rb / 8 < RCVLOW_MAX ? rb / 8 : RCVLOW_MAX;
     }
     while (len > 0) {
         int want = len < (size_t)cap ? (int)len : cap;
