@@ -221,55 +221,22 @@ static int tcp_sendv(struct pio_tp_conn *c, const struct iovec *iov_in, int n)
     return PIO_OK;
 }
 
-/* A large read (a chunk's payload, straight into a pool) asks the kernel to
- * wake it only once RCVLOW_MAX bytes (or what is left, if less) are queued
- * (SO_RCVLOWAT), not at every segment: at 100 Mbit/s per link a receiver
- * thread otherwise slept and woke for every packet or two, and those
- * context switches were a fifth of the receiving piod's CPU. The mark never
- * exceeds what is left of this read (a wake-up the data can never reach
- * would hang), nor an eighth of the receive buffer (when the buffer a mark
- * needs, the mark over the segments' measured payload-to-memory ratio,
- * exceeds the buffer, the kernel grows it and clamps the window to the
- * mark until autotuning raises it again; an eighth leaves room down to a
- * ratio of 1/8). It is put back to 1 before returning, so polls and small
- * reads see the socket as before. A peer that goes away or a shutdown(2)
- * still wakes the read at once. */
-#define RCVLOW_MIN (64 * 1024)  /* reads smaller than this are left alone */
-#define RCVLOW_MAX (256 * 1024)
-
 static int tcp_recv(struct pio_tp_conn *c, void *buf, size_t len)
 {
     char *p = buf;
-    int low = 1, cap = 1, rc = PIO_OK;
-    if (len >= RCVLOW_MIN) {
-        int rb = 0;
-        socklen_t sl = sizeof(rb);
-        if (getsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rb, &sl) == 0 && rb / 8 > 1)
-            cap = rb / 8 < RCVLOW_MAX ? rb / 8 : RCVLOW_MAX;
-    }
     while (len > 0) {
-        int want = len < (size_t)cap ? (int)len : cap;
-        if (want != low && setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0)
-            low = want;
         ssize_t r = recv(c->fd, p, len, 0);
-        if (r == 0) {
-            rc = PIO_ECLOSED;
-            break;
-        }
+        if (r == 0)
+            return PIO_ECLOSED;
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            rc = errno == ECONNRESET || errno == EBADF ? PIO_ECLOSED : pio_from_errno(errno);
-            break;
+            return errno == ECONNRESET || errno == EBADF ? PIO_ECLOSED : pio_from_errno(errno);
         }
         p += r;
         len -= (size_t)r;
     }
-    if (low != 1) {
-        int one = 1;
-        setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
-    }
-    return rc;
+    return PIO_OK;
 }
 
 static void tcp_shutdown(struct pio_tp_conn *c)
