@@ -48,15 +48,28 @@
 #              file with parallel HDF5 (collective, one dataset per step, on
 #              this machine's disk): its time per step.
 # The runs are sized to about RUN_S seconds (default 8), or the time 8 steps
-# take over the links if longer, from a short calibration run. The machine
-# is shared and identical runs differ by up to 10 %, so alone and feed run
-# ROUNDS times each, alternating (VIZ_ROUNDS, default 3; 7 at 128^3, the
-# size of the target), and the table shows the medians; the CSV has every
-# round and the medians. Time per step is heat3d's own (rank 0, a barrier
-# on each side of the loop). Prints a table and PASS/MISS for the targets
-# (the feed adds <= 5% to the time per step at 128^3 x 8 ranks, as a user
-# places it; delivered bytes/s >= 0.9 x the ceiling) with the CPU figures
-# beside them, writes bench/results/viz.csv and viz.png. Root only.
+# take over the links if longer, from a short calibration run: long enough
+# that what every run pays once (the first touch of each pool page, some
+# 50 MB a run at 128^3, at ~20 us a page on the test VM) stays near 1 % of
+# the cores' time. The machine is shared and the wall time of 8 ranks that
+# yield-spin on 2 cores is noisy (rounds of one run spread from -15 % to
+# +46 %), so alone and feed run ROUNDS times each as pairs, alone first in
+# odd rounds and second in even ones (VIZ_ROUNDS, default 3; 21 at 128^3,
+# the size of the target), and the table shows the medians; the CSV has
+# every round and the medians. Time per step is heat3d's own (rank 0, a
+# barrier on each side of the loop). The verdict on the target (the feed
+# adds <= 5% to the time per step at 128^3 x 8 ranks, as a user places it)
+# uses the quiet rounds only: those in which the ranks alone, and the
+# ranks, the sender and h2 with the feed, kept at least 95 % of the cores
+# busy (what else ran on the machine took under 5 %); it is the median of
+# their feed / alone - 1 with its distribution-free 95 % interval (order
+# statistics), PASS when the interval lies at or below +5 %, MISS when it
+# lies above, "MISS: NOT RESOLVED" otherwise (and with too few quiet
+# rounds: not shown to be met, so a MISS for bench/run-all.sh). Every
+# round is printed, quiet or not (design notes, "Issue 31, item 4: the
+# feed's sender, cheaper"). Also PASS/MISS for delivered bytes/s >= 0.9 x
+# the ceiling, with the CPU figures beside them; writes
+# bench/results/viz.csv and viz.png. Root only.
 #
 # Where things run (VIZ_PIN). 0 or user (the default): as a user runs it,
 # nothing pinned: h1's ranks and piod A share both cores, the scheduler
@@ -170,7 +183,32 @@ def derive(r, cores, a_shares, h2_shares):
     # the ranks' CPU per second, alone and with the feed
     d["alone_cores"] = (g["a_main"] + g["a_other"]) / ta
     d["feed_cores"] = (g["f_main"] + g["f_other"]) / tf
+    # a quiet round: what this run measures kept the cores it shares busy,
+    # so little else ran: the ranks alone, and with the feed the ranks, the
+    # sender and h2 together, took at least QUIET of them
+    d["busy_alone"] = d["alone_cores"] / cores
+    d["busy_feed"] = (d["feed_cores"] + d["x_s"] + (d["x_h2"] if h2_shares else 0)) / cores
+    d["quiet"] = float(min(d["busy_alone"], d["busy_feed"]) >= QUIET)
     return d
+
+
+QUIET = 0.95
+
+
+def median_ci(v, level=0.95):
+    """The median of v and its distribution-free confidence interval (order
+    statistics: the binomial(n, 1/2) tails), or None when n is too small."""
+    from math import comb
+    v, n = sorted(v), len(v)
+    k, tail = 0, 0.0
+    while True:  # the largest k with P(B <= k - 1) <= (1 - level) / 2
+        p = tail + comb(n, k) / 2 ** n
+        if p > (1 - level) / 2:
+            break
+        tail, k = p, k + 1
+    if k == 0:
+        return None
+    return v[k - 1], v[n - k]
 EOF2
 
 # heat LOG ARGS...: heat3d --stats in h1 (output in LOG); prints "WALL
@@ -206,6 +244,17 @@ delivered() {
 }
 f6() { "$PY" -c "import sys; print('%.6f' % eval(sys.argv[1]))" "$1"; }
 
+# alone_run: heat3d --no-feed for round $r of size $n, and the piods' idle
+# CPU meanwhile; sets ta a_feed a_main a_other idle_a idle_b
+alone_run() {
+  local a0 b0 w0 a1 b1 w1 al
+  a0=$(cpu_s "$PIDA") b0=$(cpu_s "$PIDB") w0=$(now)
+  al=$(heat "$work/alone.$n.$r" --n "$n" --steps "$steps" --no-feed) || return 1
+  a1=$(cpu_s "$PIDA") b1=$(cpu_s "$PIDB") w1=$(now)
+  read -r ta a_feed a_main a_other _ <<<"$al"
+  idle_a=$(f6 "($a1 - $a0) / ($w1 - $w0)") idle_b=$(f6 "($b1 - $b0) / ($w1 - $w0)")
+}
+
 mkdir -p "$RESULTS"
 echo "n,round,steps,ta,tf,a_feed,a_main,a_other,f_feed,f_main,f_other,sent,got_all,complete,dropped,span,got,cpu_a,idle_a,cpu_b,idle_b,cpu_v,win" >"$work/rounds"
 : >"$work/h5rows"
@@ -216,15 +265,12 @@ for n in $SIZES; do
   # about RUN_S seconds, and long enough for 8 steps to cross the links
   steps=$("$PY" -c "print(max(20, int(max($RUN_S, 8 * 12 * $n ** 3 / ($ceil * 1e6)) / $t)))")
   rounds=$ROUNDS
-  [ "$n" = 128 ] && [ -z "${VIZ_ROUNDS:-}" ] && rounds=7
+  [ "$n" = 128 ] && [ -z "${VIZ_ROUNDS:-}" ] && rounds=21
   COMPLETE=()
   for ((r = 1; r <= rounds; r++)); do
-    # alone, and the piods' idle CPU meanwhile
-    a0=$(cpu_s "$PIDA") b0=$(cpu_s "$PIDB") w0=$(now)
-    al=$(heat "$work/alone.$n.$r" --n "$n" --steps "$steps" --no-feed) || exit 1
-    a1=$(cpu_s "$PIDA") b1=$(cpu_s "$PIDB") w1=$(now)
-    read -r ta a_feed a_main a_other _ <<<"$al"
-    idle_a=$(f6 "($a1 - $a0) / ($w1 - $w0)") idle_b=$(f6 "($b1 - $b0) / ($w1 - $w0)")
+    # alone first in odd rounds, second in even ones (ABBA: a drift in the
+    # machine's load weighs on both alike)
+    [ $((r % 2)) = 1 ] && { alone_run || exit 1; }
     # with the feed
     rm -f "$work/st.json"
     "$TB" exec "$bed" h2 "${CPU_B[@]}" env PIO_SOCKET="$SB" "$VIZD" \
@@ -246,6 +292,7 @@ for n in $SIZES; do
     got=$(json "$work/st.json" bytes_by_last_complete)
     got_all=$(json "$work/st.json" bytes)
     [ "$complete" -ge 3 ] || { echo "viz.sh: fewer than 3 steps delivered at $n^3" >&2; cat "$work/vizd.$n.$r.log" >&2; exit 1; }
+    [ $((r % 2)) = 0 ] && { alone_run || exit 1; }
     echo "$n,$r,$steps,$ta,$tf,$a_feed,$a_main,$a_other,$f_feed,$f_main,$f_other,$sent,$got_all,$complete,$dropped,$span,$got,$(f6 "$a1 - $a0"),$idle_a,$(f6 "$b1 - $b0"),$idle_b,$(f6 "$v1 - $v0"),$(f6 "$w1 - $w0")" >>"$work/rounds"
     # the round's line, from the same figures as the table
     "$PY" - "$work" "$CORES" "$A_SHARES" "$H2_SHARES" <<'EOF2'
@@ -259,9 +306,10 @@ print("   round %d, %d steps: alone %.5f s/step, with feed %.5f (%+.1f%%); %d st
                                                  d["comp"], d["dropped"], d["mbs"], d["mbs0"]))
 print("      CPU per byte delivered: piod A %.2f ns/B, ranks %.2f (calls %.2f, other threads %.2f), sender %.2f:"
       " %.3f cores, at least %+.1f%% on %g; h2 %.2f ns/B (piod B %.2f, pio-vizd %.2f; %.3f cores; +%% without"
-      " it %+.1f%%); the ranks used %.2f cores alone, %.2f with the feed" % (
+      " it %+.1f%%); the ranks used %.2f cores alone, %.2f with the feed; busy %.0f%% / %.0f%% of the cores (%s)" % (
           d["ns_a"], d["ns_r"], d["ns_calls"], d["ns_other"], d["ns_s"], d["x_s"], 100 * d["bound"], cores,
-          d["ns_h2"], d["ns_b"], d["ns_v"], d["x_h2"], 100 * d["ovh_less_h2"], d["alone_cores"], d["feed_cores"]))
+          d["ns_h2"], d["ns_b"], d["ns_v"], d["x_h2"], 100 * d["ovh_less_h2"], d["alone_cores"], d["feed_cores"],
+          100 * d["busy_alone"], 100 * d["busy_feed"], "quiet" if d["quiet"] else "not quiet"))
 EOF2
     COMPLETE+=("$complete")
   done
@@ -281,7 +329,7 @@ out_csv, out_png, ceil, np_, rate, work, pin, place = sys.argv[1:9]
 ceil, cores = float(ceil), float(sys.argv[9])
 a_shares, h2_shares, settings = sys.argv[10] == "1", sys.argv[11] == "1", sys.argv[12]
 sys.path.insert(0, work)
-from vizcalc import derive
+from vizcalc import derive, median_ci, QUIET
 rounds = [derive(r, cores, a_shares, h2_shares) for r in csv.DictReader(open(work + "/rounds"))]
 h5 = {int(n): (int(e), float(t)) for n, e, t in (l.strip().split(",") for l in open(work + "/h5rows"))}
 keys = [k for k in rounds[0] if k not in ("n", "round")]
@@ -297,12 +345,13 @@ cols = [("n", "%d"), ("round", "%s"), ("steps", "%d"), ("ta", "%.6f"), ("tf", "%
         ("cpu_h2", "%.3f"), ("ns_a", "%.3f"), ("ns_r", "%.3f"), ("ns_s", "%.3f"), ("ns_h2", "%.3f"),
         ("pct_a", "%.1f"), ("x_s", "%.4f"), ("bound", "%.4f"), ("x_h2", "%.4f"), ("ovh_less_h2", "%.4f"),
         ("alone_cores", "%.3f"), ("ns_calls", "%.3f"), ("ns_other", "%.3f"), ("ns_b", "%.3f"), ("ns_v", "%.3f"),
-        ("feed_cores", "%.3f")]
+        ("feed_cores", "%.3f"), ("busy_alone", "%.3f"), ("busy_feed", "%.3f"), ("quiet", "%g")]
 names = ("n,round,steps,alone_s_per_step,feed_s_per_step,feed_overhead,steps_delivered,steps_dropped,"
          "sent_bytes,delivered_bytes,delivered_MBps,x_ceiling,complete_steps_MBps,piod_a_cpu_s,ranks_feed_calls_cpu_s,"
          "ranks_other_threads_cpu_s,h2_cpu_s,piod_a_ns_per_B,ranks_ns_per_B,sender_ns_per_B,h2_ns_per_B,"
          "piod_a_pct_core,sender_cores,feed_overhead_min,h2_cores,feed_overhead_less_h2,ranks_alone_cores,"
-         "ranks_calls_ns_per_B,ranks_other_threads_ns_per_B,piod_b_ns_per_B,vizd_ns_per_B,ranks_feed_cores")
+         "ranks_calls_ns_per_B,ranks_other_threads_ns_per_B,piod_b_ns_per_B,vizd_ns_per_B,ranks_feed_cores,"
+         "busy_alone,busy_feed,quiet")
 with open(out_csv, "w") as f:
     f.write("%s,ranks,placement,rounds,hdf5_every,hdf5_s_per_step,hdf5_overhead\n" % names)
     for m in R:
@@ -345,10 +394,26 @@ for m in R:
     if m["n"] != 128:
         continue
     o, b = m["ovh"], m["bound"]
-    print("%s: the feed adds %.1f%% to the step time at 128^3 x %s ranks%s, target <= 5%% (rounds: %s)" % (
-        ("PASS" if o <= 0.05 else "MISS") if target else "(not the target's placement)", 100 * o, np_,
-        ", as a user places it" if target else " (VIZ_PIN=%s)" % pin,
-        ", ".join("%+.1f%%" % (100 * r["ovh"]) for r in m["all"])))
+    # the verdict (design notes, "Issue 31, item 4: the feed's sender,
+    # cheaper"): the quiet rounds' median overhead and its 95 % interval;
+    # PASS when the interval lies at or below 5 %, MISS when above, else
+    # not resolved
+    q = [r["ovh"] for r in m["all"] if r["quiet"]]
+    ci = median_ci(q) if q else None
+    if not target:
+        word = "(not the target's placement):"
+    elif ci is None:  # not shown to be met: a MISS for bench/run-all.sh, marked unresolved
+        word = "MISS: NOT RESOLVED;"
+    else:
+        word = "PASS:" if ci[1] <= 0.05 else "MISS:" if ci[0] > 0.05 else "MISS: NOT RESOLVED;"
+    print("%s the feed adds %s to the step time at 128^3 x %s ranks%s, target <= 5%%" % (
+        word, ("%+.1f%% (95%% interval %+.1f .. %+.1f%%, median of %d quiet rounds of %d)" % (
+            100 * statistics.median(q), 100 * ci[0], 100 * ci[1], len(q), len(m["all"]))) if ci else
+        ("%+.1f%% (%d quiet rounds of %d: too few for an interval)" % (100 * o, len(q), len(m["all"]))),
+        np_, ", as a user places it" if target else " (VIZ_PIN=%s)" % pin))
+    print("   every round (quiet ones marked *; quiet: the ranks alone, and the ranks + sender + h2 with the feed,"
+          " kept >= %d%% of the %g cores busy): %s" % (100 * QUIET, cores, ", ".join(
+              "%+.1f%%%s" % (100 * r["ovh"], "*" if r["quiet"] else "") for r in m["all"])))
     print("   CPU at the sender: piod A %.2f + ranks %.2f = %.2f ns/B; at %.2f MB/s that is %.3f cores, so on %g cores"
           " the feed adds at least %.3f / (%g - %.3f) = %+.1f%%%s" % (
               m["ns_a"], m["ns_r"], m["ns_s"], m["mbs"], m["x_s"], cores, m["x_s"], cores, m["x_s"], 100 * b,

@@ -169,6 +169,12 @@ struct Options {
 Options opt;
 Stats stats;
 Hub *hub;
+// spare field buffers (new_step, below)
+constexpr size_t SPARE_MAX = 8;
+std::mutex spare_mtx;
+std::vector<std::vector<uint8_t>> spare; // under spare_mtx
+uint64_t spare_bytes = 0;                // under spare_mtx
+void drop_spares();
 // set by a signal and by the receiving threads, read by all: lock-free, so
 // signal-safe (a volatile sig_atomic_t was a data race between threads)
 std::atomic<int> stop_flag{0};
@@ -291,6 +297,7 @@ void reset_feed(const viz_desc &d)
                 (unsigned long long)d.grid.dims[1], (unsigned long long)d.grid.dims[2], d.nfields);
     stats.steps_dropped += F.steps.size();
     F.steps.clear();
+    drop_spares(); // another grid or field list: other sizes
     F.app = d.app;
     F.partner = -1;
     F.d = d;
@@ -305,6 +312,52 @@ void reset_feed(const viz_desc &d)
     F.bytes_base = F.bytes_last = stats.bytes;
 }
 
+// Spare field buffers: a finished step's buffers, kept for the next step of
+// the feed. A new one of a 128^3 step's 25 MB is mmap'd by glibc, zero-filled
+// and faulted in page by page (a page fault costs some 20 us on the 2-core
+// test VM): that was three quarters of pio-vizd's CPU, every step. At most
+// SPARE_MAX buffers, and only while they fit in the memory limit beside the
+// steps held; emptied for a new feed (reset_feed). A recycled buffer holds an
+// older step of the same feed until its pieces overwrite it; a step is only
+// complete when its pieces add up to the whole grid. Lock order: G, then
+// spare_mtx (the step's deleter runs under either or none, and takes
+// spare_mtx only). They are defined before F, whose steps' deleters use
+// them when it is destroyed at exit.
+
+std::vector<uint8_t> take_buffer(size_t n)
+{
+    {
+        std::lock_guard<std::mutex> l(spare_mtx);
+        for (auto it = spare.begin(); it != spare.end(); ++it)
+            if (it->size() == n) {
+                std::vector<uint8_t> v = std::move(*it);
+                spare.erase(it);
+                spare_bytes -= n;
+                return v;
+            }
+    }
+    return std::vector<uint8_t>(n);
+}
+
+// a step's buffers, let go (its bytes no longer in mem_used)
+void give_buffers(std::vector<Field> &fields)
+{
+    std::lock_guard<std::mutex> l(spare_mtx);
+    for (Field &f : fields)
+        if (spare.size() < SPARE_MAX &&
+            stats.mem_used + spare_bytes + f.data.size() <= stats.mem_limit) {
+            spare_bytes += f.data.size();
+            spare.push_back(std::move(f.data));
+        }
+}
+
+void drop_spares()
+{
+    std::lock_guard<std::mutex> l(spare_mtx);
+    spare.clear();
+    spare_bytes = 0;
+}
+
 std::shared_ptr<Step> new_step(const viz_desc &d)
 {
     uint64_t bytes = step_bytes(d);
@@ -317,11 +370,11 @@ std::shared_ptr<Step> new_step(const viz_desc &d)
     s->grid = d.grid;
     s->bytes = bytes;
     for (uint32_t f = 0; f < d.nfields; f++)
-        s->fields.push_back(
-            {d.field[f].name, d.field[f].type,
-             std::vector<uint8_t>(grid_points(d.grid) * viz_elem_size(d.field[f].type))});
+        s->fields.push_back({d.field[f].name, d.field[f].type,
+                             take_buffer(grid_points(d.grid) * viz_elem_size(d.field[f].type))});
     return std::shared_ptr<Step>(s, [](Step *p) {
         stats.mem_used -= p->bytes;
+        give_buffers(p->fields);
         delete p;
         mem_cv.notify_all();
     });
@@ -515,14 +568,16 @@ void receiver(int id)
             handled(d);
             l.unlock();
             uint64_t n = d.count[0] * d.count[1] * d.count[2];
-            data.resize(n * viz_elem_size(d.field[d.fidx].type));
+            size_t len = n * viz_elem_size(d.field[d.fidx].type);
+            if (data.size() < len) // only grows: a resize up zero-fills (pieces alternate sizes)
+                data.resize(len);
             rc = PIO_Recv(partner, (int)r, VIZ_TAG_DATA + (int)d.seq, data.data(),
                           d.field[d.fidx].type, n, 60000, PIO_BLOCKING, &st);
             l.lock();
             F.inprog[r]--;
             stats.pieces++;
             if (rc == PIO_OK)
-                stats.bytes += data.size();
+                stats.bytes += len;
             // the assembly may have been resolved (dropped) meanwhile
             auto it = F.steps.find(d.step);
             if (it != F.steps.end() && same_feed(F.d, d)) {
