@@ -58,18 +58,8 @@ bench_bed_up vizc 2 "$K" "$RATE" || exit 1
 mkdir -p "$work/exp"
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
 now() { date +%s.%N; }
-json() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
-delivered() {
-  local last=-1 b same=0 i
-  for ((i = 0; i < 240; i++)); do
-    b=$(json "$1" bytes 2>/dev/null) || b=0
-    [ "$b" -ge "$2" ] && return 0
-    if [ "$b" = "$last" ]; then same=$((same + 1)); else same=0; fi
-    [ "$same" -ge 12 ] && return 0
-    last=$b
-    sleep 0.25
-  done
-}
+# shellcheck source=viz_lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/viz_lib.bash"
 # heat B LOG ARGS...: heat3d of build B in h1; prints "WALL FEED MAIN OTHER SENT"
 heat() {
   local b=$1 log=$2 perf=()
