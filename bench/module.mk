@@ -22,6 +22,15 @@ OBJS      += $(B)/bench/copy_pipe.o
 $(B)/bench/copy-pipe: $(B)/bench/copy_pipe.o
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $<
 
+# page-reach: memory speed against the page translations in play (P
+# processes each touching M MiB of one shared region): why libpio copies only
+# PIO_SEND_AHEAD ahead and piod grants within grant-budget (design notes)
+TEST_BINS += $(B)/bench/page-reach
+OBJS      += $(B)/bench/page_reach.o
+
+$(B)/bench/page-reach: $(B)/bench/page_reach.o
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $<
+
 $(B)/bench/skew: $(B)/bench/skew.o $(LIBPIO_A)
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(LIBPIO_A) $(LDLIBS)
 

@@ -186,6 +186,23 @@ static int env_int(const char *const *names, int dflt)
     return dflt;
 }
 
+/* How far a process copies ahead of its piod: $PIO_SEND_AHEAD bytes (default
+ * SEND_AHEAD_DEFAULT) in the send region not released yet, at least two
+ * chunks (one travels while the next is copied), at most the region. Every
+ * byte copied ahead is a pool page that the sender and its piod both touch:
+ * with whole regions in use, 32 streaming senders kept 2 GiB of pool pages in
+ * play, and memory on this VM ran 20-50 x slower past about 512 MiB touched
+ * (docs/design-notes.md, "Send-ahead"). */
+#define SEND_AHEAD_DEFAULT (4u << 20)
+static uint64_t send_ahead(uint64_t chunk, uint64_t region)
+{
+    const char *v = getenv("PIO_SEND_AHEAD");
+    uint64_t a = v && *v ? strtoull(v, NULL, 0) : SEND_AHEAD_DEFAULT;
+    if (a < 2 * chunk)
+        a = 2 * chunk;
+    return a < region ? a : region;
+}
+
 /* The launchers' (rank, size) variables, most specific first: PIO's own,
  * Open MPI's mpirun, PMIx (srun --mpi=pmix, prterun), Slurm's srun, PMI-1/2
  * (MPICH's hydra). Slurm's are read only inside a job step (SLURM_STEP_ID
@@ -290,6 +307,10 @@ int PIO_Init(const char *app_name, int process_ID, int nprocs)
         rc = PIO_EPROTO;
     if (rc == PIO_OK)
         rc = pio_ralloc_init(&pio_g.send, pio_g.w.send_off, pio_g.w.send_len);
+    if (rc == PIO_OK) {
+        pio_g.send_ahead = send_ahead(pio_g.w.chunk, pio_g.send.len);
+        clock_gettime(CLOCK_MONOTONIC, &pio_g.send_moved);
+    }
     if (rc != PIO_OK) {
         pio_g.stop = 1;
         pthread_mutex_unlock(&pio_g.mtx);
@@ -371,6 +392,9 @@ int PIO_Exit(void)
     pio_shm_close(NULL, pio_g.base, pio_g.size, 0);
     pio_g.base = NULL;
     pio_ralloc_fini(&pio_g.send);
+    free(pio_g.held);
+    pio_g.held = NULL;
+    pio_g.nheld = pio_g.held_cap = 0;
     while (pio_g.msgs) {
         struct inmsg *m = pio_g.msgs;
         pio_g.msgs = m->next;

@@ -58,6 +58,7 @@ struct pio_request {
     unsigned ready_gen; /* counted in pio_g.ready of session ready_gen (0: not counted) */
     /* send */
     uint64_t sid, size, next_off;
+    uint64_t held; /* its bytes in the send region the piod has not released yet */
     const uint8_t *sbuf;
     /* sbuf is the first byte of a block inside a larger array (sub_row > 0):
      * rows of sub_row bytes, sub_ny rows a plane, sub_py bytes from row to
@@ -97,6 +98,11 @@ struct lookup { /* a pending P_PARTNER or P_INFO_REQ */
     struct pio_frame *f;
 };
 
+/* a send-region range copied for send sid, until the piod releases it */
+struct held_range {
+    uint64_t off, len, sid;
+};
+
 /* the state of this process, guarded by mtx (defined in pio.c) */
 struct pio_core {
     pthread_mutex_t mtx;
@@ -110,8 +116,11 @@ struct pio_core {
     int reader, want;    /* who reads the socket; API threads waiting for the role */
     int in_pass;         /* the reader is handling frames (it runs the copies after) */
     long spin_us;        /* $PIO_SPIN_US: a reader looks this long before it sleeps */
-    struct pio_fin in;   /* the reader's */
-    struct pio_fout out; /* frames the socket had no room for */
+    uint64_t send_ahead; /* $PIO_SEND_AHEAD: bytes in the send region not released yet past
+                          * which sends wait for a release (pio.c send_ahead) */
+    struct timespec send_moved; /* the last release, or the last copy past send_ahead */
+    struct pio_fin in;          /* the reader's */
+    struct pio_fout out;        /* frames the socket had no room for */
     pthread_t thr;
     volatile int stop;
     char app[PIO_WIRE_NAME];
@@ -121,6 +130,8 @@ struct pio_core {
     uint8_t *base;
     size_t size;
     struct pio_ralloc send;
+    struct held_range *held; /* the send region's ranges in use, and whose (sendrecv.c) */
+    uint32_t nheld, held_cap;
     struct partner partners[MAX_PARTNERS];
     int npartners;
     struct inmsg *msgs, *msgs_tail;
@@ -155,6 +166,11 @@ void pio_ready_reset(void);
 void pio_msg_free(struct inmsg *m);
 void pio_recv_finish(struct pio_request *r);
 void pio_pump_all(void);
+/* P_RELEASE: the piod is done with [off, off+len) of the send region */
+void pio_send_released(uint64_t off, uint64_t len);
+/* The reader, after each pass: when sends have waited at the send-ahead for
+ * SEND_STALL_MS with no release, the oldest copies one chunk past it. */
+void pio_pump_stalled(void);
 void pio_on_msg_new(struct pio_p_msg_new *n);
 /* pio_on_msg_new, n's eager bytes valid only during the call (copied only
  * when no receive takes them at once) */

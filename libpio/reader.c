@@ -116,7 +116,8 @@ static void on_frame(const uint8_t *buf, size_t len)
     }
     case PIO_F_P_RELEASE:
         for (uint32_t i = 0; i < f->u.p_ranges.n; i++)
-            pio_ralloc_put(&pio_g.send, f->u.p_ranges.r[i].off, f->u.p_ranges.r[i].len);
+            pio_send_released(f->u.p_ranges.r[i].off, f->u.p_ranges.r[i].len);
+        clock_gettime(CLOCK_MONOTONIC, &pio_g.send_moved);
         pio_pump_all();
         break;
     case PIO_F_P_SEND_DONE: pio_on_send_done(f); break;
@@ -273,6 +274,7 @@ static void reader_pass(int timeout_ms)
         pio_lane_pump_all(); /* fences done, acknowledgements come: queued sends go */
     pio_g.in_pass = 0;
     run_jobs();
+    pio_pump_stalled();
 }
 
 /* Reads for the application while no API thread waits, so that

@@ -282,9 +282,58 @@ static void copy_out(const struct pio_request *r, uint8_t *dst, uint64_t msg_off
     }
 }
 
-/* Copy as much of r as the send region allows (pio_g.mtx held on entry and exit;
- * dropped around each copy). */
-static void pump(struct pio_request *r)
+/* ---- the send region: copies ahead of the piod ----
+ *
+ * Sends copy into the send region oldest first, in chunks, while the bytes
+ * there that the piod has not released stay within pio_g.send_ahead (pio.c
+ * send_ahead says why it is small). The bound must never stop progress:
+ *  - when the oldest send waits at it, the next send may keep one chunk
+ *    there (its held bytes are tracked per range), so one message that the
+ *    piod cannot move yet (no receive claimed it, past the receiver's share)
+ *    does not hold back the one the receiver waits for;
+ *  - when no release came for SEND_STALL_MS while sends wait (every byte held
+ *    belongs to messages the receiver does not want yet), the oldest send
+ *    copies one chunk past the bound, and again each SEND_STALL_MS, up to the
+ *    region as before the bound (pio_pump_stalled). */
+#define SEND_STALL_MS 200
+
+/* [off, off+len) holds bytes of send sid until the piod releases it. */
+static int held_add(uint64_t off, uint64_t len, uint64_t sid)
+{
+    if (pio_g.nheld == pio_g.held_cap) {
+        uint32_t cap = pio_g.held_cap ? 2 * pio_g.held_cap : 64;
+        struct held_range *n = realloc(pio_g.held, cap * sizeof(*n));
+        if (!n)
+            return PIO_ENOMEM;
+        pio_g.held = n;
+        pio_g.held_cap = cap;
+    }
+    pio_g.held[pio_g.nheld++] = (struct held_range){off, len, sid};
+    return PIO_OK;
+}
+
+void pio_send_released(uint64_t off, uint64_t len)
+{
+    pio_ralloc_put(&pio_g.send, off, len);
+    for (uint32_t i = 0; i < pio_g.nheld; i++) {
+        if (pio_g.held[i].off != off)
+            continue;
+        uint64_t sid = pio_g.held[i].sid, hl = pio_g.held[i].len;
+        pio_g.held[i] = pio_g.held[--pio_g.nheld];
+        for (struct pio_request *r = pio_g.sends; r; r = r->next)
+            if (r->sid == sid) { /* gone once all copied and complete: nothing to count */
+                r->held -= hl < r->held ? hl : r->held;
+                break;
+            }
+        return;
+    }
+}
+
+enum { PUMP_AHEAD, PUMP_ONE }; /* within the send-ahead; one chunk past it */
+
+/* Copy what the mode allows of r into the send region. pio_g.mtx held on
+ * entry and exit, dropped around each copy. */
+static void pump(struct pio_request *r, int mode)
 {
     if (r->pumping || r->done)
         return;
@@ -294,14 +343,23 @@ static void pump(struct pio_request *r)
         if (len > pio_g.w.chunk)
             len = pio_g.w.chunk;
         uint64_t off;
+        if (mode == PUMP_AHEAD && pio_g.send.used > 0 && pio_g.send.used + len > pio_g.send_ahead)
+            break; /* far enough ahead of the piod: on at its next release */
         if (pio_ralloc_get(&pio_g.send, len, &off) != PIO_OK)
             break;
+        if (held_add(off, len, r->sid) != PIO_OK) {
+            pio_ralloc_put(&pio_g.send, off, len);
+            break; /* tried again at the next release */
+        }
+        r->held += len;
         uint64_t msg_off = r->next_off;
         r->next_off += len;
         pthread_mutex_unlock(&pio_g.mtx);
         copy_out(r, pio_g.base + off, msg_off, len);
         pthread_mutex_lock(&pio_g.mtx);
         pio_out_ranges(PIO_F_P_SEND_DATA, r->sid, msg_off, off, len);
+        if (mode == PUMP_ONE)
+            break;
     }
     r->pumping = 0;
     if (r->next_off == r->size && !r->copied_all) {
@@ -315,14 +373,40 @@ static void pump(struct pio_request *r)
     }
 }
 
-/* Let the oldest send that has bytes left copy into the send region. */
+static struct pio_request *first_pending(struct pio_request *r)
+{
+    while (r && r->copied_all)
+        r = r->next;
+    return r;
+}
+
+/* The oldest send with bytes left copies; the next one keeps a chunk in the
+ * region while it has none there. */
 void pio_pump_all(void)
 {
-    for (struct pio_request *r = pio_g.sends; r; r = r->next)
-        if (!r->copied_all) {
-            pump(r);
-            return; /* oldest first: later sends wait for it */
-        }
+    struct pio_request *r = first_pending(pio_g.sends);
+    if (!r)
+        return;
+    pump(r, PUMP_AHEAD);
+    r = first_pending(pio_g.sends); /* the lock was dropped: look again */
+    struct pio_request *n = r ? first_pending(r->next) : NULL;
+    if (n && n->held == 0)
+        pump(n, PUMP_ONE);
+}
+
+void pio_pump_stalled(void)
+{
+    struct pio_request *r = first_pending(pio_g.sends);
+    if (!r || r->pumping || pio_g.send.used + pio_g.w.chunk <= pio_g.send_ahead)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms = (int64_t)(now.tv_sec - pio_g.send_moved.tv_sec) * 1000 +
+                 (now.tv_nsec - pio_g.send_moved.tv_nsec) / 1000000;
+    if (ms < SEND_STALL_MS)
+        return;
+    pio_g.send_moved = now;
+    pump(r, PUMP_ONE);
 }
 
 /* ---- frames from the piod about messages (the reader, pio_g.mtx held) ---- */

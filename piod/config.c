@@ -199,6 +199,7 @@ void piod_config_defaults(struct piod_config *c)
     c->relay_port = 7702;
     c->pool = CFG_GIB;
     c->proc_pool = 64 * CFG_MIB;
+    c->grant_budget = 64 * CFG_MIB;
     c->eager_limit = (uint32_t)(64 * CFG_KIB);
     c->chunk = (uint32_t)CFG_MIB;
     c->chunk_ms = 50;
@@ -259,6 +260,7 @@ static const struct cfg_key cfg_top_keys[] = {
     {"source-ports", CFG_RANGE, CFG_FIELD(struct piod_config, src_port_lo)},
     {"pool", CFG_SIZE64, CFG_FIELD(struct piod_config, pool)},
     {"proc-pool", CFG_SIZE64, CFG_FIELD(struct piod_config, proc_pool)},
+    {"grant-budget", CFG_SIZE64, CFG_FIELD(struct piod_config, grant_budget)},
     {"eager-limit", CFG_SIZE32, CFG_FIELD(struct piod_config, eager_limit)},
     {"chunk", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk)},
     {"chunk-ms", CFG_SIZE32, CFG_FIELD(struct piod_config, chunk_ms)},
@@ -681,7 +683,8 @@ static void cfg_keyval(struct cfg_parse *p, char *text)
                     p,
                     "unknown key '%s' (keys: name, system, socket, keys, pidfile, "
                     "export, export-map, log, log-level, listen, control, control-port, data-port, "
-                    "source-ports, pool, proc-pool, eager-limit, chunk, chunk-ms, pace, express, "
+                    "source-ports, pool, proc-pool, grant-budget, eager-limit, chunk, chunk-ms, "
+                    "pace, express, "
                     "direct-lanes, "
                     "encrypt, cipher, "
                     "spin-us, "
@@ -914,6 +917,8 @@ void piod_config_print(const struct piod_config *c, FILE *out)
     fprintf(out, "pool = %s\n", s);
     cfg_size_str(c->proc_pool, s, sizeof(s));
     fprintf(out, "proc-pool = %s\n", s);
+    cfg_size_str(c->grant_budget, s, sizeof(s));
+    fprintf(out, "grant-budget = %s\n", s);
     cfg_size_str(c->eager_limit, s, sizeof(s));
     fprintf(out, "eager-limit = %s\n", s);
     cfg_size_str(c->chunk, s, sizeof(s));

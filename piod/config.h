@@ -66,6 +66,8 @@ struct piod_config {
     uint64_t pool;               /* total pool bytes (default: 128 proc pools, <= RAM/2) */
     uint64_t proc_pool;          /* per process (default 64 MiB, more for wide bundles), <= pool */
     int pool_set, proc_pool_set; /* given in the file or on the command line (not derived) */
+    uint64_t grant_budget;       /* receive-region bytes granted and not freed, all processes
+                                  * together (default 64 MiB; each keeps 2 chunks whatever) */
     uint32_t eager_limit;        /* default 64 KiB */
     uint32_t chunk;              /* default 1 MiB: libpio's copy unit, the largest chunk */
     uint32_t chunk_ms; /* a chunk takes about this long on its link (default 50; 0: fixed) */

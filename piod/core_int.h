@@ -118,7 +118,7 @@ void gq_del(struct piod *d, struct piod_imsg *m);
 void grant_wake(struct piod *d, int pi);
 /* piod_cls_release - len bytes of m's receive space are free again: its
  * class holds that much less. */
-void piod_cls_release(struct piod_proc *p, const struct piod_imsg *m, uint64_t len);
+void piod_cls_release(struct piod *d, struct piod_proc *p, const struct piod_imsg *m, uint64_t len);
 void imsg_complete(struct piod *d, struct piod_imsg *m, int status);
 int app_proc_left(struct piod *d, const char *app, uint32_t proc);
 int app_proc_left_since(const char *app, uint32_t proc, uint64_t since);

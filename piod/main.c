@@ -59,6 +59,7 @@ static void usage(FILE *out)
             ")\n"
             "      --pool SIZE        total buffer pool (default: 128 process pools, <= RAM/2)\n"
             "      --proc-pool SIZE   pool per process (default 64M)\n"
+            "      --grant-budget SIZE receive space granted at once, all processes (default 64M)\n"
             "      --eager-limit SIZE largest message sent with its request (default 64K)\n"
             "      --no-express       keep peer frames on ZeroMQ (no express lane)\n"
             "      --no-direct-lanes  broker no direct lanes between processes\n"
@@ -123,6 +124,7 @@ enum {
     O_SOCKET,
     O_POOL,
     O_PPOOL,
+    O_GBUDGET,
     O_EAGER,
     O_NOEXPRESS,
     O_NODLANES,
@@ -205,6 +207,7 @@ int main(int argc, char **argv)
         {"socket", required_argument, 0, O_SOCKET},
         {"pool", required_argument, 0, O_POOL},
         {"proc-pool", required_argument, 0, O_PPOOL},
+        {"grant-budget", required_argument, 0, O_GBUDGET},
         {"eager-limit", required_argument, 0, O_EAGER},
         {"no-express", no_argument, 0, O_NOEXPRESS},
         {"no-direct-lanes", no_argument, 0, O_NODLANES},
@@ -306,6 +309,7 @@ int main(int argc, char **argv)
             bad |= size_arg("--proc-pool", optarg, &c->proc_pool) != 0;
             c->proc_pool_set = 1;
             break;
+        case O_GBUDGET: bad |= size_arg("--grant-budget", optarg, &c->grant_budget) != 0; break;
         case O_EAGER: {
             uint64_t v = 0;
             bad |= size_arg("--eager-limit", optarg, &v) != 0;

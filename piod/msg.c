@@ -558,6 +558,15 @@ static int grants_possible(struct piod *d)
     return 0;
 }
 
+/* receive-region bytes granted to p and not freed yet */
+static uint64_t proc_held(const struct piod_proc *p)
+{
+    uint64_t n = 0;
+    for (int c = 0; c < PIOD_NCLS; c++)
+        n += p->cls_held[c];
+    return n;
+}
+
 /* Grant the next chunk of m (chunks are granted in order: m->ngranted). */
 static int grant_chunk(struct piod *d, struct piod_imsg *m)
 {
@@ -616,6 +625,9 @@ static int grant_chunk(struct piod *d, struct piod_imsg *m)
         if (ch < 0)
             return G_LINK;
     }
+    if (d->recv_held + len > d->cfg.grant_budget &&
+        (!m->claimed || proc_held(dst) - dst->unclaimed_bytes >= 2 * (uint64_t)m->chunk))
+        return G_LINK; /* past the budget only a receive's own message, two chunks */
     uint64_t off;
     if (pio_ralloc_get(&dst->recv, len, &off) != PIO_OK)
         return G_DST;
@@ -626,6 +638,7 @@ static int grant_chunk(struct piod *d, struct piod_imsg *m)
     }
     m->pool_off[i] = off;
     dst->cls_held[m->cls] += len;
+    d->recv_held += len;
     m->state[i] = PIOD_IC_GRANTED;
     m->chan[i] = (uint8_t)ch;
     m->ngranted++;
@@ -659,9 +672,11 @@ static int grant_chunk(struct piod *d, struct piod_imsg *m)
     return G_OK;
 }
 
-void piod_cls_release(struct piod_proc *p, const struct piod_imsg *m, uint64_t len)
+void piod_cls_release(struct piod *d, struct piod_proc *p, const struct piod_imsg *m, uint64_t len)
 {
-    p->cls_held[m->cls] -= len < p->cls_held[m->cls] ? len : p->cls_held[m->cls];
+    uint64_t n = len < p->cls_held[m->cls] ? len : p->cls_held[m->cls];
+    p->cls_held[m->cls] -= n;
+    d->recv_held -= n < d->recv_held ? n : d->recv_held;
 }
 
 /* The classes of pi with waiting messages, the least served for its share
@@ -780,7 +795,7 @@ void imsg_fail(struct piod *d, struct piod_imsg *m, int status)
             }
             if ((m->state[i] == PIOD_IC_GRANTED || m->state[i] == PIOD_IC_ARRIVED) && !dst->gone) {
                 pio_ralloc_put(&dst->recv, m->pool_off[i], chunk_len(m->size, m->chunk, i));
-                piod_cls_release(dst, m, chunk_len(m->size, m->chunk, i));
+                piod_cls_release(d, dst, m, chunk_len(m->size, m->chunk, i));
                 if (!m->claimed)
                     dst->unclaimed_bytes -= chunk_len(m->size, m->chunk, i);
             }

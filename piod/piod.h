@@ -406,6 +406,8 @@ struct piod_member_st {
 
 struct piod {
     struct piod_config cfg;
+    uint64_t recv_held;       /* receive-region bytes granted and not freed, all processes
+                               * (main thread): at most cfg.grant_budget (msg.c grant_chunk) */
     atomic_int dlane_threads; /* direct lanes being opened (dlane.c): stop waits for them */
     uint64_t dlane_next;      /* the last direct lane's id (main thread) */
     int dlane_opening;        /* opener threads not yet back (main thread; dlane.c) */

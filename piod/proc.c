@@ -221,6 +221,10 @@ void proc_leave(struct piod *d, int pi, const char *why)
     streams_forget(d, &d->tx_streams, -2, STREAM_SRC, p->app, p->proc);
     streams_forget(d, &d->tx_streams, -1, STREAM_DST, p->app, p->proc);
     streams_forget(d, &d->rx_streams, -2, STREAM_DST, p->app, p->proc);
+    for (int c = 0; c < PIOD_NCLS; c++) { /* what it held leaves the grant budget */
+        d->recv_held -= p->cls_held[c] < d->recv_held ? p->cls_held[c] : d->recv_held;
+        p->cls_held[c] = 0;
+    }
     pio_ralloc_fini(&p->recv);
     if (atomic_load(&p->refs) == 0)
         piod_proc_unmap(p);
@@ -567,7 +571,7 @@ static void on_free(struct piod *d, int pi, struct pio_p_ranges *r)
             continue;
         uint32_t len = chunk_len(m->size, m->chunk, i);
         pio_ralloc_put(&p->recv, m->pool_off[i], len);
-        piod_cls_release(p, m, len);
+        piod_cls_release(d, p, m, len);
         if (!m->claimed)
             p->unclaimed_bytes -= len;
         m->state[i] = PIOD_IC_FREED;

@@ -108,6 +108,18 @@ pair() {
   pair nonblock nb
 }
 
+@test "a large message no receive wants yet (40 MiB, past the send region) does not hold back a later one the receiver waits for" {
+  pair backlog bl
+  run cat "$BATS_TEST_TMPDIR/recv.out"
+  assert_output --partial "OK backlog"
+}
+
+@test "24 x 1 MiB sent and complete that no receive wants yet do not hold back a later message the receiver waits for" {
+  pair unwanted uw
+  run cat "$BATS_TEST_TMPDIR/recv.out"
+  assert_output --partial "OK unwanted"
+}
+
 @test "a receive times out after its timeout; PIO_Test and PIO_Wait respect it" {
   pair timeout to
 }

@@ -67,7 +67,7 @@ stop_wait() {
   assert_line --index 0 "usage: piod [options]"
   local o
   for o in --config --check-config --keygen --foreground --name --system --listen --peer \
-    --control --control-port --data-port --source-ports --keys --socket --pool --proc-pool \
+    --control --control-port --data-port --source-ports --keys --socket --pool --proc-pool --grant-budget \
     --eager-limit --chunk --pidfile --log --log-level --drain-ms --version --help; do
     assert_output --partial "$o "
   done

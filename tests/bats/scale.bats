@@ -30,7 +30,7 @@ teardown() {
   local rp=$BG_PID
   pio_wait_until $((30 * m)) grep -q "^READY 32 " "$BATS_TEST_TMPDIR/recv"
   bg_start "$BATS_TEST_TMPDIR/send" env PIO_SOCKET="$PIO_SOCK_A" timeout $((120 * m)) \
-    "$SC" send -N 32 -x ci -t 6
+    "$SC" send -N 32 -x ci -t 12
   local sp=$BG_PID
   sleep 3
   # joins and look-ups are not queued behind the data (the bound is loose:
@@ -86,4 +86,28 @@ EOF
   assert_output --partial "FAIL pair 0 message 0"
   assert_output --partial "word 1 wrong"
   assert_output --partial "ok=0 failed=1"
+}
+
+# The grant budget at its floor (0): past it a message gets grants only while
+# a receive waits for it, two chunks at a time. Out-of-order receives must
+# still finish: 3 MiB past 40 MiB no receive wants yet, and 1 MiB past 24 x
+# 1 MiB sent and complete (the sender's stall rule lets it by).
+@test "--grant-budget 0 (each receive waits on two chunks at most): messages received out of order still arrive whole" {
+  D=$BATS_TEST_TMPDIR/pair
+  mkdir -p "$D"
+  PIO_PIOD_FLAGS_B="--grant-budget 0" pio_pair_loopback "$D" 2
+  local t
+  for t in backlog unwanted; do
+    bg_start "$BATS_TEST_TMPDIR/recv-$t" env PIO_SOCKET="$PIO_SOCK_B" timeout 90 \
+      "$PIO_BUILD/tests/prog/pio-check" recv "$t" -a "gb-$t-r" -p "gb-$t-s"
+    local rp=$BG_PID
+    run env PIO_SOCKET="$PIO_SOCK_A" timeout 90 "$PIO_BUILD/tests/prog/pio-check" send "$t" \
+      -a "gb-$t-s" -p "gb-$t-r"
+    assert_success
+    assert_output --partial "OK $t"
+    bg_wait "$rp"
+    assert_equal "$BG_RC" 0
+    run cat "$BATS_TEST_TMPDIR/recv-$t"
+    assert_output --partial "OK $t"
+  done
 }

@@ -485,6 +485,73 @@ static void t_nonblock(int send)
     printf("OK nonblock: %d requests\n", N);
 }
 
+/* A large message no receive wants yet must not hold back the one the
+ * receiver waits for: the sender posts 40 MiB (tag 70, more than its whole
+ * send region) and then 3 MiB (tag 71); the receiver, a moment later, takes
+ * tag 71 first and tag 70 after it. Each must arrive whole. */
+static void t_backlog(int send)
+{
+    const size_t big = 40u << 20, small = 3u << 20;
+    uint8_t *b1 = malloc(big), *b2 = malloc(small);
+    double t0 = now(), t_small;
+    if (send) {
+        PIO_Request r[2];
+        fill(b1, big, 70);
+        fill(b2, small, 71);
+        CHECK(PIO_Isend(partner, 0, 70, conn, b1, PIO_BYTE, big, mode, &r[0]));
+        CHECK(PIO_Isend(partner, 0, 71, conn, b2, PIO_BYTE, small, mode, &r[1]));
+        CHECK(PIO_Wait(&r[1], 60000, NULL));
+        t_small = now() - t0;
+        CHECK(PIO_Wait(&r[0], 60000, NULL));
+    } else {
+        PIO_Status st;
+        usleep(500000); /* the sender's region fills with tag 70 first */
+        CHECK(PIO_Recv(partner, 0, 71, b2, PIO_BYTE, small, 60000, mode, &st));
+        t_small = now() - t0;
+        if (st.bytes != small)
+            FAIL("tag 71: %zu bytes, want %zu", st.bytes, small);
+        verify(b2, small, 71);
+        CHECK(PIO_Recv(partner, 0, 70, b1, PIO_BYTE, big, 60000, mode, &st));
+        if (st.bytes != big)
+            FAIL("tag 70: %zu bytes, want %zu", st.bytes, big);
+        verify(b1, big, 70);
+    }
+    free(b1);
+    free(b2);
+    printf("OK backlog: 3 MiB past 40 MiB unclaimed after %.2f s, all after %.2f s\n", t_small,
+           now() - t0);
+}
+
+/* The same with many messages: 24 x 1 MiB (tag 80) that no receive wants
+ * yet, sent and complete (copied) before the 1 MiB of tag 81 the receiver
+ * waits for. The piods take half the receiver's region of them; the rest
+ * hold the sender's send-ahead, and only its stall rule lets tag 81 by. */
+static void t_unwanted(int send)
+{
+    enum { N = 24 };
+    const size_t len = 1u << 20;
+    uint8_t *b = malloc(len);
+    double t0 = now(), t_last = 0;
+    for (int i = 0; i <= N && send; i++) {
+        fill(b, len, (uint64_t)(i < N ? 800 + i : 81));
+        CHECK(PIO_Send(partner, 0, i < N ? 80 : 81, conn, b, PIO_BYTE, len, mode));
+    }
+    if (!send) {
+        PIO_Status st;
+        usleep(500000);
+        CHECK(PIO_Recv(partner, 0, 81, b, PIO_BYTE, len, 60000, mode, &st));
+        t_last = now() - t0;
+        verify(b, len, 81);
+        for (int i = 0; i < N; i++) {
+            CHECK(PIO_Recv(partner, 0, 80, b, PIO_BYTE, len, 60000, mode, &st));
+            verify(b, len, (uint64_t)(800 + i));
+        }
+    }
+    free(b);
+    printf("OK unwanted: 1 MiB past %d x 1 MiB unclaimed after %.2f s, all after %.2f s\n", N,
+           t_last, now() - t0);
+}
+
 /* The completion fd is readable (want 1) or not (want 0) within ms. */
 static void fd_readable(int fd, int ms, int want, const char *when)
 {
@@ -910,6 +977,10 @@ int main(int argc, char **argv)
         t_gone(send);
     else if (strcmp(test, "nonblock") == 0)
         t_nonblock(send);
+    else if (strcmp(test, "backlog") == 0)
+        t_backlog(send);
+    else if (strcmp(test, "unwanted") == 0)
+        t_unwanted(send);
     else if (strcmp(test, "channels") == 0)
         t_channels(send);
     else if (strcmp(test, "anysource") == 0)

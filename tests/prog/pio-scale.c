@@ -386,7 +386,7 @@ static int run_recv(void)
             msgs += res[i].n;
         }
         double mean = total / ok;
-        printf("%-6s %8s %10s %7s\n", "pair", "msgs", "MB/s", "share");
+        printf("%-6s %8s %10s %7s %8s %8s\n", "pair", "msgs", "MB/s", "share", "first_s", "last_s");
         for (int i = 0; i < npairs; i++) {
             if (!res[i].t)
                 continue;
@@ -395,7 +395,8 @@ static int run_recv(void)
             maxsh = sh > maxsh ? sh : maxsh;
             double dev = sh > 1 ? sh - 1 : 1 - sh;
             spread = dev > spread ? dev : spread;
-            printf("%-6d %8zu %10.2f %7.3f\n", i, res[i].n, rate[i] / 1e6, sh);
+            printf("%-6d %8zu %10.2f %7.3f %8.3f %8.3f\n", i, res[i].n, rate[i] / 1e6, sh,
+                   res[i].t[0] - w0, res[i].t[res[i].n - 1] - w0);
         }
     } else {
         minsh = maxsh = 0;
