@@ -187,8 +187,10 @@ static int env_int(const char *const *names, int dflt)
 }
 
 /* How far a process copies ahead of its piod: $PIO_SEND_AHEAD bytes (default
- * SEND_AHEAD_DEFAULT) in the send region not released yet, at least two
- * chunks (one travels while the next is copied), at most the region. Every
+ * SEND_AHEAD_DEFAULT; a send to a bundle of more than two channels may go
+ * to two chunks per channel, sendrecv.c ahead_for) in the send region not
+ * released yet, at least two chunks (one travels while the next is copied),
+ * at most the region. Every
  * byte copied ahead is a pool page that the sender and its piod both touch:
  * with whole regions in use, 32 streaming senders kept 2 GiB of pool pages in
  * play, and memory on this VM ran 20-50 x slower past about 512 MiB touched
@@ -197,6 +199,7 @@ static int env_int(const char *const *names, int dflt)
 static uint64_t send_ahead(uint64_t chunk, uint64_t region)
 {
     const char *v = getenv("PIO_SEND_AHEAD");
+    pio_g.send_ahead_set = v && *v;
     uint64_t a = v && *v ? strtoull(v, NULL, 0) : SEND_AHEAD_DEFAULT;
     if (a < 2 * chunk)
         a = 2 * chunk;

@@ -118,6 +118,7 @@ struct pio_core {
     long spin_us;        /* $PIO_SPIN_US: a reader looks this long before it sleeps */
     uint64_t send_ahead; /* $PIO_SEND_AHEAD: bytes in the send region not released yet past
                           * which sends wait for a release (pio.c send_ahead) */
+    int send_ahead_set;  /* ... given by the user: not widened for wide bundles */
     struct timespec send_moved; /* the last release, or the last copy past send_ahead */
     struct pio_fin in;          /* the reader's */
     struct pio_fout out;        /* frames the socket had no room for */

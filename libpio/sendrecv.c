@@ -331,6 +331,19 @@ void pio_send_released(uint64_t off, uint64_t len)
 
 enum { PUMP_AHEAD, PUMP_ONE }; /* within the send-ahead; one chunk past it */
 
+/* The send-ahead for r: at the default, two chunks per channel of the bundle
+ * to r's partner if that is more (each channel's next chunk is in the pool
+ * when its grant comes: 16 links want 32 MiB, 2 want the default's 4). */
+static uint64_t ahead_for(const struct pio_request *r)
+{
+    uint64_t a = pio_g.send_ahead;
+    if (!pio_g.send_ahead_set && r->st.partner >= 0 && r->st.partner < pio_g.npartners) {
+        uint64_t want = 2ull * pio_g.partners[r->st.partner].channels * pio_g.w.chunk;
+        a = want > a ? want : a;
+    }
+    return a < pio_g.send.len ? a : pio_g.send.len;
+}
+
 /* Copy what the mode allows of r into the send region. pio_g.mtx held on
  * entry and exit, dropped around each copy. */
 static void pump(struct pio_request *r, int mode)
@@ -343,7 +356,7 @@ static void pump(struct pio_request *r, int mode)
         if (len > pio_g.w.chunk)
             len = pio_g.w.chunk;
         uint64_t off;
-        if (mode == PUMP_AHEAD && pio_g.send.used > 0 && pio_g.send.used + len > pio_g.send_ahead)
+        if (mode == PUMP_AHEAD && pio_g.send.used > 0 && pio_g.send.used + len > ahead_for(r))
             break; /* far enough ahead of the piod: on at its next release */
         if (pio_ralloc_get(&pio_g.send, len, &off) != PIO_OK)
             break;
@@ -397,7 +410,7 @@ void pio_pump_all(void)
 void pio_pump_stalled(void)
 {
     struct pio_request *r = first_pending(pio_g.sends);
-    if (!r || r->pumping || pio_g.send.used + pio_g.w.chunk <= pio_g.send_ahead)
+    if (!r || r->pumping || pio_g.send.used + pio_g.w.chunk <= ahead_for(r))
         return;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);

@@ -42,7 +42,11 @@ run_classes() {
   local w=$BATS_TEST_TMPDIR rp bp up
   PIO_SOCKET=$PIO_SOCK_B timeout 60 "$PROG" recv "$1" >"$w/r" 2>&1 &
   rp=$!
-  PIO_SOCKET=$PIO_SOCK_A PIO_LANE_MAX=${CLASSES_LANE_MAX:-0} PIO_LANE_TURNS=0 timeout 60 "$PROG" bulk >"$w/b" 2>&1 &
+  # the bulk sender copies its whole backlog ahead (PIO_SEND_AHEAD: its send
+  # region), so all 10 requests wait at B before the urgent one: at the
+  # default 4 MiB ahead only 4 or 5 would, and the control would show less
+  PIO_SOCKET=$PIO_SOCK_A PIO_LANE_MAX=${CLASSES_LANE_MAX:-0} PIO_LANE_TURNS=0 \
+    PIO_SEND_AHEAD=$((32 << 20)) timeout 60 "$PROG" bulk >"$w/b" 2>&1 &
   bp=$!
   PIO_SOCKET=$PIO_SOCK_A timeout 60 "$PROG" urgent >"$w/u" 2>&1 &
   up=$!
