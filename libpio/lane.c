@@ -61,13 +61,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define LANE_MAX_DEFAULT   (1u << 20)  /* $PIO_LANE_MAX: larger messages gain from the bundle */
-#define LANE_MIN_DEFAULT   0u          /* $PIO_LANE_MIN: every size asks (design notes) */
-#define LANE_TURNS_DEFAULT 2           /* $PIO_LANE_TURNS: turns before a lane is asked for */
-#define TURN_HEARD         0x80        /* partner.turn[]: heard from since our last send */
-#define LANE_ACK_EVERY     64          /* messages taken before an L_ACK goes */
-#define LANE_ACK_BYTES     (1u << 20)  /* ... or bytes */
-#define LANE_WINDOW        (8u << 20)  /* unacknowledged bytes a sender keeps before it waits */
+#define LANE_MAX_DEFAULT   (1u << 20) /* $PIO_LANE_MAX: larger messages gain from the bundle */
+#define LANE_MIN_DEFAULT   0u         /* $PIO_LANE_MIN: every size asks (design notes) */
+#define LANE_TURNS_DEFAULT 2          /* $PIO_LANE_TURNS: turns before a lane is asked for */
+#define TURN_HEARD         0x80       /* partner.turn[]: heard from since our last send */
+#define LANE_ACK_EVERY     64         /* messages taken before an L_ACK goes */
+#define LANE_ACK_BYTES     (1u << 20) /* ... or bytes */
+#define LANE_WINDOW        (8u << 20) /* unacknowledged bytes a sender keeps before it waits */
 
 enum {
     LANE_OPENING = 1, /* out: asked the piod */
