@@ -393,18 +393,46 @@ static struct pio_request *first_pending(struct pio_request *r)
     return r;
 }
 
-/* The oldest send with bytes left copies; the next one keeps a chunk in the
- * region while it has none there. */
+#define KEEP_CHUNKS 2 /* chunks each waiting send keeps in the region */
+
+/* The i'th send with bytes left after the oldest (0: the oldest). */
+static struct pio_request *nth_pending(unsigned i)
+{
+    struct pio_request *r = first_pending(pio_g.sends);
+    while (r && i--)
+        r = first_pending(r->next);
+    return r;
+}
+
+/* The oldest send with bytes left copies within the send-ahead; each of the
+ * next ones, as many as the oldest one's partner has channels, keeps
+ * KEEP_CHUNKS chunks in the region. So a send waiting behind the oldest
+ * (to another receiver, or on another named channel: pcp -n 4 sends each
+ * channel's message in turn) has its next chunks in the pool when its
+ * grant comes, instead of its link idling until the oldest is all copied.
+ * The lock is dropped in each pump: every look starts again. */
 void pio_pump_all(void)
 {
     struct pio_request *r = first_pending(pio_g.sends);
     if (!r)
         return;
     pump(r, PUMP_AHEAD);
-    r = first_pending(pio_g.sends); /* the lock was dropped: look again */
-    struct pio_request *n = r ? first_pending(r->next) : NULL;
-    if (n && n->held == 0)
-        pump(n, PUMP_ONE);
+    r = first_pending(pio_g.sends);
+    unsigned keep = 1;
+    if (r && r->st.partner >= 0 && r->st.partner < pio_g.npartners &&
+        pio_g.partners[r->st.partner].channels > 1)
+        keep = pio_g.partners[r->st.partner].channels;
+    for (unsigned i = 1; i <= keep; i++) {
+        for (int k = 0; k < KEEP_CHUNKS; k++) {
+            struct pio_request *n = nth_pending(i);
+            if (!n || n->pumping || n->held >= KEEP_CHUNKS * pio_g.w.chunk)
+                break;
+            uint64_t used = pio_g.send.used;
+            pump(n, PUMP_ONE);
+            if (pio_g.send.used <= used)
+                return; /* the region is full (or n is done): on at the next release */
+        }
+    }
 }
 
 void pio_pump_stalled(void)
