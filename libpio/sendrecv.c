@@ -287,10 +287,12 @@ static void copy_out(const struct pio_request *r, uint8_t *dst, uint64_t msg_off
  * Sends copy into the send region oldest first, in chunks, while the bytes
  * there that the piod has not released stay within pio_g.send_ahead (pio.c
  * send_ahead says why it is small). The bound must never stop progress:
- *  - when the oldest send waits at it, the next send may keep one chunk
- *    there (its held bytes are tracked per range), so one message that the
- *    piod cannot move yet (no receive claimed it, past the receiver's share)
- *    does not hold back the one the receiver waits for;
+ *  - when the oldest send waits at it, each next send (as many as the
+ *    partner has channels) may keep KEEP_CHUNKS chunks there (held bytes
+ *    are tracked per range), so one message that the piod cannot move yet
+ *    (no receive claimed it, past the receiver's share) does not hold back
+ *    the one the receiver waits for, nor does a message on one named
+ *    channel idle the others (pio_pump_all);
  *  - when no release came for SEND_STALL_MS while sends wait (every byte held
  *    belongs to messages the receiver does not want yet), the oldest send
  *    copies one chunk past the bound, and again each SEND_STALL_MS, up to the
