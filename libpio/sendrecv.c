@@ -336,11 +336,19 @@ enum { PUMP_AHEAD, PUMP_ONE }; /* within the send-ahead; one chunk past it */
 /* The send-ahead for r: at the default, two chunks per channel of the bundle
  * to r's partner if that is more (each channel's next chunk is in the pool
  * when its grant comes: 16 links want 32 MiB, 2 want the default's 4). */
+/* Channels of the bundle to r's partner (0: not known). */
+static uint32_t partner_channels(const struct pio_request *r)
+{
+    return r->st.partner >= 0 && r->st.partner < pio_g.npartners
+               ? pio_g.partners[r->st.partner].channels
+               : 0;
+}
+
 static uint64_t ahead_for(const struct pio_request *r)
 {
     uint64_t a = pio_g.send_ahead;
-    if (!pio_g.send_ahead_set && r->st.partner >= 0 && r->st.partner < pio_g.npartners) {
-        uint64_t want = 2ull * pio_g.partners[r->st.partner].channels * pio_g.w.chunk;
+    if (!pio_g.send_ahead_set) {
+        uint64_t want = 2ull * partner_channels(r) * pio_g.w.chunk;
         a = want > a ? want : a;
     }
     return a < pio_g.send.len ? a : pio_g.send.len;
@@ -420,10 +428,7 @@ void pio_pump_all(void)
         return;
     pump(r, PUMP_AHEAD);
     r = first_pending(pio_g.sends);
-    unsigned keep = 1;
-    if (r && r->st.partner >= 0 && r->st.partner < pio_g.npartners &&
-        pio_g.partners[r->st.partner].channels > 1)
-        keep = pio_g.partners[r->st.partner].channels;
+    unsigned keep = r && partner_channels(r) > 1 ? partner_channels(r) : 1;
     for (unsigned i = 1; i <= keep; i++) {
         for (int k = 0; k < KEEP_CHUNKS; k++) {
             struct pio_request *n = nth_pending(i);
