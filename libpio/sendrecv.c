@@ -333,9 +333,6 @@ void pio_send_released(uint64_t off, uint64_t len)
 
 enum { PUMP_AHEAD, PUMP_ONE }; /* within the send-ahead; one chunk past it */
 
-/* The send-ahead for r: at the default, two chunks per channel of the bundle
- * to r's partner if that is more (each channel's next chunk is in the pool
- * when its grant comes: 16 links want 32 MiB, 2 want the default's 4). */
 /* Channels of the bundle to r's partner (0: not known). */
 static uint32_t partner_channels(const struct pio_request *r)
 {
@@ -344,6 +341,9 @@ static uint32_t partner_channels(const struct pio_request *r)
                : 0;
 }
 
+/* The send-ahead for r: at the default, two chunks per channel of the bundle
+ * to r's partner if that is more (each channel's next chunk is in the pool
+ * when its grant comes: 16 links want 32 MiB, 2 want the default's 4). */
 static uint64_t ahead_for(const struct pio_request *r)
 {
     uint64_t a = pio_g.send_ahead;
